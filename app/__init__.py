@@ -1,0 +1,1 @@
+"""The Gradio app and the command-line entry point."""

@@ -1,0 +1,1 @@
+"""The eval harness: scenario datasets, evaluators, runner and reports."""

@@ -1,0 +1,1 @@
+"""LangGraph core: state, runtime context, model providers, routing and guards, builder."""

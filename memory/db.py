@@ -1,0 +1,150 @@
+"""SQLite connection set-up and the versioned schema migrations of the store.
+
+Every connection is opened the same way (WAL, foreign keys, busy timeout) so several
+sessions and processes can write at once; migrations run once per database file and
+are recorded in ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+BUSY_TIMEOUT_MS = 10_000
+
+# Each entry upgrades the schema by one version. Never edit a shipped entry: append.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the core tables of DESIGN §3.
+    """
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        title       TEXT NOT NULL DEFAULT 'New chat',
+        persona     TEXT,
+        created_at  TEXT NOT NULL
+    );
+    CREATE TABLE messages (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role         TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system',
+                          'web_tool', 'weather_tool', 'memory_tool', 'image_tool')),
+        content      TEXT NOT NULL DEFAULT '',
+        created_at   TEXT NOT NULL,
+        tool_name    TEXT,
+        tool_call_id TEXT,
+        meta         TEXT NOT NULL DEFAULT '{}',
+        image_path   TEXT
+    );
+    CREATE INDEX messages_session_id ON messages(session_id, id);
+    CREATE INDEX messages_session_time ON messages(session_id, created_at);
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, content='messages', content_rowid='id', tokenize='unicode61'
+    );
+    CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER messages_au AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TABLE memories (
+        id               TEXT PRIMARY KEY,
+        category         TEXT NOT NULL CHECK (category IN
+                              ('identity', 'principles', 'focus', 'signals')),
+        key              TEXT NOT NULL,
+        value            TEXT NOT NULL,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        stability        REAL NOT NULL DEFAULT 1.0,
+        difficulty       REAL NOT NULL DEFAULT 5.0,
+        last_recalled_at TEXT,
+        recall_count     INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (category, key)
+    );
+    CREATE TABLE segments (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        start_message_id INTEGER NOT NULL,
+        end_message_id   INTEGER NOT NULL,
+        start_at         TEXT NOT NULL,
+        end_at           TEXT NOT NULL,
+        summary          TEXT NOT NULL,
+        summary_kind     TEXT NOT NULL DEFAULT 'extractive'
+    );
+    CREATE INDEX segments_session ON segments(session_id, end_message_id);
+    CREATE VIRTUAL TABLE segments_fts USING fts5(
+        summary, content='segments', content_rowid='id', tokenize='unicode61'
+    );
+    CREATE TRIGGER segments_ai AFTER INSERT ON segments BEGIN
+        INSERT INTO segments_fts(rowid, summary) VALUES (new.id, new.summary);
+    END;
+    CREATE TRIGGER segments_ad AFTER DELETE ON segments BEGIN
+        INSERT INTO segments_fts(segments_fts, rowid, summary)
+        VALUES ('delete', old.id, old.summary);
+    END;
+    CREATE TRIGGER segments_au AFTER UPDATE OF summary ON segments BEGIN
+        INSERT INTO segments_fts(segments_fts, rowid, summary)
+        VALUES ('delete', old.id, old.summary);
+        INSERT INTO segments_fts(rowid, summary) VALUES (new.id, new.summary);
+    END;
+    CREATE TABLE profile (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
+    """Open a connection configured for concurrent use (WAL, busy timeout, FKs)."""
+    if read_only:
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+    else:
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date; returns the version now in place."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        current = row[0] or 0
+        for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (executescript would auto-commit)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete statement in migration: {buffer.strip()[:80]}")
+    return statements

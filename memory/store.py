@@ -1,0 +1,326 @@
+"""The store: the one source of truth for sessions, messages, memories and the profile.
+
+All SQL of the application lives in memory/ and is parameterised. A ``Store`` keeps one
+connection per thread (SQLite connections are cheap and WAL lets readers and writers
+overlap), so the Gradio worker threads, the CLI and background jobs can share it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory.db import connect, migrate
+
+TOOL_ROLES = ("web_tool", "weather_tool", "memory_tool", "image_tool")
+ROLES = ("user", "assistant", "system", *TOOL_ROLES)
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The real clock, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """Render a moment the way the store keeps it: UTC, sortable, SQLite-compatible."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime(TIME_FORMAT)
+
+
+def parse_time(text: str) -> datetime:
+    """Read a stored timestamp back as an aware UTC datetime."""
+    return datetime.strptime(text[:19], TIME_FORMAT).replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One stored message of a session."""
+
+    id: int
+    session_id: str
+    role: str
+    content: str
+    created_at: str
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    image_path: str | None = None
+
+    @property
+    def is_tool(self) -> bool:
+        """True for tool results (any tool family role)."""
+        return self.role in TOOL_ROLES
+
+
+@dataclass(frozen=True)
+class Session:
+    """A conversation."""
+
+    id: str
+    title: str
+    persona: str | None
+    created_at: str
+
+
+class StoreError(Exception):
+    """A store operation that cannot be done (unknown session, invalid role...)."""
+
+
+def _message(row: sqlite3.Row) -> Message:
+    return Message(
+        id=row["id"],
+        session_id=row["session_id"],
+        role=row["role"],
+        content=row["content"],
+        created_at=row["created_at"],
+        tool_name=row["tool_name"],
+        tool_call_id=row["tool_call_id"],
+        meta=json.loads(row["meta"] or "{}"),
+        image_path=row["image_path"],
+    )
+
+
+class Store:
+    """Typed access to the SQLite database under COMPANION_HOME."""
+
+    def __init__(self, path: Path | str, *, clock: Clock = utc_now) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.clock = clock
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        migrate(self.conn)
+
+    @classmethod
+    def open_home(cls, home: Path | str, *, clock: Clock = utc_now) -> Store:
+        """Open (creating if needed) the store of a COMPANION_HOME folder."""
+        home = Path(home).expanduser()
+        (home / "media").mkdir(parents=True, exist_ok=True)
+        return cls(home / "companion.db", clock=clock)
+
+    @property
+    def media_dir(self) -> Path:
+        """Folder for images beside the database."""
+        path = self.path.parent / "media"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken up front, so concurrent writers queue politely."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def now(self) -> str:
+        """The store clock's current time, formatted."""
+        return format_time(self.clock())
+
+    # sessions -------------------------------------------------------------------
+
+    def create_session(self, title: str = "New chat", persona: str | None = None) -> Session:
+        """Start a new conversation."""
+        session = Session(uuid.uuid4().hex[:12], title, persona, self.now())
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, title, persona, created_at) VALUES (?, ?, ?, ?)",
+                (session.id, session.title, session.persona, session.created_at),
+            )
+        return session
+
+    def ensure_session(self, session_id: str, title: str = "New chat") -> Session:
+        """Return the session, creating it under that id when it does not exist."""
+        found = self.get_session(session_id)
+        if found:
+            return found
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
+                (session_id, title, self.now()),
+            )
+        session = self.get_session(session_id)
+        assert session is not None
+        return session
+
+    def get_session(self, session_id: str) -> Session | None:
+        """The session with that id, or None."""
+        row = self.conn.execute(
+            "SELECT id, title, persona, created_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return Session(**dict(row)) if row else None
+
+    def list_sessions(self) -> list[Session]:
+        """All sessions, most recently active first."""
+        rows = self.conn.execute(
+            """SELECT s.id, s.title, s.persona, s.created_at FROM sessions s
+               LEFT JOIN (SELECT session_id, MAX(id) AS last_id FROM messages
+                          GROUP BY session_id) m ON m.session_id = s.id
+               ORDER BY COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
+        ).fetchall()
+        return [Session(**dict(row)) for row in rows]
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        """Give a session a new title."""
+        title = title.strip()
+        if not title:
+            raise StoreError("a session title cannot be empty")
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE sessions SET title = ? WHERE id = ?", (title, session_id)
+            )
+        if cursor.rowcount == 0:
+            raise StoreError(f"no session {session_id!r}")
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session and everything in it."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    # messages -------------------------------------------------------------------
+
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        image_path: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Message:
+        """Append a message to a session (the session is created if missing)."""
+        if role not in ROLES:
+            raise StoreError(f"unknown message role {role!r}")
+        stamp = format_time(created_at) if created_at else self.now()
+        meta_json = json.dumps(meta or {}, ensure_ascii=False, default=str)
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
+                (session_id, "New chat", stamp),
+            )
+            cursor = conn.execute(
+                """INSERT INTO messages (session_id, role, content, created_at, tool_name,
+                                         tool_call_id, meta, image_path)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (session_id, role, content, stamp, tool_name, tool_call_id, meta_json,
+                 image_path),
+            )
+        message_id = cursor.lastrowid
+        assert message_id is not None
+        return Message(message_id, session_id, role, content, stamp, tool_name,
+                       tool_call_id, meta or {}, image_path)
+
+    def get_message(self, message_id: int) -> Message | None:
+        """One message by id."""
+        row = self.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return _message(row) if row else None
+
+    def recent_messages(self, session_id: str, limit: int = 25,
+                        before_id: int | None = None) -> list[Message]:
+        """The last ``limit`` messages of a session, oldest first."""
+        rows = self.conn.execute(
+            """SELECT * FROM messages WHERE session_id = ? AND id < ?
+               ORDER BY id DESC LIMIT ?""",
+            (session_id, before_id if before_id is not None else 2**62, limit),
+        ).fetchall()
+        return [_message(row) for row in reversed(rows)]
+
+    def messages(self, session_id: str) -> list[Message]:
+        """Every message of a session, oldest first."""
+        rows = self.conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        ).fetchall()
+        return [_message(row) for row in rows]
+
+    def messages_after(self, session_id: str, after_id: int) -> list[Message]:
+        """Messages of a session newer than ``after_id``, oldest first."""
+        rows = self.conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+            (session_id, after_id),
+        ).fetchall()
+        return [_message(row) for row in rows]
+
+    def count_messages(self, session_id: str | None = None) -> int:
+        """How many messages there are (in one session, or in all)."""
+        if session_id is None:
+            row = self.conn.execute("SELECT COUNT(*) FROM messages").fetchone()
+        else:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(row[0])
+
+    def has_history(self) -> bool:
+        """True when any message or memory exists (gates the memory tools)."""
+        row = self.conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM messages) OR EXISTS(SELECT 1 FROM memories)"
+        ).fetchone()
+        return bool(row[0])
+
+    def latest_image(self, session_id: str) -> Message | None:
+        """The newest message of the session that carries an image."""
+        row = self.conn.execute(
+            """SELECT * FROM messages WHERE session_id = ? AND image_path IS NOT NULL
+               ORDER BY id DESC LIMIT 1""",
+            (session_id,),
+        ).fetchone()
+        return _message(row) if row else None
+
+    # profile --------------------------------------------------------------------
+
+    def profile(self) -> dict[str, str]:
+        """Every profile setting as text."""
+        rows = self.conn.execute("SELECT key, value FROM profile").fetchall()
+        return {row["key"]: row["value"] for row in rows}
+
+    def set_profile(self, values: dict[str, str | float | int | None]) -> None:
+        """Save settings; a None value removes the key."""
+        with self.transaction() as conn:
+            for key, value in values.items():
+                if value is None:
+                    conn.execute("DELETE FROM profile WHERE key = ?", (key,))
+                else:
+                    conn.execute(
+                        """INSERT INTO profile (key, value) VALUES (?, ?)
+                           ON CONFLICT(key) DO UPDATE SET value = excluded.value""",
+                        (key, str(value)),
+                    )

@@ -1,0 +1,1 @@
+"""Graph nodes, one per module: build_context, call_model, execute_tool."""

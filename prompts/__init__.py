@@ -1,0 +1,1 @@
+"""Prompt text as named templates: personas, the procedural block, the command protocol."""

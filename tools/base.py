@@ -1,0 +1,95 @@
+"""The shapes every tool shares: its declaration (``ToolSpec``) and what it runs with.
+
+A tool is an async function ``run(args, ctx) -> dict``. It returns ``{"error": ...}`` on
+failure instead of raising; the registry still catches anything that escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from graph.context import Settings
+from memory.store import Store, utc_now
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use: the resolved settings, the store and the current session."""
+
+    settings: Settings
+    store: Store
+    session_id: str | None = None
+    clock: Callable[[], datetime] = utc_now
+    vision_available: bool = False
+
+    def now(self) -> datetime:
+        """The injectable clock's current time (aware, UTC)."""
+        return self.clock()
+
+
+ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]
+
+
+def always(_: ToolContext) -> bool:
+    """Gate for tools that can always work."""
+    return True
+
+
+def default_format(result: dict[str, Any]) -> str:
+    """Plain key: value lines, used when a tool does not format its own result."""
+    if "error" in result:
+        return f"Error: {result['error']}"
+    lines = []
+    for key, value in result.items():
+        lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model and the graph see it.
+
+    ``parameters`` is a JSON schema (object). ``role`` is the message role of its results
+    (web_tool, weather_tool, memory_tool, image_tool). ``command`` is its slash-command
+    name; ``parse_command`` turns the text after the command into arguments (default: the
+    whole text into the first required string parameter). ``available`` is the per-turn
+    gate. ``format`` renders the result for the stored ``🔧 TOOL RESULT`` message.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: ToolRun
+    role: str
+    command: str | None = None
+    parse_command: Callable[[str], dict[str, Any]] | None = None
+    available: Callable[[ToolContext], bool] = always
+    format: Callable[[dict[str, Any]], str] = default_format
+    timeout: float | None = None
+    examples: tuple[str, ...] = field(default_factory=tuple)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI/OpenRouter function-tool schema."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def command_arguments(self, text: str) -> dict[str, Any]:
+        """Arguments from a command's text."""
+        if self.parse_command is not None:
+            return self.parse_command(text)
+        text = text.strip()
+        required = self.parameters.get("required") or []
+        props = self.parameters.get("properties", {})
+        target = next(iter(required), None) or next(iter(props), None)
+        if target is None or not text:
+            return {}
+        return {target: text}

@@ -1,0 +1,193 @@
+"""The one place tools are declared: schemas for the model, validated execution.
+
+``get_tool_schemas`` returns the OpenAI/OpenRouter schemas of the tools that can work now
+(gates computed per call); ``execute_tool`` validates arguments against the schema, runs
+the tool under a time limit and always returns a JSON-serialisable dict —
+``{"error": ...}`` on any failure, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import jsonschema
+
+from tools.base import ToolContext, ToolSpec
+
+BUILTIN_MODULES = (
+    "tools.web_search",
+    "tools.weather",
+    "tools.memory_search",
+    "tools.memory_sql",
+    "tools.memory_write",
+    "tools.image_generate",
+    "tools.image_analyze",
+)
+MAX_RESULT_CHARS = 16_000
+TRUNCATION_MARK = "\n…[truncated: {dropped} more characters]"
+
+UNKNOWN_TOOL = "unknown tool {name!r}; available tools: {available}"
+MALFORMED_ARGUMENTS = "malformed arguments for {name}: {detail}"
+INVALID_ARGUMENTS = "invalid arguments for {name}: {detail}"
+TOOL_TIMEOUT = "{name} timed out after {seconds:g} s"
+TOOL_FAILED = "{name} failed: {detail}"
+
+
+class ToolRegistry:
+    """A set of tools; the application uses ``default_registry()``, tests build their own."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: ToolSpec) -> ToolSpec:
+        """Add (or replace) a tool."""
+        jsonschema.Draft202012Validator.check_schema(spec.parameters)
+        self._tools[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The tool with that name, or None."""
+        return self._tools.get(name)
+
+    def by_command(self, command: str) -> ToolSpec | None:
+        """The tool a slash command names (its command alias or its own name)."""
+        for spec in self._tools.values():
+            if command in (spec.command, spec.name):
+                return spec
+        return None
+
+    @property
+    def names(self) -> list[str]:
+        """Every registered tool name."""
+        return list(self._tools)
+
+    def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
+        """The tools whose gate is open for this context."""
+        enabled = []
+        for spec in self._tools.values():
+            try:
+                if spec.available(ctx):
+                    enabled.append(spec)
+            except Exception:  # a broken gate closes the tool, it does not break the turn
+                continue
+        return enabled
+
+    def schemas(self, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+        """OpenAI-format schemas of the enabled tools (all tools without a context)."""
+        specs = self.enabled(ctx) if ctx is not None else list(self._tools.values())
+        return [spec.schema() for spec in specs]
+
+    async def execute(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
+        """Validate and run one call; failures come back as ``{"error": ...}``."""
+        spec = self._tools.get(name)
+        if spec is None:
+            return {"error": UNKNOWN_TOOL.format(name=name, available=", ".join(self._tools))}
+        args, problem = parse_arguments(name, arguments)
+        if problem:
+            return {"error": problem}
+        try:
+            jsonschema.validate(args, spec.parameters)
+        except jsonschema.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.absolute_path)
+            detail = f"{where}: {exc.message}" if where else exc.message
+            return {"error": INVALID_ARGUMENTS.format(name=name, detail=detail)}
+        seconds = spec.timeout or ctx.settings.tool_timeout
+        try:
+            result = await asyncio.wait_for(spec.run(args, ctx), timeout=seconds)
+        except TimeoutError:
+            return {"error": TOOL_TIMEOUT.format(name=name, seconds=seconds)}
+        except Exception as exc:
+            return {"error": TOOL_FAILED.format(name=name, detail=f"{type(exc).__name__}: {exc}")}
+        if not isinstance(result, dict):
+            return {"error": TOOL_FAILED.format(name=name, detail="returned no result")}
+        return json.loads(json.dumps(result, default=str, ensure_ascii=False))
+
+    def format_result(self, name: str, result: dict[str, Any]) -> str:
+        """The stored text of a result: ``🔧 TOOL RESULT — NAME`` block, size-capped."""
+        spec = self._tools.get(name)
+        try:
+            body = spec.format(result) if spec and "error" not in result else None
+        except Exception:
+            body = None
+        if body is None:
+            body = f"Error: {result['error']}" if "error" in result else json.dumps(
+                result, ensure_ascii=False, indent=1
+            )
+        if len(body) > MAX_RESULT_CHARS:
+            body = body[:MAX_RESULT_CHARS] + TRUNCATION_MARK.format(
+                dropped=len(body) - MAX_RESULT_CHARS
+            )
+        return f"🔧 TOOL RESULT — {name.upper()}\n\n{body}\n\n---"
+
+    def role_of(self, name: str) -> str:
+        """The message role of a tool's results (unknown tools count as memory-free web)."""
+        spec = self._tools.get(name)
+        return spec.role if spec else "web_tool"
+
+
+def parse_arguments(name: str, arguments: Any) -> tuple[dict[str, Any], str | None]:
+    """Arguments as a dict, accepting a JSON string; or an error message."""
+    if arguments is None or arguments == "":
+        return {}, None
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            return {}, MALFORMED_ARGUMENTS.format(name=name, detail=f"not valid JSON ({exc})")
+    if not isinstance(arguments, dict):
+        return {}, MALFORMED_ARGUMENTS.format(
+            name=name, detail=f"expected an object, got {type(arguments).__name__}"
+        )
+    return arguments, None
+
+
+def builtin_specs() -> list[ToolSpec]:
+    """The tools shipped with Companion (each module exposes ``TOOLS``)."""
+    specs: list[ToolSpec] = []
+    for module_name in BUILTIN_MODULES:
+        module = importlib.import_module(module_name)
+        specs.extend(module.TOOLS)
+    return specs
+
+
+_DEFAULT: ToolRegistry | None = None
+
+
+def default_registry() -> ToolRegistry:
+    """The registry of built-in tools (built once)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = ToolRegistry(builtin_specs())
+    return _DEFAULT
+
+
+def _default_context(session_id: str | None) -> ToolContext:
+    from graph.context import load_settings
+    from memory.store import Store
+
+    settings = load_settings()
+    return ToolContext(settings, Store.open_home(settings.home), session_id)
+
+
+def get_tool_schemas(ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+    """Schemas of the built-in tools enabled for ``ctx`` (all of them without one)."""
+    return default_registry().schemas(ctx)
+
+
+async def execute_tool(
+    tool_name: str,
+    arguments: Any,
+    session_id: str | None = None,
+    ctx: ToolContext | None = None,
+) -> dict[str, Any]:
+    """Run a built-in tool; with no context, the configured home and settings are used."""
+    ctx = ctx or _default_context(session_id)
+    if session_id is not None and ctx.session_id != session_id:
+        ctx = ToolContext(ctx.settings, ctx.store, session_id, ctx.clock, ctx.vision_available)
+    return await default_registry().execute(tool_name, arguments, ctx)
