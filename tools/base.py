@@ -56,7 +56,8 @@ class ToolSpec:
     (web_tool, weather_tool, memory_tool, image_tool). ``command`` is its slash-command
     name; ``parse_command`` turns the text after the command into arguments (default: the
     whole text into the first required string parameter). ``available`` is the per-turn
-    gate. ``format`` renders the result for the stored ``🔧 TOOL RESULT`` message.
+    gate. ``multiline`` commands take the lines after the command line as their text too
+    (``/memory_sql`` + SQL below). ``format`` renders the result for the stored ``🔧 TOOL RESULT`` message.
     """
 
     name: str
@@ -69,6 +70,7 @@ class ToolSpec:
     available: Callable[[ToolContext], bool] = always
     format: Callable[[dict[str, Any]], str] = default_format
     timeout: float | None = None
+    multiline: bool = False
     examples: tuple[str, ...] = field(default_factory=tuple)
 
     def schema(self) -> dict[str, Any]:
