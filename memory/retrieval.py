@@ -1,0 +1,198 @@
+"""Raw message search: BM25 keyword match over a session's recent messages, by time too.
+
+This is the last stage of memory_search (DESIGN §4): the user's words become a safe FTS5
+query (content words only, each quoted, OR-joined, so no input can be an FTS syntax
+error); matches are limited to user and assistant messages (tool results, memory_tool
+ones above all, are never searched), to the session's last 1000 messages — or to a time
+window when the question names one — and ranked by BM25. When nothing matches by
+keyword but the question named a time ("kemarin", "last Thursday") or pointed back
+("last time"), the messages of that window, or the newest ones, are returned instead.
+
+Speed at scale: every query is bounded by message id (from the ``messages_session_id``
+and ``messages_session_time`` indexes) before FTS5 is asked, and FTS5 honours rowid ranges,
+so the cost follows the session's recent size, not the database's. ``naive_search`` is
+the LIKE-scan baseline the benchmark compares against.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.store import Message, Store, _message, format_time
+from memory.temporal import TemporalCue
+from memory.text import content_words, stem
+
+SCOPE = 1000
+TOP = 20
+MAX_QUERY_TERMS = 16
+SEARCH_ROLES = ("user", "assistant")
+MAX_ID = 2**62
+
+_ROLES_SQL = "m.role IN ('user', 'assistant')"
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 query from free text: quoted prefix terms, OR-joined; None if empty.
+
+    Terms are word characters only, so a quote can never appear inside one; stems of
+    four letters or more match as prefixes ("cooked" -> "cook"* meets "cooking").
+    """
+    terms: list[str] = []
+    for word in content_words(text):
+        root = stem(word)
+        term = f'"{root}"*' if len(root) >= 4 else f'"{root}"'
+        if term not in terms:
+            terms.append(term)
+    return " OR ".join(terms[:MAX_QUERY_TERMS]) or None
+
+
+def latest_user_message_id(store: Store, session_id: str) -> int | None:
+    """Id of the session's newest user message (the question being answered now)."""
+    row = store.conn.execute(
+        "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (session_id,)
+    ).fetchone()
+    return row[0]
+
+
+def _scope_floor(store: Store, session_id: str | None, before_id: int, scope: int) -> int:
+    """Smallest id among the last ``scope`` messages before ``before_id``."""
+    if session_id is None:
+        row = store.conn.execute(
+            "SELECT id FROM messages WHERE id < ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (before_id, scope - 1),
+        ).fetchone()
+    else:
+        row = store.conn.execute(
+            """SELECT id FROM messages WHERE session_id = ? AND id < ?
+               ORDER BY id DESC LIMIT 1 OFFSET ?""",
+            (session_id, before_id, scope - 1),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _window_ids(
+    store: Store, session_id: str | None, start: datetime, end: datetime
+) -> tuple[int, int] | None:
+    """The id range of the messages inside a time window (None when it is empty)."""
+    if session_id is None:
+        row = store.conn.execute(
+            "SELECT MIN(id), MAX(id) FROM messages WHERE created_at >= ? AND created_at < ?",
+            (format_time(start), format_time(end)),
+        ).fetchone()
+    else:
+        row = store.conn.execute(
+            """SELECT MIN(id), MAX(id) FROM messages
+               WHERE session_id = ? AND created_at >= ? AND created_at < ?""",
+            (session_id, format_time(start), format_time(end)),
+        ).fetchone()
+    return (int(row[0]), int(row[1])) if row and row[0] is not None else None
+
+
+def search_messages(
+    store: Store,
+    query: str,
+    *,
+    session_id: str | None = None,
+    cue: TemporalCue | None = None,
+    before_id: int | None = None,
+    scope: int = SCOPE,
+    limit: int = TOP,
+) -> list[Message]:
+    """User/assistant messages matching ``query``, best first (newest first for a
+    "recent" cue); messages of the cue's window, or the newest, when no keyword matches.
+
+    ``session_id`` None searches every session; ``before_id`` leaves out the question
+    being answered (and anything after it).
+    """
+    upper = before_id if before_id is not None else MAX_ID
+    window = (cue.start, cue.end) if cue and cue.start and cue.end else None
+    if window:
+        ids = _window_ids(store, session_id, *window)
+        if ids is None:
+            return []
+        low, high = ids[0], min(ids[1], upper - 1)
+    else:
+        low, high = _scope_floor(store, session_id, upper, scope), upper - 1
+    if high < low:
+        return []
+    match = fts_query(query)
+    if match:
+        hits = _keyword(store, match, session_id, low, high, window, cue, limit)
+        if hits:
+            return hits
+    if window or (cue and cue.recent):
+        return _newest(store, session_id, low, high, window, limit)
+    return []
+
+
+def _keyword(
+    store: Store,
+    match: str,
+    session_id: str | None,
+    low: int,
+    high: int,
+    window: tuple[datetime, datetime] | None,
+    cue: TemporalCue | None,
+    limit: int,
+) -> list[Message]:
+    sql = (
+        "SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        f"WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? AND {_ROLES_SQL}"
+    )
+    params: list[object] = [match, low, high]
+    if session_id is not None:
+        sql += " AND m.session_id = ?"
+        params.append(session_id)
+    if window:
+        sql += " AND m.created_at >= ? AND m.created_at < ?"
+        params += [format_time(window[0]), format_time(window[1])]
+    # A "recent" cue ("last time I…") wants the newest occurrence, not the best-worded one.
+    sql += " ORDER BY m.id DESC" if cue and cue.recent else " ORDER BY bm25(messages_fts)"
+    sql += " LIMIT ?"
+    params.append(limit)
+    return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
+
+
+def _newest(
+    store: Store,
+    session_id: str | None,
+    low: int,
+    high: int,
+    window: tuple[datetime, datetime] | None,
+    limit: int,
+) -> list[Message]:
+    """The newest ``limit`` user/assistant messages in range, oldest first."""
+    sql = f"SELECT m.* FROM messages m WHERE m.id BETWEEN ? AND ? AND {_ROLES_SQL}"
+    params: list[object] = [low, high]
+    if session_id is not None:
+        sql += " AND m.session_id = ?"
+        params.append(session_id)
+    if window:
+        sql += " AND m.created_at >= ? AND m.created_at < ?"
+        params += [format_time(window[0]), format_time(window[1])]
+    sql += " ORDER BY m.id DESC LIMIT ?"
+    params.append(limit)
+    rows = store.conn.execute(sql, params).fetchall()
+    return [_message(row) for row in reversed(rows)]
+
+
+def naive_search(
+    store: Store, query: str, *, session_id: str | None = None, limit: int = TOP
+) -> list[Message]:
+    """Baseline for the benchmark: LIKE '%word%' over every message, newest first."""
+    terms = content_words(query)[:MAX_QUERY_TERMS]
+    if not terms:
+        return []
+    likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in terms)
+    sql = f"SELECT m.* FROM messages m WHERE {_ROLES_SQL} AND ({likes})"
+    params: list[object] = [f"%{_escape_like(term)}%" for term in terms]
+    if session_id is not None:
+        sql += " AND m.session_id = ?"
+        params.append(session_id)
+    sql += " ORDER BY m.id DESC LIMIT ?"
+    params.append(limit)
+    return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,126 @@
+"""Raw message search: safe FTS queries, scope, windows, roles and fallbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.retrieval import fts_query, naive_search, search_messages
+from memory.store import Store
+from memory.temporal import TemporalCue, parse_temporal
+
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    yield s
+    s.close()
+
+
+def day(n: int, hour: int = 12) -> datetime:
+    """n days before NOW's date, at ``hour`` UTC."""
+    return datetime(2026, 11, 25, hour, tzinfo=UTC) - timedelta(days=n)
+
+
+def test_fts_query_keeps_content_words_quoted() -> None:
+    assert fts_query("What did I cook last Thursday?") == '"cook"*'
+    assert fts_query('nasi "goreng" OR NEAR(x) *') == '"nasi"* OR "goreng"* OR "near"*'
+    assert fts_query("what did I do yesterday?") is None
+
+
+@pytest.fixture(scope="module")
+def fts_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    s = Store.open_home(tmp_path_factory.mktemp("fts"), clock=lambda: NOW)
+    s.add_message("s", "user", "hello world")
+    yield s
+    s.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_is_a_valid_fts_query(fts_store: Store, text: str) -> None:
+    search_messages(fts_store, text, session_id="s")
+
+
+def test_keyword_match_ranked_and_limited_to_user_and_assistant(store: Store) -> None:
+    store.add_message("s", "user", "I cooked nasi goreng tonight", created_at=day(3))
+    store.add_message("s", "assistant", "Nasi goreng sounds great", created_at=day(3))
+    store.add_message("s", "memory_tool", "nasi goreng from memory", created_at=day(3))
+    store.add_message("s", "web_tool", "nasi goreng recipe", created_at=day(3))
+    store.add_message("s", "user", "went cycling", created_at=day(2))
+    found = search_messages(store, "nasi goreng", session_id="s")
+    assert {m.role for m in found} == {"user", "assistant"}
+    assert len(found) == 2
+    assert search_messages(store, "cooking", session_id="s")[0].content.startswith("I cooked")
+
+
+def test_other_sessions_are_not_searched(store: Store) -> None:
+    store.add_message("a", "user", "my cat is orange")
+    store.add_message("b", "user", "hello")
+    assert search_messages(store, "cat", session_id="b") == []
+    assert len(search_messages(store, "cat", session_id="a")) == 1
+    assert len(search_messages(store, "cat")) == 1
+
+
+def test_only_the_last_thousand_messages_of_the_session(store: Store) -> None:
+    store.add_message("s", "user", "the secret word is pineapple", created_at=day(30))
+    with store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [("s", "user", f"filler {i}", "2026-11-20 10:00:00") for i in range(1000)],
+        )
+    assert search_messages(store, "pineapple", session_id="s") == []
+    assert len(search_messages(store, "pineapple", session_id="s", scope=2000)) == 1
+
+
+def test_window_restricts_and_falls_back_to_window_messages(store: Store) -> None:
+    store.add_message("s", "user", "I cooked rendang", created_at=day(6, 11))
+    store.add_message("s", "user", "I cooked soto", created_at=day(1, 11))
+    store.add_message("s", "user", "went to the gym", created_at=day(1, 15))
+    cue = parse_temporal("yesterday", NOW)
+    assert [
+        m.content for m in search_messages(store, "what did I cook", session_id="s", cue=cue)
+    ] == ["I cooked soto"]
+    # No keyword in the window: the window's messages instead, oldest first.
+    assert [m.content for m in search_messages(store, "swimming", session_id="s", cue=cue)] == [
+        "I cooked soto",
+        "went to the gym",
+    ]
+    empty = TemporalCue(day(100), day(99), "long ago")
+    assert search_messages(store, "cooked", session_id="s", cue=empty) == []
+
+
+def test_recent_cue_prefers_newest_and_falls_back_to_newest(store: Store) -> None:
+    store.add_message("s", "user", "I went to Bali", created_at=day(20))
+    store.add_message("s", "user", "Bali again, so nice", created_at=day(5))
+    store.add_message("s", "assistant", "how was it?", created_at=day(5))
+    recent = TemporalCue(None, None, "last time", recent=True)
+    assert search_messages(store, "bali", session_id="s", cue=recent)[0].content.startswith(
+        "Bali again"
+    )
+    newest = search_messages(store, "zzz", session_id="s", cue=recent, limit=2)
+    assert [m.content for m in newest] == ["Bali again, so nice", "how was it?"]
+    assert search_messages(store, "zzz", session_id="s") == []
+
+
+def test_before_id_leaves_out_the_question(store: Store) -> None:
+    store.add_message("s", "user", "I cooked pasta", created_at=day(3))
+    question = store.add_message("s", "user", "what did I cook?", created_at=NOW)
+    found = search_messages(store, "cook", session_id="s", before_id=question.id)
+    assert [m.content for m in found] == ["I cooked pasta"]
+
+
+def test_naive_search_baseline(store: Store) -> None:
+    store.add_message("s", "user", "100% sure about the cat_toy")
+    store.add_message("s", "user", "dog")
+    assert [m.content for m in naive_search(store, "cat_toy", session_id="s")] == [
+        "100% sure about the cat_toy"
+    ]
+    assert naive_search(store, "what did I", session_id="s") == []
