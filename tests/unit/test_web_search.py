@@ -1,0 +1,171 @@
+"""web_search against the local DuckDuckGo HTML fixture: parsing, limits and failures."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.fixtures import DuckDuckGoFixture
+from graph.context import Settings
+from memory.store import Store
+from tools.base import ToolContext
+from tools.registry import ToolRegistry
+from tools.web_search import TOOLS, format_results, parse_results, unwrap_url, web_search
+
+
+@pytest.fixture(scope="module")
+def ddg() -> Iterator[DuckDuckGoFixture]:
+    with DuckDuckGoFixture(slow_seconds=3.0) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def fresh_requests(ddg: DuckDuckGoFixture) -> None:
+    ddg.clear()
+
+
+def make_ctx(home: Path, server: DuckDuckGoFixture, **settings: Any) -> ToolContext:
+    values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
+    return ToolContext(Settings(**values), Store.open_home(home), "s1")
+
+
+async def test_currency_query_gives_clean_unwrapped_results(tmp_path, ddg):
+    result = await web_search({"query": "USD to JPY"}, make_ctx(tmp_path, ddg))
+
+    assert "error" not in result
+    results = result["results"]
+    assert len(results) == 5
+    assert results[0] == {
+        "title": "1 USD to JPY - US Dollars to Japanese Yen Exchange Rate - Xe",
+        "snippet": "Get the latest 1 US Dollar to Japanese Yen rate for FREE with the original "
+        "Universal Currency Converter. 1 USD = 154.32 JPY — mid-market rate at 09:14 UTC.",
+        "url": "https://www.xe.com/currencyconverter/convert/?Amount=1&From=USD&To=JPY",
+    }
+    urls = [item["url"] for item in results]
+    assert all("duckduckgo.com" not in url for url in urls)
+    assert len(set(urls)) == len(urls), "the duplicate Xe listing is dropped"
+    assert not any("Send Money to Japan" in item["title"] for item in results), "ad skipped"
+    assert "it's free" in results[2]["snippet"]
+    assert all("<b>" not in item["title"] + item["snippet"] for item in results)
+
+
+async def test_request_is_a_form_post_with_the_query(tmp_path, ddg):
+    await web_search({"query": "  USD   to JPY "}, make_ctx(tmp_path, ddg))
+
+    (request,) = ddg.requests
+    assert request.method == "POST"
+    assert request.path == "/html/"
+    assert request.form["q"] == ["USD to JPY"]
+
+
+async def test_generic_results_drop_fragment_duplicates(tmp_path, ddg):
+    result = await web_search({"query": "python asyncio"}, make_ctx(tmp_path, ddg))
+
+    titles = [item["title"] for item in result["results"]]
+    assert titles[0] == "python asyncio - Wikipedia"
+    assert "python asyncio - Wikipedia (mobile)" not in titles
+    assert result["results"][0]["url"] == (
+        "https://en.wikipedia.org/wiki/Special:Search?search=python+asyncio"
+    )
+    assert "Encyclopædia Britannica" in result["results"][1]["snippet"]
+
+
+async def test_max_results_limits_the_list(tmp_path, ddg):
+    result = await web_search(
+        {"query": "python asyncio", "max_results": 3}, make_ctx(tmp_path, ddg)
+    )
+    assert len(result["results"]) == 3
+
+
+async def test_no_results_page_is_an_empty_list_with_a_note(tmp_path, ddg):
+    result = await web_search({"query": "noresults zxqv"}, make_ctx(tmp_path, ddg))
+    assert result == {
+        "query": "noresults zxqv",
+        "results": [],
+        "note": "No results found for this query.",
+    }
+    assert "No results" in format_results(result)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("captcha please", "captcha"),
+        ("anomaly", "captcha"),
+        ("ratelimit now", "rate-limited"),
+        ("servererror", "HTTP 500"),
+        ("unexpected page", "not a result list"),
+    ],
+)
+async def test_blocked_or_broken_pages_are_errors(tmp_path, ddg, query, expected):
+    result = await web_search({"query": query}, make_ctx(tmp_path, ddg))
+    assert expected in result["error"]
+    assert "results" not in result
+
+
+async def test_slow_answer_times_out_with_an_error(tmp_path, ddg):
+    started = time.perf_counter()
+    result = await web_search({"query": "slow query"}, make_ctx(tmp_path, ddg, tool_timeout=0.5))
+    assert result == {"error": "web search failed: the search service did not answer in time"}
+    assert time.perf_counter() - started < 2
+
+
+async def test_unreachable_endpoint_is_an_error(tmp_path):
+    with DuckDuckGoFixture() as closed:
+        overrides = closed.settings_overrides()
+    ctx = ToolContext(Settings(home=tmp_path, **overrides), Store.open_home(tmp_path))
+    result = await web_search({"query": "anything"}, ctx)
+    assert result["error"].startswith("web search failed: could not connect")
+
+
+def test_unwrap_url_handles_redirects_ads_and_plain_links():
+    assert (
+        unwrap_url("//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.com%2Fa%3Fb%3D1&rut=x")
+        == "https://example.com/a?b=1"
+    )
+    assert unwrap_url("https://duckduckgo.com/y.js?ad_domain=x.com&u3=abc") is None
+    assert unwrap_url("https://example.org/page") == "https://example.org/page"
+    assert unwrap_url("javascript:alert(1)") is None
+
+
+def test_parse_results_skips_ads_marked_by_badge_and_dedups_trailing_slash():
+    page = """
+    <div id="links" class="results">
+      <div class="result web-result"><a class="result__a" href="https://a.example/x/">A &amp; B</a>
+        <a class="result__snippet">one</a></div>
+      <div class="result web-result">
+        <a class="result__a" href="https://www.a.example/x">A again</a></div>
+      <div class="result"><a class="result__a" href="https://ad.example/">Ad</a>
+        <span class="badge--ad">Ad</span></div>
+      <div class="result web-result"><a class="result__a" href="https://c.example/">C</a></div>
+    </div>"""
+    parsed = parse_results(page, 5)
+    assert [item["title"] for item in parsed["results"]] == ["A & B", "C"]
+
+
+async def test_through_the_registry_validates_arguments(tmp_path, ddg):
+    registry = ToolRegistry(TOOLS)
+    ctx = make_ctx(tmp_path, ddg)
+
+    ok = await registry.execute("web_search", '{"query": "weather Tokyo"}', ctx)
+    assert ok["results"][0]["url"] == "https://weather.com/weather/today/l/Tokyo+Japan"
+    text = registry.format_result("web_search", ok)
+    assert text.startswith("🔧 TOOL RESULT — WEB_SEARCH")
+    assert "The Weather Channel" in text
+
+    too_many = await registry.execute("web_search", {"query": "x", "max_results": 9}, ctx)
+    assert too_many["error"].startswith("invalid arguments for web_search")
+    missing = await registry.execute("web_search", {}, ctx)
+    assert "query" in missing["error"]
+    assert len(ddg.requests) == 1
+
+
+def test_command_text_becomes_the_query():
+    (spec,) = TOOLS
+    assert spec.command == "web_search"
+    assert spec.role == "web_tool"
+    assert spec.command_arguments(" USD to JPY ") == {"query": "USD to JPY"}

@@ -1,0 +1,260 @@
+"""image_generate: draw an image with the configured backend and model, saved under media/.
+
+Backends (``Settings.image_backend``), never swapped for one another:
+
+- ``openai``: OpenAI-compatible ``POST {image_base_url}/images/generations``; the image
+  comes back as ``b64_json`` or as a ``url`` that is then downloaded.
+- ``openrouter``: ``POST {image_base_url}/chat/completions`` with
+  ``modalities: ["image", "text"]``; the image is a data URL in
+  ``choices[0].message.images[].image_url.url``.
+- ``url``: a key-free URL backend (pollinations-style):
+  ``GET {image_base_url}/prompt/{prompt}?model={model}`` answers with the image bytes.
+
+Every generation logs the model and endpoint on the ``companion.image`` logger. The bytes
+are checked to be a real image under the size cap before they are saved.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from graph.context import IMAGE_BACKENDS, Settings
+from tools.base import ToolContext, ToolSpec
+from tools.images import MAX_IMAGE_BYTES, NotAnImage, inspect_image, write_image
+from tools.net import TooLarge, describe_http_error, read_limited
+
+logger = logging.getLogger("companion.image")
+
+GENERATION_TIMEOUT = 120.0  # image models are slow; the tool gets more than the default
+CONNECT_TIMEOUT = 10.0
+
+DESCRIPTION = (
+    'Generate an image when the user asks for a picture, drawing or photo (e.g. "send a '
+    'pic"). `prompt`: a complete visual description of the image — subject, setting, '
+    'style — e.g. "a ginger cat asleep on a sunny windowsill, photo". The image is shown '
+    "to the user automatically."
+)
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "prompt": {
+            "type": "string",
+            "minLength": 1,
+            "description": "What the image should show.",
+        }
+    },
+    "required": ["prompt"],
+    "additionalProperties": False,
+}
+
+NOT_CONFIGURED = (
+    "image generation is not configured: set the image backend (openai, openrouter or url)"
+)
+MISSING_SETTING = "image generation is not configured: the {backend} backend needs {what}"
+NO_IMAGE = "the image model returned no image{detail}"
+
+
+class GenerationError(Exception):
+    """A backend failure whose message is the tool's error text."""
+
+
+def configuration_problem(settings: Settings) -> str | None:
+    """What is missing for image generation to work, or None when it can."""
+    backend = settings.image_backend
+    if not backend:
+        return NOT_CONFIGURED
+    if backend not in IMAGE_BACKENDS:
+        return f"unknown image backend {backend!r} (expected one of {', '.join(IMAGE_BACKENDS)})"
+    if not settings.image_base_url:
+        return MISSING_SETTING.format(backend=backend, what="a base URL")
+    if not settings.image_model:
+        return MISSING_SETTING.format(backend=backend, what="a model name")
+    return None
+
+
+def available(ctx: ToolContext) -> bool:
+    """Offered only when a backend, its base URL and a model are configured."""
+    return configuration_problem(ctx.settings) is None
+
+
+def endpoint_for(settings: Settings, prompt: str) -> str:
+    """The URL a generation request goes to."""
+    base = (settings.image_base_url or "").rstrip("/")
+    if settings.image_backend == "openai":
+        return f"{base}/images/generations"
+    if settings.image_backend == "openrouter":
+        return f"{base}/chat/completions"
+    return f"{base}/prompt/{quote(prompt, safe='')}"
+
+
+def _headers(settings: Settings) -> dict[str, str]:
+    if settings.image_api_key:
+        return {"Authorization": f"Bearer {settings.image_api_key}"}
+    return {}
+
+
+def _backend_error(response: httpx.Response) -> GenerationError:
+    detail = ""
+    try:
+        body = response.json()
+        error = body.get("error") if isinstance(body, dict) else None
+        detail = str(error.get("message", "")) if isinstance(error, dict) else str(error or "")
+    except ValueError:
+        detail = response.text[:200]
+    suffix = f": {detail}" if detail else ""
+    return GenerationError(f"the image backend answered HTTP {response.status_code}{suffix}")
+
+
+async def _download(client: httpx.AsyncClient, url: str) -> bytes:
+    async with client.stream("GET", url, headers={"Accept": "image/*"}) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise _backend_error(response)
+        return await read_limited(response, MAX_IMAGE_BYTES)
+
+
+def decode_data_url(url: str) -> bytes:
+    """The bytes of a ``data:image/...;base64,...`` URL."""
+    header, _, payload = url.partition(",")
+    if not header.startswith("data:") or ";base64" not in header:
+        raise GenerationError("the image model returned an image URL that is not base64 data")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except binascii.Error as exc:
+        raise GenerationError("the image model returned invalid base64 data") from exc
+
+
+async def _openai(
+    client: httpx.AsyncClient, endpoint: str, prompt: str, settings: Settings
+) -> bytes:
+    payload = {"model": settings.image_model, "prompt": prompt, "n": 1}
+    response = await client.post(endpoint, json=payload, headers=_headers(settings))
+    if response.status_code != 200:
+        raise _backend_error(response)
+    items = response.json().get("data") or []
+    item = items[0] if items and isinstance(items[0], dict) else {}
+    if item.get("b64_json"):
+        try:
+            return base64.b64decode(item["b64_json"], validate=True)
+        except binascii.Error as exc:
+            raise GenerationError("the image backend returned invalid base64 data") from exc
+    if item.get("url"):
+        return await _download(client, str(item["url"]))
+    raise GenerationError(NO_IMAGE.format(detail=""))
+
+
+async def _openrouter(
+    client: httpx.AsyncClient, endpoint: str, prompt: str, settings: Settings
+) -> bytes:
+    payload = {
+        "model": settings.image_model,
+        "messages": [{"role": "user", "content": prompt}],
+        "modalities": ["image", "text"],
+    }
+    response = await client.post(endpoint, json=payload, headers=_headers(settings))
+    if response.status_code != 200:
+        raise _backend_error(response)
+    choices = response.json().get("choices") or []
+    message = choices[0].get("message", {}) if choices else {}
+    for image in message.get("images") or []:
+        url = (image.get("image_url") or {}).get("url", "")
+        if url.startswith("data:"):
+            return decode_data_url(url)
+        if url.startswith(("http://", "https://")):
+            return await _download(client, url)
+    text = str(message.get("content") or "").strip()
+    raise GenerationError(NO_IMAGE.format(detail=f" (it said: {text[:200]})" if text else ""))
+
+
+async def _url(client: httpx.AsyncClient, endpoint: str, prompt: str, settings: Settings) -> bytes:
+    async with client.stream(
+        "GET", endpoint, params={"model": settings.image_model}, headers={"Accept": "image/*"}
+    ) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise _backend_error(response)
+        return await read_limited(response, MAX_IMAGE_BYTES)
+
+
+Fetch = Callable[[httpx.AsyncClient, str, str, Settings], Awaitable[bytes]]
+BACKENDS: dict[str, Fetch] = {"openai": _openai, "openrouter": _openrouter, "url": _url}
+
+
+def _media_path(media_dir: Path, extension: str) -> Path:
+    return media_dir / f"generated-{uuid.uuid4().hex}.{extension}"
+
+
+async def image_generate(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Generate one image from ``prompt`` and save it under the media folder."""
+    prompt = str(args.get("prompt", "")).strip()
+    if not prompt:
+        return {"error": "image_generate needs a prompt"}
+    settings = ctx.settings
+    problem = configuration_problem(settings)
+    if problem:
+        return {"error": problem}
+    backend = str(settings.image_backend)
+    endpoint = endpoint_for(settings, prompt)
+    logger.info("[IMAGE TOOL] Selected model: %s", settings.image_model)
+    logger.info("[IMAGE TOOL] Endpoint: %s", endpoint)
+    timeout = httpx.Timeout(
+        min(settings.request_timeout, GENERATION_TIMEOUT * 0.9), connect=CONNECT_TIMEOUT
+    )
+    try:
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+            data = await BACKENDS[backend](client, endpoint, prompt, settings)
+        info = inspect_image(data)
+    except GenerationError as exc:
+        return {"error": str(exc)}
+    except TooLarge:
+        return {"error": f"the generated image is larger than {MAX_IMAGE_BYTES} bytes"}
+    except NotAnImage as exc:
+        return {"error": f"the image backend did not return a usable image: {exc}"}
+    except httpx.HTTPError as exc:
+        return {"error": describe_http_error(exc, "the image backend")}
+    except ValueError:
+        return {"error": "the image backend returned something that is not JSON"}
+    path = write_image(data, _media_path(settings.media_dir, info.extension))
+    logger.info("[IMAGE TOOL] Saved %s (%dx%d, %s)", path.name, info.width, info.height, info.mime)
+    return {
+        "image_path": str(path),
+        "mime": info.mime,
+        "model": settings.image_model,
+        "backend": backend,
+        "prompt": prompt,
+        "width": info.width,
+        "height": info.height,
+    }
+
+
+def format_generated(result: dict[str, Any]) -> str:
+    """What the model reads: no path or link to repeat, only that the user sees it."""
+    return (
+        f"Image generated (model {result['model']}, {result['width']}x{result['height']}). "
+        "It is shown to the user automatically."
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        name="image_generate",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        run=image_generate,
+        role="image_tool",
+        command="imagine",
+        available=available,
+        format=format_generated,
+        timeout=GENERATION_TIMEOUT,
+        examples=("/imagine a ginger cat asleep on a sunny windowsill, photo",),
+    )
+]
