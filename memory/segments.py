@@ -1,0 +1,246 @@
+"""Episodic memory: a session cut into spans ("segments"), each with a short summary.
+
+A new segment starts after a silence of more than 30 minutes or once a segment holds 40
+messages. Only closed spans are cut: the newest span stays open while the conversation
+may still continue it (it is closed by the next gap — including the time since its last
+message — or by reaching 40 messages, or on request with ``force=True``).
+
+Each segment gets a summary from the injected ``summarize`` coroutine (the chat model,
+``summary_kind='model'``) or, without one or when it fails, a deterministic extractive
+summary (``summary_kind='extractive'``): a local date/time-of-day heading such as
+"Thu 20 Nov, evening:" followed by the most informative user lines. Summaries see only
+user and assistant messages, so tool output (memory_tool results above all) never leaks
+into episodic memory. Summaries are indexed by ``segments_fts`` for search.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from memory.retrieval import fts_query
+from memory.store import Message, Store, format_time, parse_time
+from memory.temporal import TemporalCue, zone_of
+from memory.text import content_words
+
+GAP = timedelta(minutes=30)
+MAX_MESSAGES = 40
+SUMMARY_CHARS = 400
+SUMMARY_LINES = 3
+LINE_CHARS = 140
+SPEAKER_ROLES = ("user", "assistant")
+
+Summarizer = Callable[[list[Message]], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stored span of one session's messages and its summary."""
+
+    id: int
+    session_id: str
+    start_message_id: int
+    end_message_id: int
+    start_at: str
+    end_at: str
+    summary: str
+    summary_kind: str
+
+
+def _segment(row: sqlite3.Row) -> Segment:
+    return Segment(
+        id=row["id"],
+        session_id=row["session_id"],
+        start_message_id=row["start_message_id"],
+        end_message_id=row["end_message_id"],
+        start_at=row["start_at"],
+        end_at=row["end_at"],
+        summary=row["summary"],
+        summary_kind=row["summary_kind"],
+    )
+
+
+def part_of_day(hour: int) -> str:
+    """The words a person would use for an hour of the day."""
+    if 5 <= hour < 12:
+        return "morning"
+    if 12 <= hour < 17:
+        return "afternoon"
+    if 17 <= hour < 21:
+        return "evening"
+    return "night"
+
+
+def heading(moment: str, tz: str = "UTC") -> str:
+    """ "Thu 20 Nov, evening" for a stored timestamp, in the user's timezone."""
+    local = parse_time(moment).astimezone(zone_of(tz))
+    return f"{local:%a} {local.day} {local:%b}, {part_of_day(local.hour)}"
+
+
+def extractive_summary(messages: list[Message], tz: str = "UTC") -> str:
+    """A deterministic summary: heading + the most informative user lines, in order."""
+    if not messages:
+        return ""
+    speakers = [m for m in messages if m.role in SPEAKER_ROLES and m.content.strip()]
+    lines = [m for m in speakers if m.role == "user"] or speakers
+    # Informative = many distinct content words; ties go to the earlier line.
+    ranked = sorted(
+        range(len(lines)),
+        key=lambda i: (-len(content_words(lines[i].content, drop_time_words=False)), i),
+    )
+    chosen = sorted(ranked[:SUMMARY_LINES])
+    parts = []
+    for index in chosen:
+        text = " ".join(lines[index].content.split())
+        parts.append(text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…")
+    summary = f"{heading(messages[0].created_at, tz)}: " + " · ".join(parts)
+    return summary if len(summary) <= SUMMARY_CHARS else summary[: SUMMARY_CHARS - 1] + "…"
+
+
+def split_spans(messages: list[Message]) -> list[list[Message]]:
+    """Cut consecutive messages into spans at gaps over 30 minutes or at 40 messages."""
+    spans: list[list[Message]] = []
+    for message in messages:
+        current = spans[-1] if spans else None
+        if (
+            current is None
+            or len(current) >= MAX_MESSAGES
+            or parse_time(message.created_at) - parse_time(current[-1].created_at) > GAP
+        ):
+            spans.append([message])
+        else:
+            current.append(message)
+    return spans
+
+
+def _last_segmented_id(store: Store, session_id: str) -> int:
+    row = store.conn.execute(
+        "SELECT MAX(end_message_id) FROM segments WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0] or 0)
+
+
+async def refresh_segments(
+    store: Store,
+    session_id: str,
+    summarize: Summarizer | None = None,
+    *,
+    force: bool = False,
+    tz: str = "UTC",
+) -> int:
+    """Cut and summarise the session's closed spans not yet segmented; returns how many
+    segments were added. ``force`` closes the newest span too."""
+    after = _last_segmented_id(store, session_id)
+    spans = split_spans(store.messages_after(session_id, after))
+    if spans and not force:
+        last = spans[-1]
+        quiet = store.clock() - parse_time(last[-1].created_at) > GAP
+        if len(last) < MAX_MESSAGES and not quiet:
+            spans.pop()
+    summaries: list[tuple[list[Message], str, str]] = []
+    for span in spans:
+        speakers = [m for m in span if m.role in SPEAKER_ROLES]
+        summary, kind = "", "extractive"
+        if summarize is not None and speakers:
+            try:
+                summary, kind = (await summarize(speakers)).strip(), "model"
+            except Exception:  # a failing model must not lose the segment: fall back
+                summary = ""
+        if not summary:
+            summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"
+        summaries.append((span, summary, kind))
+    added = 0
+    with store.transaction() as conn:
+        # Another refresh may have run while we were summarising: skip what it stored.
+        done = (
+            conn.execute(
+                "SELECT MAX(end_message_id) FROM segments WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            or 0
+        )
+        for span, summary, kind in summaries:
+            if span[0].id <= done:
+                continue
+            conn.execute(
+                """INSERT INTO segments (session_id, start_message_id, end_message_id,
+                                         start_at, end_at, summary, summary_kind)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    session_id,
+                    span[0].id,
+                    span[-1].id,
+                    span[0].created_at,
+                    span[-1].created_at,
+                    summary,
+                    kind,
+                ),
+            )
+            added += 1
+    return added
+
+
+def list_segments(store: Store, session_id: str) -> list[Segment]:
+    """A session's segments, oldest first."""
+    rows = store.conn.execute(
+        "SELECT * FROM segments WHERE session_id = ? ORDER BY start_message_id", (session_id,)
+    ).fetchall()
+    return [_segment(row) for row in rows]
+
+
+def search_segments(
+    store: Store,
+    query: str,
+    *,
+    cue: TemporalCue | None = None,
+    session_id: str | None = None,
+    limit: int = 5,
+) -> list[Segment]:
+    """Segments whose summary matches ``query`` (BM25), within the cue's window if any;
+    with a window but no keyword match, the window's segments, newest first."""
+    where, params = "", []
+    if session_id is not None:
+        where += " AND s.session_id = ?"
+        params.append(session_id)
+    if cue is not None and cue.start is not None and cue.end is not None:
+        # Overlap, not containment: a segment that ran across midnight still counts.
+        where += " AND s.start_at < ? AND s.end_at >= ?"
+        params += [format_time(cue.end), format_time(cue.start)]
+    match = fts_query(query)
+    if match:
+        rows = store.conn.execute(
+            "SELECT s.* FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid "
+            f"WHERE segments_fts MATCH ?{where} ORDER BY bm25(segments_fts) LIMIT ?",
+            [match, *params, limit],
+        ).fetchall()
+        if rows:
+            return [_segment(row) for row in rows]
+    if cue is not None and (cue.has_window or cue.recent):
+        rows = store.conn.execute(
+            f"SELECT s.* FROM segments s WHERE 1 = 1{where} ORDER BY s.end_message_id DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+        return [_segment(row) for row in rows]
+    return []
+
+
+def segment_lines(store: Store, segment: Segment, query: str = "", count: int = 3) -> list[str]:
+    """A few user/assistant lines of a segment, those sharing words with ``query`` first."""
+    rows = store.conn.execute(
+        """SELECT role, content FROM messages WHERE session_id = ? AND id BETWEEN ? AND ?
+           AND role IN ('user', 'assistant') ORDER BY id""",
+        (segment.session_id, segment.start_message_id, segment.end_message_id),
+    ).fetchall()
+    wanted = set(content_words(query))
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (-len(wanted & set(content_words(rows[i]["content"]))), i),
+    )
+    chosen = sorted(order[:count])
+    lines = []
+    for index in chosen:
+        text = " ".join(rows[index]["content"].split())
+        text = text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
+        lines.append(f"{rows[index]['role']}: {text}")
+    return lines

@@ -1,0 +1,110 @@
+"""Episodic segments: cutting spans, summaries (model and extractive), search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory.segments import (
+    extractive_summary,
+    list_segments,
+    refresh_segments,
+    search_segments,
+    segment_lines,
+)
+from memory.store import Message, Store
+from memory.temporal import parse_temporal
+
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
+THURSDAY_EVENING = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)  # 19:00 in Jakarta
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    yield s
+    s.close()
+
+
+def seed_two_evenings(store: Store) -> None:
+    t = THURSDAY_EVENING
+    store.add_message("s", "user", "I cooked nasi goreng with extra chili tonight", created_at=t)
+    store.add_message("s", "assistant", "Yum! Was it spicy?", created_at=t + timedelta(minutes=1))
+    store.add_message("s", "memory_tool", "SECRET tool output", created_at=t + timedelta(minutes=2))
+    store.add_message("s", "user", "ok", created_at=t + timedelta(minutes=3))
+    later = t + timedelta(days=1)
+    store.add_message("s", "user", "Went jogging around the lake", created_at=later)
+
+
+async def test_gaps_cut_segments_and_the_open_span_waits(store: Store) -> None:
+    seed_two_evenings(store)
+    assert await refresh_segments(store, "s") == 2  # the last span is closed by time
+    assert await refresh_segments(store, "s") == 0  # nothing new
+    store.add_message("s", "user", "still here", created_at=NOW - timedelta(minutes=5))
+    assert await refresh_segments(store, "s") == 0  # open span: the talk may go on
+    assert await refresh_segments(store, "s", force=True) == 1
+    spans = list_segments(store, "s")
+    assert [(sg.end_message_id - sg.start_message_id + 1) for sg in spans] == [4, 1, 1]
+
+
+async def test_forty_messages_close_a_segment(store: Store) -> None:
+    start = NOW - timedelta(minutes=50)
+    for i in range(45):
+        store.add_message("s", "user", f"line {i}", created_at=start + timedelta(seconds=i))
+    store.add_message("s", "user", "just now", created_at=NOW)
+    # 40 + 5 messages, both closed (the 5 by the gap before "just now"), which stays open.
+    assert await refresh_segments(store, "s") == 2
+    assert [sg.end_message_id for sg in list_segments(store, "s")] == [40, 45]
+
+
+async def test_extractive_summary_heading_and_informative_lines(store: Store) -> None:
+    seed_two_evenings(store)
+    await refresh_segments(store, "s", tz="Asia/Jakarta")
+    first = list_segments(store, "s")[0]
+    assert first.summary_kind == "extractive"
+    assert first.summary.startswith("Thu 19 Nov, evening: ")
+    assert "nasi goreng" in first.summary
+    assert "SECRET" not in first.summary
+
+
+async def test_model_summary_sees_only_speakers_and_failures_fall_back(store: Store) -> None:
+    seed_two_evenings(store)
+    seen: list[list[Message]] = []
+
+    async def summarize(messages: list[Message]) -> str:
+        seen.append(messages)
+        if len(seen) == 2:
+            raise RuntimeError("model down")
+        return "Cooked spicy nasi goreng."
+
+    assert await refresh_segments(store, "s", summarize) == 2
+    first, second = list_segments(store, "s")
+    assert (first.summary, first.summary_kind) == ("Cooked spicy nasi goreng.", "model")
+    assert second.summary_kind == "extractive" and "jogging" in second.summary
+    assert all(m.role in ("user", "assistant") for m in seen[0])
+
+
+def test_extractive_summary_truncates() -> None:
+    long = Message(1, "s", "user", "word " * 500, "2026-11-19 12:00:00")
+    summary = extractive_summary([long])
+    assert len(summary) <= 400 and summary.endswith("…")
+    assert extractive_summary([]) == ""
+
+
+async def test_search_by_keyword_window_and_lines(store: Store) -> None:
+    seed_two_evenings(store)
+    await refresh_segments(store, "s", tz="Asia/Jakarta")
+    found = search_segments(store, "what did I cook?")
+    assert len(found) == 1 and "nasi goreng" in found[0].summary
+    thursday = parse_temporal("last Thursday", NOW, "Asia/Jakarta")
+    in_window = search_segments(store, "anything", cue=thursday)
+    assert [sg.id for sg in in_window] == [found[0].id]
+    # Jogging was on Friday: inside Thursday's window the window's segments come back.
+    assert search_segments(store, "jogging", cue=thursday) == [found[0]]
+    assert search_segments(store, "nothing matches") == []
+    lines = segment_lines(store, found[0], "cook")
+    assert lines[0].startswith("user: I cooked nasi goreng")
+    assert all("SECRET" not in line for line in lines)
