@@ -1,0 +1,295 @@
+"""memory_sql's guard: a table of attacks, hidden rows, limits, and property tests."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory.memories import create_memory
+from memory.sql_guard import SqlRefused, check_sql, format_result, run_sql
+from memory.store import Store
+
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
+
+
+def seed(store: Store) -> None:
+    store.add_message("s", "user", "I cooked nasi goreng")
+    store.add_message("s", "memory_tool", "SECRET tool result")
+    store.add_message("s", "assistant", "Sounds tasty")
+    store.add_message("t", "memory_tool", "SECRET two")
+    create_memory(store, "identity", "name", "Budi")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    seed(s)
+    yield s
+    s.close()
+
+
+def snapshot(path: Path) -> dict[str, object]:
+    """Schema and every row of every table, read with a plain connection."""
+    conn = sqlite3.connect(path)
+    try:
+        schema = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        tables = [name for kind, name, _ in schema if kind == "table" and "fts" not in name]
+        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in tables}
+        return {"schema": schema, "rows": rows}
+    finally:
+        conn.close()
+
+
+REFUSED = [
+    ("INSERT INTO memories VALUES ('x','identity','k','v','','',1,1,NULL,0)", "INSERT"),
+    ("DELETE FROM messages", "DELETE"),
+    ("REPLACE INTO profile VALUES ('a','b')", "REPLACE"),
+    ("DROP TABLE messages", "DROP"),
+    ("ALTER TABLE messages ADD COLUMN x", "ALTER"),
+    ("CREATE TABLE x (a)", "CREATE"),
+    ("ATTACH DATABASE '/tmp/evil.db' AS evil", "ATTACH"),
+    ("DETACH DATABASE main", "DETACH"),
+    ("PRAGMA writable_schema = 1", "PRAGMA"),
+    ("VACUUM INTO '/tmp/copy.db'", "VACUUM"),
+    ("REINDEX", "REINDEX"),
+    ("ANALYZE", "ANALYZE"),
+    ("BEGIN", "BEGIN"),
+    ("SELECT load_extension('/tmp/evil.so')", "load_extension"),
+    ("SELECT 1; DELETE FROM messages", "several statements"),
+    ("SELECT 1;DROP TABLE messages;--", "several statements"),
+    ("/* x */ DeLeTe /* y */ FROM messages", "DELETE"),
+    ("-- comment only", "no SQL statement"),
+    ("", "no SQL given"),
+    ("WITH x AS (SELECT 1) DELETE FROM messages", "DELETE"),
+    ("WITH x AS (SELECT 1) INSERT INTO profile SELECT 'a', 'b'", "INSERT"),
+    ("UPDATE OR REPLACE memories SET key = 'name'", "UPDATE OR"),
+    ("UPDATE memories SET value = 'x' RETURNING *", "RETURNING"),
+    ("EXPLAIN SELECT 1", "EXPLAIN"),
+    ("SELECT * FROM main.messages", "main.messages"),
+    ("SELECT content FROM main . messages WHERE role = 'memory_tool'", "main.messages"),
+    ('SELECT content FROM "main"."messages"', "main.messages"),
+    (
+        "WITH messages AS (SELECT * FROM main.messages) SELECT content FROM messages",
+        "main.messages",
+    ),
+    ("SELECT content FROM messages_fts WHERE messages_fts MATCH 'SECRET'", "messages_fts"),
+    ("SELECT rowid FROM messages_fts('SECRET')", "messages_fts"),
+    ("SELECT * FROM messages_fts_content", "messages_fts"),
+    ("SELECT block FROM messages_fts_data", "messages_fts_data"),
+    ("SELECT * FROM segments_fts", "segments_fts"),
+    ("SELECT sql FROM sqlite_temp_master", "temp"),
+    ("SELECT * FROM temp.sqlite_master", "temp"),
+    ("SELECT * FROM pragma_table_info('messages')", "pragma_"),
+    ("SELECT zeroblob(1000000000)", "zeroblob"),
+    ("SELECT randomblob(1000000000)", "randomblob"),
+    ("SELECT fts3_tokenizer('x')", "fts3_tokenizer"),
+    ("SELECT sqlite_compileoption_used('x')", "sqlite_compileoption_used"),
+    ("UPDATE sqlite_master SET sql = ''", "sqlite_master"),
+    ("UPDATE messages SET role = 'user' WHERE role = 'memory_tool'", "messages.role"),
+    ("UPDATE main.messages SET content = 'x'", "main.messages"),
+    ("UPDATE memories SET stability = 100", "memories.stability"),
+    ("UPDATE profile SET value = 'x'", "profile.value"),
+    ("UPDATE memories SET value = (SELECT content FROM main.messages LIMIT 1)", "main.messages"),
+    (
+        "SELECT 1 FROM messages WHERE EXISTS (SELECT 1 FROM main.messages m "
+        "WHERE m.role = 'memory_tool')",
+        "main.messages",
+    ),
+    ("ＤＥＬＥＴＥ FROM messages", ""),
+    ("SELECT\u00a01; DELETE FROM messages", ""),
+]
+
+
+@pytest.mark.parametrize(("sql", "named"), REFUSED)
+def test_attacks_are_refused_and_change_nothing(store: Store, sql: str, named: str) -> None:
+    before = snapshot(store.path)
+    result = run_sql(store.path, sql)
+    assert "error" in result, result
+    assert named.lower() in result["error"].lower()
+    assert snapshot(store.path) == before
+
+
+def test_refusal_happens_before_running(store: Store) -> None:
+    with pytest.raises(SqlRefused, match="INSERT"):
+        check_sql("insert into profile values ('a', 'b')")
+    with pytest.raises(SqlRefused, match="text"):
+        check_sql(None)
+
+
+HIDDEN_COUNTS = [
+    "SELECT COUNT(*) FROM messages WHERE role = 'memory_tool'",
+    "SELECT COUNT(*) FROM (SELECT * FROM messages) WHERE role = 'memory_tool'",
+    "SELECT (SELECT COUNT(*) FROM messages WHERE role = 'memory_tool')",
+    "SELECT COUNT(*) FROM sessions s JOIN messages m ON m.session_id = s.id "
+    "WHERE m.role = 'memory_tool'",
+    "WITH m AS (SELECT * FROM messages) SELECT COUNT(*) FROM m WHERE role = 'memory_tool'",
+    "WITH RECURSIVE r(id) AS (SELECT MIN(id) FROM messages UNION ALL SELECT id + 1 FROM r "
+    "WHERE id < 10) SELECT COUNT(*) FROM messages WHERE id IN (SELECT id FROM r) "
+    "AND role = 'memory_tool'",
+    "SELECT COUNT(*) FROM temp.messages WHERE role = 'memory_tool'",
+    "SELECT COUNT(*) FROM messages WHERE content LIKE '%SECRET%'",
+    "SELECT COUNT(*) FROM messages a, messages b WHERE b.role = 'memory_tool'",
+]
+
+
+@pytest.mark.parametrize("sql", HIDDEN_COUNTS)
+def test_memory_tool_rows_are_invisible(store: Store, sql: str) -> None:
+    result = run_sql(store.path, sql)
+    assert result.get("rows") == [[0]], result
+
+
+def test_select_returns_columns_rows_and_caps(store: Store) -> None:
+    result = run_sql(store.path, "SELECT role, content FROM messages ORDER BY id")
+    assert result == {
+        "columns": ["role", "content"],
+        "rows": [["user", "I cooked nasi goreng"], ["assistant", "Sounds tasty"]],
+        "row_count": 2,
+        "truncated": False,
+    }
+    many = run_sql(
+        store.path,
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
+        "SELECT i, printf('%.900c', 'x') FROM n",
+    )
+    assert many["row_count"] == 100 and many["truncated"] is True
+    assert len(many["rows"][0][1]) == 501 and many["rows"][0][1].endswith("…")
+
+
+def test_runaway_recursive_cte_is_stopped(store: Store) -> None:
+    result = run_sql(
+        store.path,
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r",
+        time_limit=0.3,
+    )
+    assert "time limit" in result["error"]
+
+
+def test_update_edits_allowed_columns_only_on_visible_rows(store: Store) -> None:
+    result = run_sql(store.path, "UPDATE messages SET content = 'edited'")
+    assert result == {"updated": 2}
+    contents = [m.content for m in store.messages("s") + store.messages("t")]
+    assert contents.count("edited") == 2
+    assert "SECRET tool result" in contents and "SECRET two" in contents
+    # The FTS index follows the edit (the store's own triggers ran).
+    assert (
+        store.conn.execute(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'edited'"
+        ).fetchone()[0]
+        == 2
+    )
+    assert run_sql(store.path, "UPDATE messages SET content = 'x' WHERE role = 'memory_tool'") == {
+        "updated": 0
+    }
+    assert run_sql(store.path, "UPDATE memories SET value = 'Budi S.' WHERE key = 'name'") == {
+        "updated": 1
+    }
+    assert run_sql(store.path, "UPDATE sessions SET title = 'Cooking' WHERE id = 's'") == {
+        "updated": 1
+    }
+
+
+def test_sql_errors_are_data(store: Store) -> None:
+    assert "SQL error" in run_sql(store.path, "SELECT nope FROM messages")["error"]
+    assert "error" in run_sql(store.path, "SELECT")
+
+
+def test_format_result_is_a_text_table(store: Store) -> None:
+    text = format_result(run_sql(store.path, "SELECT id, role FROM messages ORDER BY id"))
+    assert text.splitlines()[0].split(" | ") == ["id", "role"]
+    assert "(2 row(s))" in text
+    assert format_result({"updated": 3}) == "3 row(s) updated."
+    assert format_result({"error": "nope"}) == "Error: nope"
+
+
+SQL_WORDS = [
+    "SELECT",
+    "UPDATE",
+    "INSERT",
+    "DELETE",
+    "DROP",
+    "WITH",
+    "RECURSIVE",
+    "AS",
+    "FROM",
+    "WHERE",
+    "SET",
+    "messages",
+    "main.messages",
+    "memories",
+    "sessions",
+    "profile",
+    "messages_fts",
+    "sqlite_master",
+    "temp.messages",
+    "content",
+    "role",
+    "value",
+    "=",
+    "'memory_tool'",
+    "'x'",
+    "*",
+    ",",
+    "(",
+    ")",
+    ";",
+    "--",
+    "/*",
+    "*/",
+    "OR",
+    "REPLACE",
+    "ATTACH",
+    "PRAGMA",
+    "VACUUM",
+    "INTO",
+    "VALUES",
+    "1",
+    "load_extension",
+    "UNION",
+    "ALL",
+    "JOIN",
+    "ON",
+    "id",
+    "COUNT(*)",
+    "LIMIT",
+    "RETURNING",
+    "TABLE",
+    "CREATE",
+    "TRIGGER",
+    "BEGIN",
+    "END",
+    "\n",
+    '"',
+    "'",
+    "\\",
+    "ＳＥＬＥＣＴ",
+    "é",
+]
+sql_text = st.one_of(
+    st.lists(st.sampled_from(SQL_WORDS), min_size=1, max_size=14).map(" ".join),
+    st.text(max_size=60),
+)
+
+
+@settings(
+    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sql=sql_text)
+def test_no_input_raises_or_writes_beyond_update(store: Store, sql: str) -> None:
+    before = snapshot(store.path)
+    result = run_sql(store.path, sql, time_limit=0.5)
+    assert isinstance(result, dict)
+    after = snapshot(store.path)
+    assert after["schema"] == before["schema"]
+    for table, rows in before["rows"].items():  # type: ignore[union-attr]
+        now_rows = after["rows"][table]  # type: ignore[index]
+        assert len(now_rows) == len(rows), (sql, table)
+    hidden = [r for r in after["rows"]["messages"] if r[2] == "memory_tool"]  # type: ignore[index]
+    assert [r[3] for r in hidden] == ["SECRET tool result", "SECRET two"]
+    if "rows" in result:
+        assert all("SECRET" not in str(cell) for row in result["rows"] for cell in row)
