@@ -38,7 +38,7 @@ class ConfigError(ValueError):
 class Settings:
     """Everything configurable, resolved. Field names are the profile-table keys."""
 
-    home: Path = Path("~/.companion").expanduser()
+    home: Path = field(default_factory=lambda: Path("~/.companion").expanduser())
     provider: str = "local"
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
@@ -81,8 +81,17 @@ class Settings:
 
 # Keys a user may edit in the Settings tab (persisted to the profile table).
 PROFILE_KEYS = (
-    "chat_model", "vision_model", "tool_mode", "image_backend", "image_base_url",
-    "image_model", "latitude", "longitude", "timezone", "persona", "style_note",
+    "chat_model",
+    "vision_model",
+    "tool_mode",
+    "image_backend",
+    "image_base_url",
+    "image_model",
+    "latitude",
+    "longitude",
+    "timezone",
+    "persona",
+    "style_note",
 )
 
 _ENV = {
@@ -171,9 +180,7 @@ def load_settings(
             values[name] = _coerce(name, profile[name])
     values = {k: v for k, v in values.items() if v is not None}
 
-    api_key = flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get(
-        "OPENROUTER_API_KEY"
-    )
+    api_key = flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get("OPENROUTER_API_KEY")
     base_url = values.get("base_url")
     if base_url is None and env.get("OPENROUTER_API_KEY") and not env.get("COMPANION_API_KEY"):
         base_url = OPENROUTER_BASE_URL
@@ -189,11 +196,10 @@ def load_settings(
     else:
         values.setdefault("tool_mode", "native")
         if "chat_model" not in values:
-            values["chat_model"] = "openai/gpt-4o-mini" if base_url == OPENROUTER_BASE_URL \
-                else "default"
-    if not values.get("image_api_key") and values.get("image_backend") in (
-        "openai", "openrouter"
-    ):
+            values["chat_model"] = (
+                "openai/gpt-4o-mini" if base_url == OPENROUTER_BASE_URL else "default"
+            )
+    if not values.get("image_api_key") and values.get("image_backend") in ("openai", "openrouter"):
         values["image_api_key"] = api_key
     return Settings(**values)
 

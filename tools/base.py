@@ -6,6 +6,8 @@ failure instead of raising; the registry still catches anything that escapes.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -89,6 +91,13 @@ class ToolSpec:
         if self.parse_command is not None:
             return self.parse_command(text)
         text = text.strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed
         required = self.parameters.get("required") or []
         props = self.parameters.get("properties", {})
         target = next(iter(required), None) or next(iter(props), None)

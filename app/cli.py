@@ -1,0 +1,131 @@
+"""The ``companion`` command: serve the app, chat in the terminal, run evals, print the graph.
+
+Heavy imports (gradio, langchain, deepeval) happen inside the sub-commands, so
+``companion --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", help="folder for companion.db and media/ (COMPANION_HOME)")
+    parser.add_argument("--provider", choices=["local", "openai-compatible"])
+    parser.add_argument("--base-url", dest="base_url", help="OpenAI-compatible base URL")
+    parser.add_argument("--model", dest="chat_model", help="chat model name")
+    parser.add_argument("--vision-model", dest="vision_model", help="vision model name")
+    parser.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="companion",
+        description="A tool-driven chat companion. With no sub-command, serve the web app.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument("--password", help="require this password (user 'companion')")
+    _common(parser)
+    sub = parser.add_subparsers(dest="command")
+
+    chat = sub.add_parser("chat", help="chat in the terminal (or answer one message with -m)")
+    chat.add_argument("-m", "--message", help="answer this one message and exit")
+    chat.add_argument("--session", help="session id (default: a new session)")
+    _common(chat)
+
+    evaluate = sub.add_parser("eval", help="run the scenario suites and write reports")
+    evaluate.add_argument("--suite", action="append", help="suite name (repeatable; default all)")
+    evaluate.add_argument(
+        "--model",
+        dest="eval_model",
+        default="scripted",
+        help="'scripted', 'local', or a model name on the configured endpoint",
+    )
+    evaluate.add_argument("--repeat", type=int, default=1, help="runs per case (pass^k)")
+    evaluate.add_argument("--out", default="eval-reports", help="report folder")
+    evaluate.add_argument("--judge", action="store_true", help="also run LLM-judged checks")
+    evaluate.add_argument("--base-url", dest="base_url")
+    evaluate.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
+
+    sub.add_parser("graph", help="print the compiled graph as Mermaid text")
+    return parser
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("home", "provider", "base_url", "chat_model", "vision_model", "tool_mode")
+    return {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    from graph.runner import stream_turn
+    from graph.setup import open_context
+
+    ctx = open_context(_flags(args))
+    if ctx.settings.is_local:
+        print(f"[{BANNER_LOCAL}]", file=sys.stderr)
+    else:
+        print(f"[model: {ctx.settings.chat_model}]", file=sys.stderr)
+    session_id = args.session or ctx.store.create_session().id
+    messages = [args.message] if args.message is not None else None
+    while True:
+        if messages is not None:
+            if not messages:
+                return 0
+            text = messages.pop(0)
+        else:
+            try:
+                text = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                print(file=sys.stderr)
+                return 0
+            if not text.strip():
+                continue
+        answer = ""
+        failed = False
+        async for event in stream_turn(ctx, session_id, text):
+            if event.kind == "tool_start":
+                print(f"[tool] {event.data['name']} {event.data['args']} …", file=sys.stderr)
+            elif event.kind == "tool_end":
+                status = "ok" if event.data["ok"] else "error"
+                print(
+                    f"[tool] {event.data['name']} {status} ({event.data['duration_ms']:.0f} ms)",
+                    file=sys.stderr,
+                )
+            elif event.kind == "error":
+                failed = True
+            elif event.kind == "answer":
+                answer = event.data["text"]
+        print(answer if messages is not None else f"companion> {answer}")
+        if failed and messages is not None:
+            return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``companion`` console script."""
+    args = build_parser().parse_args(argv)
+    if args.command == "chat":
+        return asyncio.run(_chat(args))
+    if args.command == "graph":
+        from graph.builder import mermaid
+
+        print(mermaid())
+        return 0
+    if args.command == "eval":
+        from evals.runner import run_from_cli
+
+        return run_from_cli(args)
+    from app.ui import serve
+
+    return serve(host=args.host, port=args.port, password=args.password, flags=_flags(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

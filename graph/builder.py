@@ -1,0 +1,44 @@
+"""Build and compile the conversation graph (DESIGN §2).
+
+START → build_context → call_model → route: execute_tool | build_context (tools off) | END;
+execute_tool → build_context. The path map makes the drawn graph the real one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.context import Context
+from graph.routing import ROUTES, route
+from graph.state import State
+from nodes.build_context import build_context
+from nodes.call_model import call_model
+from nodes.execute_tool import execute_tool
+
+
+def build_graph() -> StateGraph[State, Context, State, State]:
+    """The uncompiled graph."""
+    graph = StateGraph(State, context_schema=Context)
+    graph.add_node("build_context", build_context)
+    graph.add_node("call_model", call_model)
+    graph.add_node("execute_tool", execute_tool)
+    graph.add_edge(START, "build_context")
+    graph.add_edge("build_context", "call_model")
+    graph.add_conditional_edges(
+        "call_model", route, {k: (END if v == "__end__" else v) for k, v in ROUTES.items()}
+    )
+    graph.add_edge("execute_tool", "build_context")
+    return graph
+
+
+def compile_graph(checkpointer: Any = None) -> CompiledStateGraph[State, Context, State, State]:
+    """The compiled graph; pass a LangGraph checkpointer for debugging/time travel."""
+    return build_graph().compile(checkpointer=checkpointer, name="companion")
+
+
+def mermaid() -> str:
+    """The compiled graph as Mermaid text (offline)."""
+    return compile_graph().get_graph().draw_mermaid()

@@ -1,0 +1,168 @@
+"""Run one user turn through the compiled graph: the single pipeline for every request.
+
+The user's message is stored first (so nothing is lost if anything later fails), then the
+graph runs from the session id and that message. ``stream_turn`` yields UI events as
+they happen (tokens, tool start/end, the answer); ``run_turn`` drains it and returns a
+``TurnResult``. After the turn, closed conversation spans are cut into segments.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk
+
+from graph.builder import compile_graph
+from graph.commands import visible_prefix
+from graph.context import Context
+from graph.state import State
+from memory.store import Message
+
+log = logging.getLogger("companion.runner")
+
+RECURSION_LIMIT = 40
+_GRAPH: Any = None
+
+
+def default_graph() -> Any:
+    """The compiled graph (built once per process)."""
+    global _GRAPH
+    if _GRAPH is None:
+        _GRAPH = compile_graph()
+    return _GRAPH
+
+
+@dataclass
+class TurnEvent:
+    """Something the UI shows: a token, a tool step, the answer, an error."""
+
+    kind: str  # "user" | "text" | "tool_start" | "tool_end" | "answer" | "error"
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TurnResult:
+    """The outcome of one turn."""
+
+    answer: str
+    user_message: Message
+    state: dict[str, Any]
+    events: list[TurnEvent]
+    seconds: float
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Tools that ran this turn, in order."""
+        return [e["name"] for e in self.state.get("executed", [])]
+
+    @property
+    def trace(self) -> list[dict[str, Any]]:
+        """The turn's trace."""
+        return list(self.state.get("trace", []))
+
+
+async def stream_turn(
+    ctx: Context,
+    session_id: str,
+    text: str,
+    *,
+    image_path: str | None = None,
+    graph: Any = None,
+    user_meta: dict[str, Any] | None = None,
+) -> AsyncIterator[TurnEvent]:
+    """Store the user's message, run the graph, and yield events as they come."""
+    graph = graph or default_graph()
+    user = ctx.store.add_message(
+        session_id, "user", text, image_path=image_path, meta=user_meta or {}
+    )
+    yield TurnEvent("user", {"message_id": user.id, "content": text, "image_path": image_path})
+    initial: State = {
+        "session_id": session_id,
+        "user_message_id": user.id,
+        "loops": 0,
+        "executed": [],
+        "trace": [],
+        "calls": [],
+    }
+    final_state: dict[str, Any] = dict(initial)
+    streamed = ""  # this model call's raw text so far
+    shown = 0  # how much of its visible part was already yielded
+    config = {
+        "recursion_limit": RECURSION_LIMIT,
+        "configurable": {"thread_id": f"{session_id}:{user.id}"},
+    }
+    async for mode, chunk in graph.astream(
+        initial, config=config, context=ctx, stream_mode=["messages", "updates", "custom"]
+    ):
+        if mode == "messages":
+            message, metadata = chunk
+            if metadata.get("langgraph_node") != "call_model":
+                continue
+            if isinstance(message, AIMessageChunk) and isinstance(message.content, str):
+                streamed += message.content
+                visible = visible_prefix(streamed)
+                if len(visible) > shown:
+                    yield TurnEvent("text", {"delta": visible[shown:]})
+                    shown = len(visible)
+        elif mode == "custom":
+            yield TurnEvent(str(chunk.get("type", "custom")), dict(chunk))
+        elif mode == "updates":
+            for node, update in chunk.items():
+                if not isinstance(update, dict):
+                    continue
+                if node == "call_model":
+                    streamed, shown = "", 0
+                    yield TurnEvent(
+                        "model_done",
+                        {"calls": update.get("calls", []), "error": update.get("error")},
+                    )
+                for key, value in update.items():
+                    if key in ("executed", "trace"):
+                        final_state[key] = [*final_state.get(key, []), *value]
+                    else:
+                        final_state[key] = value
+    if final_state.get("error"):
+        yield TurnEvent(
+            "error", {"detail": final_state["error"], "answer": final_state.get("answer")}
+        )
+    yield TurnEvent(
+        "answer",
+        {
+            "text": final_state.get("answer") or "",
+            "message_id": final_state.get("answer_message_id"),
+            "state": final_state,
+        },
+    )
+
+
+async def run_turn(
+    ctx: Context,
+    session_id: str,
+    text: str,
+    *,
+    image_path: str | None = None,
+    graph: Any = None,
+) -> TurnResult:
+    """Run one turn to the end and return its answer, state and events."""
+    started = time.perf_counter()
+    events: list[TurnEvent] = []
+    user: Message | None = None
+    state: dict[str, Any] = {}
+    async for event in stream_turn(ctx, session_id, text, image_path=image_path, graph=graph):
+        events.append(event)
+        if event.kind == "user":
+            user = ctx.store.get_message(event.data["message_id"])
+        elif event.kind == "answer":
+            state = event.data["state"]
+    assert user is not None
+    return TurnResult(
+        answer=state.get("answer") or "",
+        user_message=user,
+        state=state,
+        events=events,
+        seconds=time.perf_counter() - started,
+    )

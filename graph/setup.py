@@ -1,0 +1,69 @@
+"""Wire a runtime Context from configuration: settings, store, models, tools.
+
+The one place the application turns flags + environment + profile into live objects;
+the CLI, the app and the eval runner all start here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from graph.context import Context, Settings, load_settings
+from graph.models import lazy_local_model, make_chat_model, make_vision_model
+from memory.store import Store
+from tools.registry import ToolRegistry, default_registry
+
+
+def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
+    """COMPANION_HOME from flags or environment (needed before the profile can be read)."""
+    home = (flags or {}).get("home") or env.get("COMPANION_HOME") or "~/.companion"
+    return Path(str(home)).expanduser()
+
+
+def open_settings(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> tuple[Settings, Store]:
+    """Settings resolved with the profile table of the configured home, and its store."""
+    env = os.environ if env is None else env
+    store = Store.open_home(resolve_home(flags, env))
+    settings = load_settings(flags, env, store.profile())
+    return settings, store
+
+
+def open_context(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    registry: ToolRegistry | None = None,
+) -> Context:
+    """A ready Context for the configured provider (starts nothing until the first call)."""
+    settings, store = open_settings(flags, env)
+    return context_for(settings, store, registry=registry)
+
+
+def context_for(
+    settings: Settings,
+    store: Store,
+    *,
+    registry: ToolRegistry | None = None,
+    chat_model: Any = None,
+    vision_model: Any = None,
+) -> Context:
+    """A Context for given settings and store; models built unless passed in."""
+    return Context(
+        settings=settings,
+        store=store,
+        chat_model=chat_model or _lazy_chat_model(settings),
+        vision_model=vision_model if vision_model is not None else make_vision_model(settings),
+        registry=registry or default_registry(),
+    )
+
+
+def _lazy_chat_model(settings: Settings) -> Any:
+    """The chat model; for the local provider the server starts on the first call."""
+    if settings.is_local:
+        return lazy_local_model(settings)
+    return make_chat_model(settings)

@@ -1,0 +1,57 @@
+"""The graph's state: one user turn's working memory (the store keeps the history)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import BaseMessage
+
+MAX_TOOL_LOOPS = 3
+
+
+class ToolCall(TypedDict):
+    """A call the model asked for, natively or by a slash command."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    raw_args: str | None  # the unparsed argument text when it was not valid JSON
+    command: str | None  # the command line, for command calls
+    native: bool
+
+
+class ExecutedCall(TypedDict):
+    """A call that ran this turn, kept for the duplicate guard and the trace."""
+
+    name: str
+    signature: str
+    ok: bool
+    message_id: int
+
+
+class TraceEvent(TypedDict, total=False):
+    """One line of the turn's trace (Graph tab): a node, a model call, a tool, a guard."""
+
+    kind: Literal["node", "model", "tool", "guard", "error"]
+    name: str
+    ms: float
+    detail: dict[str, Any]
+
+
+class State(TypedDict, total=False):
+    """State of one turn. Lists with reducers grow; the rest is replaced by each node."""
+
+    session_id: str  # the conversation
+    user_message_id: int  # the stored user message this turn answers
+    context: list[BaseMessage]  # what the model sees next, built by build_context
+    tools: list[str]  # names of tools offered to the model on the next call
+    no_tools_reason: str | None  # why tools are off for the next call (cap, duplicate)
+    model_role: Literal["chat", "vision"]  # which model the next call uses
+    calls: list[ToolCall]  # calls in the model's latest reply, not yet run
+    loops: int  # tool loops run so far this turn
+    executed: Annotated[list[ExecutedCall], operator.add]  # calls run this turn
+    answer: str | None  # the final answer text, once there is one
+    answer_message_id: int | None  # where that answer is stored
+    error: str | None  # a provider failure that ended the turn
+    trace: Annotated[list[TraceEvent], operator.add]  # the turn's path, for the Graph tab

@@ -1,0 +1,207 @@
+"""build_context: assemble exactly what the model sees, the same way every time.
+
+System message (identity block, procedural block, "Your current memories", tool
+awareness for the tools enabled this turn), then the session's last 25 messages up to
+this turn's user message, then this turn's replies and tool results — all read from the
+store, the one source of truth. Images go inline (as image content) only when the vision
+model answers next; the chat model gets a note instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.routing import guard_reason, model_role
+from graph.state import State
+from memory.memories import prompt_block
+from memory.store import Message
+from prompts.templates import ToolLine, persona_text, system_prompt
+from tools.base import ToolContext
+
+HISTORY_LIMIT = 25
+MEMORY_BUDGET_CHARS = 1500
+MAX_INLINE_IMAGES = 3
+IMAGE_FROM_TOOL = "[Image returned by the {tool} tool above — not written by the user]"
+IMAGE_NOT_VISIBLE = "[an image is attached here; you cannot see it directly]"
+
+
+def tool_context(ctx: Context, session_id: str | None) -> ToolContext:
+    """The context tools run with (gates read it too)."""
+    return ToolContext(
+        settings=ctx.settings,
+        store=ctx.store,
+        session_id=session_id,
+        clock=ctx.clock or ctx.store.clock,
+        vision_available=ctx.vision_model is not None,
+    )
+
+
+def image_part(path: str | None, media_dir: Path) -> dict[str, Any] | None:
+    """An OpenAI image content part for a stored image path, or None if unreadable."""
+    if not path:
+        return None
+    file = Path(path)
+    if not file.is_absolute():
+        file = media_dir / file
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    mime = mimetypes.guess_type(file.name)[0] or "image/png"
+    encoded = base64.b64encode(data).decode()
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{encoded}"}}
+
+
+def _with_image(text: str, part: dict[str, Any] | None) -> str | list[Any]:
+    if part is None:
+        return text
+    return [{"type": "text", "text": text}, part] if text else [part]
+
+
+def replay(
+    messages: Iterable[Message],
+    *,
+    tool_mode: str,
+    vision: bool,
+    media_dir: Path,
+) -> list[BaseMessage]:
+    """Stored messages as provider messages.
+
+    Native tool results become an AI message with ``tool_calls`` plus ``tool`` messages
+    (also for command results when the model runs in native mode); in commands mode a
+    result is replayed as the command the model wrote followed by a system message
+    holding the result — the model reads it as a tool result, never as the user's words.
+    """
+    items = list(messages)
+    with_images = {m.id for m in items if m.image_path}
+    inline = set(sorted(with_images)[-MAX_INLINE_IMAGES:]) if vision else set()
+    out: list[BaseMessage] = []
+    i = 0
+    while i < len(items):
+        message = items[i]
+        if message.is_tool:
+            group = [message]
+            key = message.meta.get("call_group")
+            while (
+                i + 1 < len(items)
+                and items[i + 1].is_tool
+                and key is not None
+                and items[i + 1].meta.get("call_group") == key
+            ):
+                i += 1
+                group.append(items[i])
+            out.extend(_replay_tools(group, tool_mode, inline, media_dir))
+        elif message.role == "user":
+            part = image_part(message.image_path, media_dir) if message.id in inline else None
+            text = message.content
+            if message.image_path and part is None:
+                text = f"{text}\n{IMAGE_NOT_VISIBLE}".strip()
+            out.append(HumanMessage(content=_with_image(text, part)))
+        elif message.role == "assistant" and not message.meta.get("error"):
+            if message.content:
+                out.append(AIMessage(content=message.content))
+        elif message.role == "system":
+            out.append(SystemMessage(content=message.content))
+        i += 1
+    return out
+
+
+def _replay_tools(
+    group: list[Message], tool_mode: str, inline: set[int], media_dir: Path
+) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    if tool_mode == "native":
+        calls = [
+            {
+                "name": m.tool_name or "unknown",
+                "args": m.meta.get("arguments") or {},
+                "id": m.tool_call_id or f"call_{m.id}",
+                "type": "tool_call",
+            }
+            for m in group
+        ]
+        out.append(AIMessage(content="", tool_calls=calls))
+        out.extend(
+            ToolMessage(content=m.content, tool_call_id=call["id"], name=call["name"])
+            for m, call in zip(group, calls, strict=True)
+        )
+    else:
+        for m in group:
+            line = m.meta.get("command") or f"/{m.tool_name} {m.meta.get('arguments') or ''}"
+            out.append(AIMessage(content=line))
+            out.append(SystemMessage(content=m.content))
+    for m in group:
+        part = image_part(m.image_path, media_dir) if m.id in inline else None
+        if part is not None:
+            text = IMAGE_FROM_TOOL.format(tool=m.tool_name)
+            out.append(HumanMessage(content=[{"type": "text", "text": text}, part]))
+    return out
+
+
+async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Read history and this turn's results from the store; decide tools and model."""
+    started = time.perf_counter()
+    ctx = runtime.context
+    store = ctx.store
+    session_id = state["session_id"]
+    user_id = state["user_message_id"]
+    history = store.recent_messages(session_id, HISTORY_LIMIT, before_id=user_id + 1)
+    turn = store.messages_after(session_id, user_id)
+
+    reason = guard_reason(state)
+    role = model_role(state)
+    vision = role == "vision" and ctx.vision_model is not None
+    tools = [] if reason else ctx.registry.enabled(tool_context(ctx, session_id))
+    settings = ctx.settings
+    now = (ctx.clock or store.clock)()
+    identity = ctx.style_note or settings.style_note or persona_text(settings.persona)
+    system = system_prompt(
+        identity=identity,
+        now=now.strftime("%A %d %B %Y, %H:%M UTC"),
+        memories=prompt_block(store, now, MEMORY_BUDGET_CHARS),
+        tools=[ToolLine(t.name, t.command or t.name) for t in tools],
+        tool_mode=settings.tool_mode,
+        no_tools_reason=reason,
+        after_image=bool(state.get("executed")) and role == "vision",
+    )
+    context: list[BaseMessage] = [SystemMessage(content=system)]
+    context += replay(
+        [*history, *turn], tool_mode=settings.tool_mode, vision=vision, media_dir=store.media_dir
+    )
+    trace: list[dict[str, Any]] = []
+    if reason:
+        trace.append({"kind": "guard", "name": "tools_off", "detail": {"reason": reason}})
+    trace.append(
+        {
+            "kind": "node",
+            "name": "build_context",
+            "ms": round((time.perf_counter() - started) * 1000, 2),
+            "detail": {
+                "messages": len(context),
+                "tools": [t.name for t in tools],
+                "model_role": role,
+            },
+        }
+    )
+    return {
+        "context": context,
+        "tools": [t.name for t in tools],
+        "no_tools_reason": reason,
+        "model_role": role,
+        "trace": trace,
+    }

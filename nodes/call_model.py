@@ -1,0 +1,157 @@
+"""call_model: one model call with the context build_context prepared.
+
+The chat model answers, or the vision model right after an image tool; everything else
+(system prompt, history, tool schemas) is identical. The reply is parsed into tool calls
+(native, or a slash command on its first line — commands take precedence), the command
+line is stripped, and any remaining text is stored. A provider failure ends the turn with
+a clear assistant-side message; the user's message is already stored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+
+from graph.commands import parse_reply
+from graph.context import Context
+from graph.models import describe_provider_error
+from graph.state import State, ToolCall
+from prompts.templates import EMPTY_ANSWER, MODEL_ERROR
+
+
+def _text(message: AIMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+    )
+
+
+def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
+    """The tool calls a reply asks for, and the text left to show."""
+    multiline = [
+        s.command or s.name
+        for n in ctx.registry.names
+        if (s := ctx.registry.get(n)) and s.multiline
+    ]
+    parsed = parse_reply(_text(message), multiline)
+    if parsed.command is not None:
+        command = parsed.command
+        spec = ctx.registry.by_command(command.name)
+        name = spec.name if spec else command.name
+        args = spec.command_arguments(command.text) if spec else {"text": command.text}
+        call = ToolCall(
+            id=f"cmd_{message.id or int(time.time() * 1000)}",
+            name=name,
+            args=args,
+            raw_args=None,
+            command=command.line,
+            native=False,
+        )
+        return [call], parsed.text
+    calls = [
+        ToolCall(
+            id=c.get("id") or f"call_{i}",
+            name=c["name"],
+            args=c.get("args") or {},
+            raw_args=None,
+            command=None,
+            native=True,
+        )
+        for i, c in enumerate(message.tool_calls)
+    ]
+    calls += [
+        ToolCall(
+            id=c.get("id") or f"bad_{i}",
+            name=c.get("name") or "unknown",
+            args={},
+            raw_args=c.get("args") or "",
+            command=None,
+            native=True,
+        )
+        for i, c in enumerate(message.invalid_tool_calls)
+    ]
+    return calls, parsed.text
+
+
+def _model_name(model: Any, fallback: str) -> str:
+    return str(getattr(model, "model_name", None) or fallback)
+
+
+async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Call the model once; store its visible text; hand tool calls to the router."""
+    ctx = runtime.context
+    settings = ctx.settings
+    vision = state.get("model_role") == "vision" and ctx.vision_model is not None
+    model = ctx.vision_model if vision and ctx.vision_model else ctx.chat_model
+    name = settings.vision_model if vision else settings.chat_model
+    tools_off = bool(state.get("no_tools_reason"))
+    runnable: Any = model
+    if settings.tool_mode == "native" and state.get("tools"):
+        schemas = [s.schema() for n in state["tools"] if (s := ctx.registry.get(n))]
+        runnable = model.bind_tools(schemas, tool_choice="auto")
+    started = time.perf_counter()
+    session_id = state["session_id"]
+    try:
+        reply = await runnable.ainvoke(state["context"])
+    except Exception as exc:
+        detail = describe_provider_error(exc)
+        text = MODEL_ERROR.format(detail=detail)
+        stored = ctx.store.add_message(
+            session_id, "assistant", text, meta={"error": True, "detail": detail, "model": name}
+        )
+        return {
+            "calls": [],
+            "answer": text,
+            "answer_message_id": stored.id,
+            "error": detail,
+            "trace": [
+                {
+                    "kind": "error",
+                    "name": "call_model",
+                    "ms": round((time.perf_counter() - started) * 1000, 2),
+                    "detail": {"model": name, "error": detail},
+                }
+            ],
+        }
+    ms = round((time.perf_counter() - started) * 1000, 2)
+    if not isinstance(reply, AIMessage):
+        reply = AIMessage(content=str(getattr(reply, "content", reply)))
+    calls, text = reply_calls(reply, ctx)
+    final = not calls or tools_off
+    if final and not text:
+        text = EMPTY_ANSWER
+    update: dict[str, Any] = {"calls": calls}
+    if text:
+        meta: dict[str, Any] = {"model": name, "model_role": "vision" if vision else "chat"}
+        if not final:
+            meta["intermediate"] = True
+        usage = getattr(reply, "usage_metadata", None)
+        if usage:
+            meta["usage"] = dict(usage)
+        stored = ctx.store.add_message(session_id, "assistant", text, meta=meta)
+        if final:
+            update.update(answer=text, answer_message_id=stored.id)
+    update["trace"] = [
+        {
+            "kind": "model",
+            "name": "call_model",
+            "ms": ms,
+            "detail": {
+                "model": name,
+                "model_role": "vision" if vision else "chat",
+                "tools_offered": list(state.get("tools") or []) if not tools_off else [],
+                "calls": [
+                    {"name": c["name"], "args": c["args"], "command": c["command"]} for c in calls
+                ],
+                "text": text[:200],
+                "raw": json.dumps(_text(reply))[:300],
+            },
+        }
+    ]
+    return update

@@ -1,0 +1,140 @@
+"""Prompt text as named templates, and the functions that fill them.
+
+The system message is built in this order (DESIGN §2, §5): the persona's identity block
+verbatim, the identity-free procedural block, "Your current memories", then the
+tool-awareness section for the tools enabled this turn. ``fill`` refuses to leave a
+field unfilled, so a missing value is a bug caught by the tests, not a prompt with a
+literal ``{name}`` in it.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+
+PERSONAS = ("yuzuki", "assistant", "journal")
+
+NEUTRAL_IDENTITY = "Answer the user helpfully, accurately and kindly."
+
+PROCEDURAL = """\
+Current date and time: {now}.
+Reply in the language the user writes in. Keep the conversation's facts straight: what \
+the user told you earlier, and what tool results said, outrank guesses."""
+
+MEMORIES_SECTION = """\
+Your current memories (what you know about the user; use them naturally, never recite \
+them as a list unless asked):
+{memories}"""
+
+TOOL_AWARENESS = """\
+Tools you can use this turn: {tool_names}.
+- Answer directly when you can (greetings, opinions, arithmetic, things already in the \
+conversation or your memories).
+- Use a tool only for outside or past data you do not have: current facts and prices \
+(web_search), the weather (weather), earlier conversations (memory_search, memory_sql), \
+saving what the user wants remembered (create_memory, update_memory, delete_memory), \
+looking at an image (image_analyze), drawing a picture the user asks for (image_generate).
+- Never mention tools, commands, searches or how you got the information; never explain \
+tool mechanics. After a tool result, answer naturally in your own voice from what it says.
+- If a tool returns an error, tell the user plainly what you could not do, or ask for what \
+is missing (for "location_not_set", ask which city they are in)."""
+
+IMAGE_RULES = """\
+When an image has just been generated for the user, it is already shown to them: do not \
+add links, file paths, markdown images or placeholders, and do not claim you drew or \
+painted it yourself; react to it naturally, as if sending a photo."""
+
+COMMAND_PROTOCOL = """\
+To use a tool, reply with ONLY a command on the first line, nothing before it:
+{commands}
+One command per reply. After the result arrives, answer the user normally (no command)."""
+
+NO_TOOLS_NOTE = """\
+{reason} Answer the user now from what you already have. Do not call any tool and do not \
+write any command."""
+
+CAP_REASON = "You have used tools the maximum number of times for this message."
+DUPLICATE_REASON = "You already have the result of that exact request above."
+
+COMMAND_EXAMPLES: Mapping[str, str] = {
+    "web_search": "/web_search USD to JPY exchange rate",
+    "weather": "/weather Tokyo   (or just /weather for the user's saved location)",
+    "memory_search": "/memory_search what did I cook last Thursday",
+    "memory_sql": "/memory_sql\nSELECT created_at, content FROM messages WHERE role = 'user' "
+    "ORDER BY id DESC LIMIT 5",
+    "image_generate": "/imagine a cozy cafe selfie, warm light",
+    "image_analyze": "/image_analyze   (looks at the latest image; or give a URL)",
+    "create_memory": '/create_memory {"category": "identity", "key": "name", "value": "Rina"}',
+    "update_memory": '/update_memory {"category": "focus", "key": "project", "value": "..."}',
+    "delete_memory": '/delete_memory {"category": "focus", "key": "project"}',
+}
+
+MODEL_ERROR = (
+    "Sorry — I couldn't reach the language model just now ({detail}). Your message is "
+    "saved; please try again in a moment."
+)
+EMPTY_ANSWER = "Sorry, I lost my train of thought there. Could you say that again?"
+
+
+class PromptError(ValueError):
+    """A template was filled with a field missing or left over."""
+
+
+def fill(template: str, **values: object) -> str:
+    """Fill a template; raises PromptError on any missing field."""
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    missing = fields - values.keys()
+    if missing:
+        raise PromptError(f"unfilled prompt field(s): {', '.join(sorted(missing))}")
+    return template.format(**values)
+
+
+def persona_text(name: str | None) -> str:
+    """The identity block of a bundled persona; the neutral default for unknown names."""
+    if name in PERSONAS:
+        return (resources.files("prompts") / "personas" / f"{name}.md").read_text("utf-8").strip()
+    return NEUTRAL_IDENTITY
+
+
+@dataclass(frozen=True)
+class ToolLine:
+    """What the prompt needs to know of an enabled tool."""
+
+    name: str
+    command: str
+
+
+def command_protocol(tools: Iterable[ToolLine]) -> str:
+    """The command protocol block for the given tools (commands mode)."""
+    lines = []
+    for tool in tools:
+        example = COMMAND_EXAMPLES.get(tool.name, f"/{tool.command} ...")
+        lines.append(f"- {example}")
+    return fill(COMMAND_PROTOCOL, commands="\n".join(lines))
+
+
+def system_prompt(
+    *,
+    identity: str,
+    now: str,
+    memories: str,
+    tools: list[ToolLine],
+    tool_mode: str,
+    no_tools_reason: str | None = None,
+    after_image: bool = False,
+) -> str:
+    """The whole system message, in the order DESIGN §2 fixes."""
+    parts = [identity.strip(), fill(PROCEDURAL, now=now)]
+    if memories:
+        parts.append(fill(MEMORIES_SECTION, memories=memories))
+    if no_tools_reason:
+        parts.append(fill(NO_TOOLS_NOTE, reason=no_tools_reason))
+    elif tools:
+        parts.append(fill(TOOL_AWARENESS, tool_names=", ".join(t.name for t in tools)))
+        if tool_mode == "commands":
+            parts.append(command_protocol(tools))
+    if after_image or any(t.name == "image_generate" for t in tools):
+        parts.append(IMAGE_RULES)
+    return "\n\n".join(parts)

@@ -1,0 +1,262 @@
+"""The whole graph on scripted models and a real store: routing, guards, storage, errors."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from graph.fake import tool_call
+from graph.runner import run_turn
+from tools.base import ToolSpec
+from tools.registry import ToolRegistry
+
+
+async def test_plain_answer_is_stored_after_the_user_message(make_context) -> None:
+    ctx = make_context(["Four."])
+    result = await run_turn(ctx, "s1", "What is 2+2?")
+    assert result.answer == "Four."
+    stored = ctx.store.messages("s1")
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "What is 2+2?"),
+        ("assistant", "Four."),
+    ]
+    assert result.tool_names == []
+
+
+async def test_native_tool_call_runs_and_result_is_stored(make_context) -> None:
+    ctx = make_context([tool_call("echo", {"text": "hi"}), "It said hi."])
+    result = await run_turn(ctx, "s1", "echo hi")
+    assert result.answer == "It said hi."
+    assert result.tool_names == ["echo"]
+    tool = ctx.store.messages("s1")[1]
+    assert tool.role == "web_tool"
+    assert tool.content.startswith("🔧 TOOL RESULT — ECHO\n\n")
+    assert tool.content.endswith("\n\n---")
+    assert tool.meta["result"] == {"echo": "hi", "session": "s1"}
+    assert tool.meta["arguments"] == {"text": "hi"}
+    # the second model call saw the call and its result, paired by id
+    second = ctx.chat_model.calls[1]["messages"]
+    assert isinstance(second[-2], AIMessage) and second[-2].tool_calls[0]["name"] == "echo"
+    assert isinstance(second[-1], ToolMessage) and "hi" in second[-1].content
+    assert second[-1].tool_call_id == second[-2].tool_calls[0]["id"]
+
+
+async def test_schemas_are_sent_in_native_mode_only(make_context) -> None:
+    ctx = make_context(["ok"])
+    await run_turn(ctx, "s1", "hello")
+    offered = {t["function"]["name"] for t in ctx.chat_model.calls[0]["tools"]}
+    assert offered == {"echo", "boom", "slow", "big"}
+    ctx = make_context(["ok"], tool_mode="commands")
+    await run_turn(ctx, "s2", "hello")
+    assert ctx.chat_model.calls[0]["tools"] == []
+    assert "/echo" in ctx.chat_model.calls[0]["messages"][0].content
+
+
+async def test_first_line_command_runs_and_is_stripped(make_context) -> None:
+    ctx = make_context(["/echo Tokyo\nOne sec", "Done: Tokyo."], tool_mode="commands")
+    result = await run_turn(ctx, "s1", "echo tokyo")
+    assert result.tool_names == ["echo"]
+    roles = [(m.role, m.content) for m in ctx.store.messages("s1")]
+    assert roles[1] == ("assistant", "One sec")  # the command line is gone
+    assert roles[2][0] == "web_tool" and "Tokyo" in roles[2][1]
+    assert roles[3] == ("assistant", "Done: Tokyo.")
+    assert all("/echo" not in content for _, content in roles)
+    # commands mode replays the result as a system message after the command, not as user
+    second = ctx.chat_model.calls[1]["messages"]
+    assert isinstance(second[-2], AIMessage) and second[-2].content == "/echo Tokyo"
+    assert isinstance(second[-1], SystemMessage) and "TOOL RESULT — ECHO" in second[-1].content
+    assert not any(isinstance(m, HumanMessage) and "TOOL RESULT" in str(m.content) for m in second)
+
+
+async def test_command_takes_precedence_over_native_calls(make_context) -> None:
+    both = AIMessage(
+        content="/echo from-command",
+        tool_calls=[{"name": "boom", "args": {"text": "x"}, "id": "n1", "type": "tool_call"}],
+    )
+    ctx = make_context([both, "fine"])
+    result = await run_turn(ctx, "s1", "go")
+    assert result.tool_names == ["echo"]
+
+
+async def test_command_not_on_first_line_is_plain_text(make_context) -> None:
+    ctx = make_context(["Try typing:\n/echo hi"])
+    result = await run_turn(ctx, "s1", "how?")
+    assert result.tool_names == []
+    assert result.answer == "Try typing:\n/echo hi"
+
+
+async def test_loop_cap_then_best_answer_without_tools(make_context) -> None:
+    script = [tool_call("echo", {"text": f"n{i}"}, f"c{i}") for i in range(3)]
+    script += ["Here is my best answer."]
+    ctx = make_context(script)
+    result = await run_turn(ctx, "s1", "loop")
+    assert result.tool_names == ["echo", "echo", "echo"]
+    assert result.answer == "Here is my best answer."
+    last_call = ctx.chat_model.calls[-1]
+    assert last_call["tools"] == []  # tools disabled for the last call
+    assert "maximum number of times" in last_call["messages"][0].content
+    assert any(e["kind"] == "guard" for e in result.trace)
+
+
+async def test_call_after_cap_is_not_run(make_context) -> None:
+    script = [tool_call("echo", {"text": f"n{i}"}, f"c{i}") for i in range(4)]
+    ctx = make_context(script)
+    result = await run_turn(ctx, "s1", "loop")
+    assert len(result.tool_names) == 3
+    assert result.answer  # never a silent stop
+    assert ctx.store.messages("s1")[-1].role == "assistant"
+
+
+async def test_near_duplicate_call_is_not_run_again(make_context) -> None:
+    ctx = make_context(
+        [
+            tool_call("echo", {"text": "Tokyo weather"}, "a"),
+            tool_call("echo", {"text": "  tokyo WEATHER! "}, "b"),
+            "Answer from what I have.",
+        ]
+    )
+    result = await run_turn(ctx, "s1", "twice")
+    assert result.tool_names == ["echo"]
+    assert result.answer == "Answer from what I have."
+    assert "already have the result" in ctx.chat_model.calls[-1]["messages"][0].content
+    assert ctx.chat_model.calls[-1]["tools"] == []
+
+
+async def test_unknown_tool_and_malformed_arguments_become_error_results(make_context) -> None:
+    bad = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "echo",
+                "args": "Tokyo please",
+                "id": "bad1",
+                "error": "x",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    ctx = make_context([tool_call("nope", {}, "u1"), bad, "Sorry."])
+    result = await run_turn(ctx, "s1", "do it")
+    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    assert "unknown tool 'nope'" in tools[0].meta["result"]["error"]
+    assert "malformed arguments for echo" in tools[1].meta["result"]["error"]
+    assert result.answer == "Sorry."
+
+
+async def test_tool_exception_and_timeout_become_results(make_context) -> None:
+    ctx = make_context(
+        [tool_call("boom", {"text": "x"}, "b1"), tool_call("slow", {"seconds": 5}, "s1"), "ok"]
+    )
+    result = await run_turn(ctx, "s1", "go")
+    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    assert tools[0].meta["result"] == {"error": "boom failed: RuntimeError: kaboom"}
+    assert "timed out" in tools[1].meta["result"]["error"]
+    assert result.answer == "ok"
+
+
+async def test_oversized_tool_output_is_truncated_and_marked(make_context) -> None:
+    ctx = make_context([tool_call("big", {}, "g1"), "ok"])
+    await run_turn(ctx, "s1", "go")
+    tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    assert "[truncated:" in tool.content
+    assert len(tool.content) < 17_000
+
+
+async def test_invalid_arguments_are_refused_by_schema(make_context) -> None:
+    ctx = make_context([tool_call("echo", {"wrong": 1}, "e1"), "ok"])
+    await run_turn(ctx, "s1", "go")
+    tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    assert "invalid arguments for echo" in tool.meta["result"]["error"]
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        openai.APIConnectionError(request=None),  # type: ignore[arg-type]
+        RuntimeError("stream cut"),
+    ],
+)
+async def test_provider_failure_keeps_the_user_message(make_context, exc) -> None:
+    ctx = make_context([exc])
+    result = await run_turn(ctx, "s1", "hello?")
+    stored = ctx.store.messages("s1")
+    assert stored[0].content == "hello?"
+    assert stored[1].role == "assistant" and stored[1].meta["error"] is True
+    assert "couldn't reach the language model" in result.answer
+
+
+async def test_parallel_native_calls_of_one_reply_all_run(make_context) -> None:
+    reply = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "echo", "args": {"text": "a"}, "id": "p1", "type": "tool_call"},
+            {"name": "echo", "args": {"text": "b"}, "id": "p2", "type": "tool_call"},
+        ],
+    )
+    ctx = make_context([reply, "both"])
+    result = await run_turn(ctx, "s1", "two")
+    assert result.tool_names == ["echo", "echo"]
+    second = ctx.chat_model.calls[1]["messages"]
+    assert [m.tool_call_id for m in second if isinstance(m, ToolMessage)] == ["p1", "p2"]
+
+
+async def test_vision_model_answers_after_image_generation(make_context, home) -> None:
+    async def fake_generate(args, ctx):
+        path = ctx.store.media_dir / "gen.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 20)
+        return {"image_path": str(path), "mime": "image/png", "prompt": args["prompt"]}
+
+    registry = ToolRegistry(
+        [
+            ToolSpec(
+                "image_generate",
+                "Draw.",
+                {
+                    "type": "object",
+                    "properties": {"prompt": {"type": "string"}},
+                    "required": ["prompt"],
+                },
+                fake_generate,
+                "image_tool",
+                command="imagine",
+            )
+        ]
+    )
+    ctx = make_context(
+        ["/imagine a cat"],
+        registry=registry,
+        tool_mode="commands",
+        vision_script=["Here you go, cute right?"],
+        vision_model="scripted-vision",
+    )
+    result = await run_turn(ctx, "s1", "send pap")
+    assert result.answer == "Here you go, cute right?"
+    assert len(ctx.chat_model.calls) == 1 and len(ctx.vision_model.calls) == 1
+    seen = ctx.vision_model.calls[0]["messages"]
+    # the same system prompt family, plus the image as content
+    assert isinstance(seen[0], SystemMessage)
+    assert any(isinstance(m.content, list) and m.content[-1]["type"] == "image_url" for m in seen)
+    image_msg = next(m for m in ctx.store.messages("s1") if m.role == "image_tool")
+    assert image_msg.image_path and image_msg.image_path.endswith("gen.png")
+    models = [e["detail"]["model"] for e in result.trace if e["kind"] == "model"]
+    assert models == ["scripted-chat", "scripted-vision"]
+
+
+async def test_history_is_the_last_25_messages(make_context) -> None:
+    ctx = make_context(["ok"])
+    for i in range(40):
+        ctx.store.add_message("s1", "user" if i % 2 == 0 else "assistant", f"m{i}")
+    await run_turn(ctx, "s1", "latest")
+    seen = ctx.chat_model.calls[0]["messages"]
+    assert len(seen) == 1 + 25
+    assert seen[-1].content == "latest" and seen[1].content == "m16"
+
+
+async def test_style_note_replaces_identity_for_one_turn(make_context) -> None:
+    ctx = make_context(["ok"])
+    ctx.style_note = "Talk like a pirate."
+    await run_turn(ctx, "s1", "hi")
+    system = ctx.chat_model.calls[0]["messages"][0].content
+    assert system.startswith("Talk like a pirate.")
+    assert "Yuzuki" not in system
