@@ -1,0 +1,141 @@
+"""create_memory / update_memory / delete_memory tools, and the memory_sql tool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from graph.context import Settings
+from memory.memories import get_memory
+from memory.store import Store
+from tools import memory_sql, memory_write
+from tools.base import ToolContext
+from tools.registry import ToolRegistry
+
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def ctx(store: Store) -> ToolContext:
+    return ToolContext(Settings(home=store.path.parent), store, "s", lambda: NOW)
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry(memory_write.TOOLS + memory_sql.TOOLS)
+
+
+async def test_create_update_delete_round_trip(ctx: ToolContext, registry: ToolRegistry) -> None:
+    created = await registry.execute(
+        "create_memory", {"category": "identity", "key": "name", "value": "Budi"}, ctx
+    )
+    assert created["success"] is True and created["memory_id"]
+    memory = get_memory(ctx.store, "identity", "name")
+    assert memory is not None and memory.id == created["memory_id"]
+    assert memory.created_at == "2026-11-25 09:30:00"
+
+    updated = await registry.execute("update_memory", {"key": "name", "value": "Budi S."}, ctx)
+    assert updated == {"success": True, "memory_id": memory.id}
+    assert get_memory(ctx.store, "identity", "name").value == "Budi S."  # type: ignore[union-attr]
+
+    deleted = await registry.execute("delete_memory", {"category": "identity", "key": "name"}, ctx)
+    assert deleted == {"success": True, "memory_id": memory.id}
+    assert get_memory(ctx.store, "identity", "name") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("create_memory", {"category": "hobbies", "key": "k", "value": "v"}, "category"),
+        ("create_memory", {"category": "focus", "key": "k"}, "value"),
+        ("create_memory", {"category": "focus", "key": "k", "value": ""}, "value"),
+        ("create_memory", {"category": "focus", "key": "k", "value": "   "}, "empty"),
+        ("update_memory", {"key": "missing", "value": "v"}, "no memory"),
+        ("delete_memory", {"category": "focus", "key": "missing"}, "no memory"),
+        ("delete_memory", {"key": "k", "value": "x"}, "additional"),
+    ],
+)
+async def test_errors_are_data(
+    ctx: ToolContext, registry: ToolRegistry, name: str, args: dict[str, str], message: str
+) -> None:
+    result = await registry.execute(name, args, ctx)
+    assert set(result) == {"error"} and message in result["error"].lower()
+
+
+async def test_create_on_existing_key_says_so(ctx: ToolContext, registry: ToolRegistry) -> None:
+    args = {"category": "signals", "key": "drink", "value": "kopi"}
+    await registry.execute("create_memory", args, ctx)
+    again = await registry.execute("create_memory", {**args, "value": "teh"}, ctx)
+    assert "already exists" in again["error"] and "update_memory" in again["error"]
+    assert get_memory(ctx.store, "signals", "drink").value == "kopi"  # type: ignore[union-attr]
+
+
+def test_schemas_offer_the_category_enum(registry: ToolRegistry) -> None:
+    schema = registry.get("create_memory").schema()  # type: ignore[union-attr]
+    category = schema["function"]["parameters"]["properties"]["category"]
+    assert category["enum"] == ["identity", "principles", "focus", "signals"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "create_memory",
+            "identity name: Budi",
+            {"category": "identity", "key": "name", "value": "Budi"},
+        ),
+        (
+            "create_memory",
+            "signals | favourite food | nasi goreng",
+            {"category": "signals", "key": "favourite food", "value": "nasi goreng"},
+        ),
+        (
+            "update_memory",
+            "focus project = thesis",
+            {"category": "focus", "key": "project", "value": "thesis"},
+        ),
+        ("update_memory", "job: teacher", {"key": "job", "value": "teacher"}),
+        (
+            "delete_memory",
+            "signals favourite drink",
+            {"category": "signals", "key": "favourite drink"},
+        ),
+        (
+            "create_memory",
+            '{"category": "focus", "key": "k", "value": "v"}',
+            {"category": "focus", "key": "k", "value": "v"},
+        ),
+    ],
+)
+def test_command_arguments(registry: ToolRegistry, name: str, text: str, expected: dict) -> None:
+    assert registry.get(name).command_arguments(text) == expected  # type: ignore[union-attr]
+
+
+def test_gates(ctx: ToolContext, registry: ToolRegistry) -> None:
+    assert [spec.name for spec in registry.enabled(ctx)] == ["create_memory"]
+    ctx.store.add_message("s", "user", "hi")
+    assert len(registry.enabled(ctx)) == 4
+
+
+async def test_memory_sql_tool(ctx: ToolContext, registry: ToolRegistry) -> None:
+    ctx.store.add_message("s", "user", "I cooked rendang")
+    ctx.store.add_message("s", "memory_tool", "SECRET")
+    spec = registry.get("memory_sql")
+    assert spec is not None and spec.multiline and spec.role == "memory_tool"
+    args = spec.command_arguments("\n```sql\nSELECT role, content FROM messages\n```\n")
+    assert args == {"sql": "SELECT role, content FROM messages"}
+    result = await registry.execute("memory_sql", args, ctx)
+    assert result["rows"] == [["user", "I cooked rendang"]]
+    assert "rendang" in registry.format_result("memory_sql", result)
+    refused = await registry.execute("memory_sql", {"sql": "DROP TABLE messages"}, ctx)
+    assert "DROP" in refused["error"]

@@ -1,0 +1,84 @@
+"""memory_sql: the model's read (and careful edit) access to the chat database in SQL.
+
+Everything that makes this safe lives in memory.sql_guard: one SELECT or UPDATE
+statement, checked by a parser and enforced by SQLite's authorizer, on a connection
+where memory_tool rows do not exist; time, row and cell limits. This module only
+declares the tool and unwraps what models wrap SQL in (code fences).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from memory.sql_guard import format_result, run_sql
+from tools.base import ToolContext, ToolSpec
+
+FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+DESCRIPTION = (
+    "Run one SQL statement (SQLite) over the chat database when a question needs counting, "
+    "listing or exact lookups that memory_search cannot do, or to correct stored text. "
+    "Only SELECT (WITH … SELECT allowed) and UPDATE run; anything else is refused. "
+    "Tables: messages(id, session_id, role, content, created_at UTC 'YYYY-MM-DD HH:MM:SS', "
+    "tool_name, meta, image_path), sessions(id, title, persona, created_at), "
+    "memories(id, category, key, value, created_at, updated_at, last_recalled_at, "
+    "recall_count), segments(id, session_id, start_at, end_at, summary), profile(key, value). "
+    "Editable: messages.content, memories.value, sessions.title. At most 100 rows and 500 "
+    "characters per cell come back. Example: SELECT created_at, content FROM messages "
+    "WHERE role = 'user' AND content LIKE '%cook%' ORDER BY id DESC LIMIT 10"
+)
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sql": {
+            "type": "string",
+            "minLength": 1,
+            "description": "One SELECT or UPDATE statement.",
+        }
+    },
+    "required": ["sql"],
+    "additionalProperties": False,
+}
+
+
+def unfence(text: str) -> str:
+    """The SQL inside a Markdown code fence, or the text itself."""
+    found = FENCE.match(text)
+    return found[1].strip() if found else text.strip()
+
+
+async def memory_sql(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run the guarded statement off the event loop (SQLite calls block)."""
+    sql = args.get("sql")
+    if not isinstance(sql, str):
+        return {"error": "memory_sql needs an `sql` string"}
+    return await asyncio.to_thread(run_sql, ctx.store.path, unfence(sql))
+
+
+def parse_command(text: str) -> dict[str, Any]:
+    """``/memory_sql`` + SQL on the same or the following lines."""
+    return {"sql": unfence(text)}
+
+
+def has_history(ctx: ToolContext) -> bool:
+    """Gate: offered only when the database holds messages or memories."""
+    return ctx.store.has_history()
+
+
+TOOLS = [
+    ToolSpec(
+        name="memory_sql",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        run=memory_sql,
+        role="memory_tool",
+        command="memory_sql",
+        parse_command=parse_command,
+        available=has_history,
+        format=format_result,
+        multiline=True,
+        examples=("/memory_sql\nSELECT COUNT(*) FROM messages WHERE role = 'user'",),
+    )
+]

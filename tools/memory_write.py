@@ -1,0 +1,190 @@
+"""create_memory, update_memory, delete_memory: the model keeps its facts about the user.
+
+Each call maps to one function of memory.memories; their errors (unknown category,
+missing key, empty value, key already taken) come back as ``{"error": ...}`` with a
+message that tells the model what to do instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from memory.memories import (
+    CATEGORIES,
+    Memory,
+    MemoryRecordError,
+    create_memory,
+    delete_memory,
+    update_memory,
+)
+from tools.base import ToolContext, ToolSpec
+
+CATEGORY_HELP = (
+    "identity = who the user is (name, age, home, job, family); principles = how they want "
+    "to be treated or answered; focus = what they are busy with now (projects, goals, "
+    "plans); signals = preferences, likes, dislikes and moods you noticed."
+)
+CATEGORY: dict[str, Any] = {
+    "type": "string",
+    "enum": list(CATEGORIES),
+    "description": CATEGORY_HELP,
+}
+KEY: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 100,
+    "description": 'A short name for the fact, e.g. "name", "favourite food", "job".',
+}
+VALUE: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 2000,
+    "description": 'The fact itself, e.g. "Budi", "nasi goreng".',
+}
+
+CREATE_DESCRIPTION = (
+    "Save a new lasting fact about the user when they tell you something worth remembering "
+    "across conversations. Fails if the key already exists in that category (then use "
+    "update_memory). Example: category identity, key name, value Budi."
+)
+UPDATE_DESCRIPTION = (
+    "Change a saved fact when the user corrects it or it has changed. `category` is only "
+    "needed when the same key exists in more than one category."
+)
+DELETE_DESCRIPTION = (
+    "Forget a saved fact when the user asks you to or it is no longer true. `category` is "
+    "only needed when the same key exists in more than one category."
+)
+
+CREATE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"category": CATEGORY, "key": KEY, "value": VALUE},
+    "required": ["category", "key", "value"],
+    "additionalProperties": False,
+}
+UPDATE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"category": CATEGORY, "key": KEY, "value": VALUE},
+    "required": ["key", "value"],
+    "additionalProperties": False,
+}
+DELETE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"category": CATEGORY, "key": KEY},
+    "required": ["key"],
+    "additionalProperties": False,
+}
+
+_CATEGORY_PREFIX = re.compile(rf"^\s*({'|'.join(CATEGORIES)})\b[\s/|:]*", re.IGNORECASE)
+
+
+def _split_command(text: str) -> dict[str, Any]:
+    """``[category] key: value``, ``category | key | value`` or a JSON object."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    args: dict[str, Any] = {}
+    if "|" in text:
+        parts = [part.strip() for part in text.split("|")]
+        if parts[0].lower() in CATEGORIES:
+            args["category"] = parts.pop(0).lower()
+        pieces = [parts[0], " | ".join(parts[1:])] if len(parts) > 1 else parts
+    else:
+        found = _CATEGORY_PREFIX.match(text)
+        if found:
+            args["category"] = found[1].lower()
+            text = text[found.end() :]
+        pieces = re.split(r"\s*[:=]\s*", text, maxsplit=1)
+    if pieces and pieces[0].strip():
+        args["key"] = pieces[0].strip()
+    if len(pieces) > 1 and pieces[1].strip():
+        args["value"] = pieces[1].strip()
+    return args
+
+
+def _result(run: Callable[[], Memory]) -> dict[str, Any]:
+    try:
+        memory = run()
+    except MemoryRecordError as exc:
+        return {"error": str(exc)}
+    return {"success": True, "memory_id": memory.id}
+
+
+async def create(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Save a new memory."""
+    return _result(
+        lambda: create_memory(ctx.store, args["category"], args["key"], args["value"], ctx.now())
+    )
+
+
+async def update(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Change an existing memory's value."""
+    return _result(
+        lambda: update_memory(
+            ctx.store, args.get("category"), args["key"], args["value"], ctx.now()
+        )
+    )
+
+
+async def delete(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Forget a memory."""
+    return _result(lambda: delete_memory(ctx.store, args.get("category"), args["key"]))
+
+
+def format_write(result: dict[str, Any]) -> str:
+    """One line: done (with the id) or the error."""
+    if "error" in result:
+        return f"Error: {result['error']}"
+    return f"Done (memory {result['memory_id']})."
+
+
+def has_history(ctx: ToolContext) -> bool:
+    """Gate for changing or forgetting: there must be something stored."""
+    return ctx.store.has_history()
+
+
+TOOLS = [
+    ToolSpec(
+        name="create_memory",
+        description=CREATE_DESCRIPTION,
+        parameters=CREATE_PARAMETERS,
+        run=create,
+        role="memory_tool",
+        command="create_memory",
+        parse_command=_split_command,
+        format=format_write,
+        examples=("/create_memory identity name: Budi",),
+    ),
+    ToolSpec(
+        name="update_memory",
+        description=UPDATE_DESCRIPTION,
+        parameters=UPDATE_PARAMETERS,
+        run=update,
+        role="memory_tool",
+        command="update_memory",
+        parse_command=_split_command,
+        available=has_history,
+        format=format_write,
+        examples=("/update_memory focus project: finishing the thesis",),
+    ),
+    ToolSpec(
+        name="delete_memory",
+        description=DELETE_DESCRIPTION,
+        parameters=DELETE_PARAMETERS,
+        run=delete,
+        role="memory_tool",
+        command="delete_memory",
+        parse_command=_split_command,
+        available=has_history,
+        format=format_write,
+        examples=("/delete_memory signals favourite drink",),
+    ),
+]
