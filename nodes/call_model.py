@@ -20,7 +20,7 @@ from graph.commands import parse_reply
 from graph.context import Context
 from graph.models import describe_provider_error
 from graph.state import State, ToolCall
-from prompts.templates import EMPTY_ANSWER, MODEL_ERROR
+from prompts.templates import EMPTY_ANSWER, MODEL_ERROR, STREAM_CUT
 
 
 def _text(message: AIMessage) -> str:
@@ -79,8 +79,10 @@ def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
     return calls, parsed.text
 
 
-def _model_name(model: Any, fallback: str) -> str:
-    return str(getattr(model, "model_name", None) or fallback)
+def stream_was_cut(reply: AIMessage) -> bool:
+    """An OpenAI-protocol stream that ended without a finish reason was cut short."""
+    metadata = reply.response_metadata or {}
+    return metadata.get("model_provider") == "openai" and not metadata.get("finish_reason")
 
 
 async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -122,6 +124,27 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ms = round((time.perf_counter() - started) * 1000, 2)
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(getattr(reply, "content", reply)))
+    if stream_was_cut(reply):
+        detail = "the connection dropped in the middle of the answer"
+        partial = _text(reply).strip()
+        text = STREAM_CUT.format(partial=partial) if partial else MODEL_ERROR.format(detail=detail)
+        stored = ctx.store.add_message(
+            session_id, "assistant", text, meta={"error": True, "detail": detail, "model": name}
+        )
+        return {
+            "calls": [],
+            "answer": text,
+            "answer_message_id": stored.id,
+            "error": detail,
+            "trace": [
+                {
+                    "kind": "error",
+                    "name": "call_model",
+                    "ms": ms,
+                    "detail": {"model": name, "error": detail},
+                }
+            ],
+        }
     calls, text = reply_calls(reply, ctx)
     final = not calls or tools_off
     if final and not text:

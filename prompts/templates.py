@@ -75,6 +75,10 @@ MODEL_ERROR = (
     "Sorry — I couldn't reach the language model just now ({detail}). Your message is "
     "saved; please try again in a moment."
 )
+STREAM_CUT = (
+    "{partial} …\n\n(My answer was cut off — the connection to the language model dropped. "
+    "Your message is saved; ask again and I'll finish.)"
+)
 EMPTY_ANSWER = "Sorry, I lost my train of thought there. Could you say that again?"
 
 

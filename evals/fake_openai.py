@@ -1,0 +1,203 @@
+"""A real OpenAI-compatible HTTP server on loopback, scripted, for tests, benches and drills.
+
+``FakeOpenAIServer`` answers ``POST /v1/chat/completions`` (streamed as SSE or not) and
+``GET /v1/models``. Replies come from a queue of steps, or a default; a step can be text,
+tool calls, an HTTP error status, a delay, a malformed body, a stream cut mid-answer, or
+tool-call arguments that are not JSON — the failures a provider can produce.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Step:
+    """One scripted reply (or failure) of the server."""
+
+    content: str = ""
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, raw arguments)
+    status: int = 200
+    delay: float = 0.0
+    malformed: bool = False
+    cut: bool = False  # close the stream after the first chunk
+
+
+class FakeOpenAIServer:
+    """Loopback OpenAI-compatible chat server; use as a context manager."""
+
+    def __init__(self, *, latency: float = 0.0, default: str = "ok") -> None:
+        self.latency = latency
+        self.default = default
+        self.steps: deque[Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL to give ChatOpenAI (``.../v1``)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def push(self, *steps: Step | str) -> None:
+        """Queue replies, in order."""
+        with self._lock:
+            for step in steps:
+                self.steps.append(Step(content=step) if isinstance(step, str) else step)
+
+    def start(self) -> FakeOpenAIServer:
+        """Serve in a background thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next(self) -> Step:
+        with self._lock:
+            return self.steps.popleft() if self.steps else Step(content=self.default)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    body = {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+                    self._send(200, json.dumps(body).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(request)
+                step = server._next()
+                time.sleep(server.latency + step.delay)
+                if step.status != 200:
+                    error = {
+                        "error": {
+                            "message": f"scripted HTTP {step.status}",
+                            "type": "server_error",
+                            "code": step.status,
+                        }
+                    }
+                    self._send(step.status, json.dumps(error).encode())
+                    return
+                if step.malformed:
+                    self._send(200, b'{"choices": [{"message": {"content": "unterminated')
+                    return
+                if request.get("stream"):
+                    self._stream(request, step)
+                else:
+                    self._send(200, json.dumps(_completion(request, step)).encode())
+
+            def _stream(self, request: dict[str, Any], step: Step) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for index, chunk in enumerate(_chunks(request, step)):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    if step.cut and index == 0:
+                        self.close_connection = True
+                        return
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
+
+
+def _message(step: Step) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": step.content or None}
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(step.tool_calls)
+        ]
+    return message
+
+
+def _usage() -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def _completion(request: dict[str, Any], step: Step) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": _message(step),
+                "finish_reason": "tool_calls" if step.tool_calls else "stop",
+            }
+        ],
+        "usage": _usage(),
+    }
+
+
+def _chunks(request: dict[str, Any], step: Step) -> list[dict[str, Any]]:
+    base = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request.get("model", "fake-model"),
+    }
+    chunks = []
+    words = step.content.split(" ") if step.content else []
+    for i, word in enumerate(words):
+        delta = {"content": word if i == 0 else f" {word}"}
+        if i == 0:
+            delta["role"] = "assistant"
+        chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    for i, (name, args) in enumerate(step.tool_calls):
+        delta = {
+            "tool_calls": [
+                {
+                    "index": i,
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
+            ]
+        }
+        chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    finish = "tool_calls" if step.tool_calls else "stop"
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": _usage()})
+    return chunks
