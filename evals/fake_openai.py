@@ -180,7 +180,7 @@ def _chunks(request: dict[str, Any], step: Step) -> list[dict[str, Any]]:
     chunks = []
     words = step.content.split(" ") if step.content else []
     for i, word in enumerate(words):
-        delta = {"content": word if i == 0 else f" {word}"}
+        delta: dict[str, Any] = {"content": word if i == 0 else f" {word}"}
         if i == 0:
             delta["role"] = "assistant"
         chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
