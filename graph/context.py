@@ -215,7 +215,7 @@ class Context:
     vision_model: BaseChatModel | None = None
     clock: Clock | None = None
     style_note: str | None = None
-    on_event: Any = None
+    summarize: Any = None  # async (messages) -> str for episodic summaries; None = extractive
 
     def with_settings(self, **changes: Any) -> Context:
         """A copy with some settings changed (used by tests and the Settings tab)."""

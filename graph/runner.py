@@ -8,6 +8,7 @@ they happen (tokens, tool start/end, the answer); ``run_turn`` drains it and ret
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from graph.builder import compile_graph
 from graph.commands import visible_prefix
 from graph.context import Context
 from graph.state import State
+from memory.segments import refresh_segments
 from memory.store import Message
 
 log = logging.getLogger("companion.runner")
@@ -129,6 +131,7 @@ async def stream_turn(
         yield TurnEvent(
             "error", {"detail": final_state["error"], "answer": final_state.get("answer")}
         )
+    schedule_segments(ctx, session_id)
     yield TurnEvent(
         "answer",
         {
@@ -137,6 +140,30 @@ async def stream_turn(
             "state": final_state,
         },
     )
+
+
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+def schedule_segments(ctx: Context, session_id: str) -> asyncio.Task[Any]:
+    """Cut closed spans of the session into segments in the background (never blocks)."""
+
+    async def refresh() -> None:
+        try:
+            await refresh_segments(ctx.store, session_id, ctx.summarize, tz=ctx.settings.timezone)
+        except Exception:  # episodic memory is best effort; the next turn retries
+            log.exception("segment refresh failed for session %s", session_id)
+
+    task = asyncio.get_running_loop().create_task(refresh())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+async def settle() -> None:
+    """Wait for background work (segment refreshes) started by earlier turns."""
+    while _BACKGROUND:
+        await asyncio.gather(*list(_BACKGROUND), return_exceptions=True)
 
 
 async def run_turn(
@@ -159,6 +186,7 @@ async def run_turn(
         elif event.kind == "answer":
             state = event.data["state"]
     assert user is not None
+    await settle()
     return TurnResult(
         answer=state.get("answer") or "",
         user_message=user,

@@ -13,7 +13,7 @@ from typing import Any
 
 from graph.context import Context, Settings, load_settings
 from graph.models import lazy_local_model, make_chat_model, make_vision_model
-from memory.store import Store
+from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
 
 
@@ -53,13 +53,30 @@ def context_for(
     vision_model: Any = None,
 ) -> Context:
     """A Context for given settings and store; models built unless passed in."""
+    model = chat_model or _lazy_chat_model(settings)
     return Context(
         settings=settings,
         store=store,
-        chat_model=chat_model or _lazy_chat_model(settings),
+        chat_model=model,
         vision_model=vision_model if vision_model is not None else make_vision_model(settings),
         registry=registry or default_registry(),
+        # The tiny local model writes poor summaries: it gets the extractive fallback.
+        summarize=None if settings.is_local or chat_model is not None else model_summarizer(model),
     )
+
+
+def model_summarizer(model: Any) -> Any:
+    """An episodic-summary writer backed by the chat model."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from prompts.templates import SEGMENT_SUMMARY
+
+    async def summarize(messages: list[Message]) -> str:
+        lines = "\n".join(f"{m.role}: {m.content[:300]}" for m in messages[-40:])
+        reply = await model.ainvoke([SystemMessage(SEGMENT_SUMMARY), HumanMessage(lines)])
+        return str(reply.content)
+
+    return summarize
 
 
 def _lazy_chat_model(settings: Settings) -> Any:

@@ -1,0 +1,65 @@
+"""Prompt templates: every field filled, personas bundled, the system prompt's order."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from prompts import templates
+from prompts.templates import PERSONAS, PromptError, ToolLine, fill, persona_text, system_prompt
+
+FIELD = re.compile(r"(?<!\{)\{[a-z_]+\}(?!\})")
+
+
+def test_fill_refuses_missing_fields() -> None:
+    with pytest.raises(PromptError, match="unfilled prompt field"):
+        fill(templates.PROCEDURAL)
+
+
+def test_personas_are_bundled() -> None:
+    for name in PERSONAS:
+        text = persona_text(name)
+        assert "Voice:" in text and "Shape:" in text and "Length:" in text
+    assert persona_text("nobody") == templates.NEUTRAL_IDENTITY
+
+
+@pytest.mark.parametrize("mode", ["native", "commands"])
+@pytest.mark.parametrize("reason", [None, templates.CAP_REASON])
+def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) -> None:
+    tools = [
+        ToolLine(n, c)
+        for n, c in [
+            ("web_search", "web_search"),
+            ("weather", "weather"),
+            ("image_generate", "imagine"),
+            ("memory_sql", "memory_sql"),
+        ]
+    ]
+    text = system_prompt(
+        identity=persona_text("yuzuki"),
+        now="Wed",
+        memories="- name: Rina",
+        tools=tools,
+        tool_mode=mode,
+        no_tools_reason=reason,
+    )
+    assert not FIELD.search(text), FIELD.search(text)
+    identity = text.index("You are Yuzuki")
+    procedural = text.index("Current date and time")
+    memories = text.index("Your current memories")
+    assert identity < procedural < memories
+    if reason:
+        assert "Do not call any tool" in text and "/weather" not in text
+    elif mode == "commands":
+        assert "/weather Tokyo" in text and "/imagine" in text
+        assert text.index("Tools you can use") > memories
+    else:
+        assert "/weather Tokyo" not in text
+
+
+def test_framework_asserts_no_identity_of_its_own() -> None:
+    text = system_prompt(
+        identity="You are Kai.", now="Wed", memories="", tools=[], tool_mode="native"
+    )
+    assert "Yuzuki" not in text and "SmolLM" not in text
