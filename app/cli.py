@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat in the terminal (or answer one message with -m)")
     chat.add_argument("-m", "--message", help="answer this one message and exit")
     chat.add_argument("--session", help="session id (default: a new session)")
+    chat.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="record LangGraph checkpoints in HOME/checkpoints.db (debugging)",
+    )
     _common(chat)
 
     evaluate = sub.add_parser("eval", help="run the scenario suites and write reports")
@@ -65,10 +70,19 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    from graph.runner import stream_turn
+    from graph.builder import checkpointed_graph
     from graph.setup import open_context
 
     ctx = open_context(_flags(args))
+    if args.checkpoints:
+        async with checkpointed_graph(ctx.settings.home / "checkpoints.db") as graph:
+            return await _chat_loop(args, ctx, graph)
+    return await _chat_loop(args, ctx, None)
+
+
+async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
+    from graph.runner import stream_turn
+
     if ctx.settings.is_local:
         print(f"[{BANNER_LOCAL}]", file=sys.stderr)
     else:
@@ -90,7 +104,7 @@ async def _chat(args: argparse.Namespace) -> int:
                 continue
         answer = ""
         failed = False
-        async for event in stream_turn(ctx, session_id, text):
+        async for event in stream_turn(ctx, session_id, text, graph=graph):
             if event.kind == "tool_start":
                 print(f"[tool] {event.data['name']} {event.data['args']} …", file=sys.stderr)
             elif event.kind == "tool_end":

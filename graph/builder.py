@@ -6,6 +6,9 @@ execute_tool → build_context. The path map makes the drawn graph the real one.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -37,6 +40,18 @@ def build_graph() -> StateGraph[State, Context, State, State]:
 def compile_graph(checkpointer: Any = None) -> CompiledStateGraph[State, Context, State, State]:
     """The compiled graph; pass a LangGraph checkpointer for debugging/time travel."""
     return build_graph().compile(checkpointer=checkpointer, name="companion")
+
+
+@asynccontextmanager
+async def checkpointed_graph(
+    path: Path | str,
+) -> AsyncIterator[CompiledStateGraph[State, Context, State, State]]:
+    """The graph with LangGraph's SQLite checkpointer, for debugging and time travel inside
+    a turn (thread id = ``session:user_message_id``). History is never rebuilt from it."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        yield compile_graph(checkpointer=saver)
 
 
 def mermaid() -> str:

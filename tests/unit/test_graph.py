@@ -260,3 +260,16 @@ async def test_style_note_replaces_identity_for_one_turn(make_context) -> None:
     system = ctx.chat_model.calls[0]["messages"][0].content
     assert system.startswith("Talk like a pirate.")
     assert "Yuzuki" not in system
+
+
+async def test_optional_sqlite_checkpointer_records_the_turn(make_context, tmp_path) -> None:
+    from graph.builder import checkpointed_graph
+
+    ctx = make_context([tool_call("echo", {"text": "hi"}), "done"])
+    async with checkpointed_graph(tmp_path / "checkpoints.db") as graph:
+        result = await run_turn(ctx, "s1", "go", graph=graph)
+        config = {"configurable": {"thread_id": f"s1:{result.user_message.id}"}}
+        history = [snapshot async for snapshot in graph.aget_state_history(config)]
+        assert len(history) >= 6  # one snapshot per super-step, for time travel
+        assert history[0].values["answer"] == "done"
+        assert [e["name"] for e in history[0].values["executed"]] == ["echo"]
