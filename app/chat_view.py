@@ -1,0 +1,250 @@
+"""What the Chat tab shows: stored messages and live turn events as ``gr.ChatMessage`` lists.
+
+Pure functions over ``memory.store.Message`` and ``graph.runner.TurnEvent`` data, so the
+same turn looks the same while it streams and after a reload:
+
+- a user message is one bubble: its image (if any) and its text;
+- each tool step is its own collapsible message titled "🔧 name · argument", pending
+  while it runs, then done with its duration, the command or arguments, and the raw
+  result as JSON — never the stored "🔧 TOOL RESULT" text;
+- text the model writes before a tool call is a plain assistant message;
+- an image made by image_generate goes into the assistant bubble that answers the turn;
+- a provider failure is an assistant message marked with a warning sign.
+
+Only app/ui.py imports this module, so gradio stays out of the CLI's import path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gradio import ChatMessage
+
+from memory.store import Message
+
+TOOL_ICON = "🔧"
+ERROR_MARK = "⚠️"
+GENERATED_IMAGE_TOOL = "image_generate"
+DUPLICATE_PREFIX = "duplicate call:"  # nodes.execute_tool's note for a call not run again
+SUMMARY_KEYS = ("location", "query", "prompt", "reference", "key", "sql", "text")
+MAX_SUMMARY_CHARS = 48
+MAX_RESULT_CHARS = 4000
+RUNNING = "running…"
+
+
+def _short(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else f"{line[: limit - 1]}…"
+
+
+def _summary(args: Mapping[str, Any]) -> str:
+    """The argument that says what a call is about ("Tokyo", "USD to JPY"), or ""."""
+    for key in SUMMARY_KEYS:
+        if isinstance(args.get(key), str) and args[key].strip():
+            return _short(args[key])
+    if "lat" in args and "lon" in args:
+        return f"{args['lat']}, {args['lon']}"
+    for value in args.values():
+        if isinstance(value, str) and value.strip():
+            return _short(value)
+    return ""
+
+
+def _failed(result: Mapping[str, Any] | None) -> bool:
+    return isinstance(result, Mapping) and "error" in result
+
+
+def tool_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> str:
+    """The title of a tool step, e.g. "🔧 weather · Tokyo" (" · failed" on an error)."""
+    title = f"{TOOL_ICON} {name}"
+    summary = _summary(args or {})
+    if summary:
+        title += f" · {summary}"
+    return f"{title} · failed" if _failed(result) else title
+
+
+def _json_block(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        text = f"{text[:MAX_RESULT_CHARS]}\n… ({len(text) - MAX_RESULT_CHARS} more characters)"
+    return f"```json\n{text}\n```"
+
+
+def tool_body(
+    args: Mapping[str, Any], command: str | None, result: Mapping[str, Any] | None
+) -> str:
+    """The inside of a tool step: what was asked (command or arguments) and the raw output."""
+    asked = f"`{command}`" if command else f"arguments: `{json.dumps(args, ensure_ascii=False)}`"
+    if result is None:
+        return f"{asked}\n\n{RUNNING}"
+    return f"{asked}\n\n{_json_block(result)}"
+
+
+def tool_step(
+    name: str,
+    args: Mapping[str, Any],
+    command: str | None,
+    result: Mapping[str, Any] | None = None,
+    duration_ms: float | None = None,
+) -> ChatMessage:
+    """A collapsible tool step: pending without a result, done (with duration) with one."""
+    metadata: dict[str, Any] = {"title": tool_title(name, args, result)}
+    if result is None:
+        metadata["status"] = "pending"
+    else:
+        metadata["status"] = "done"
+        metadata["duration"] = round((duration_ms or 0.0) / 1000, 2)
+    return ChatMessage(
+        role="assistant",
+        content=tool_body(args, command, result),
+        metadata=metadata,  # type: ignore[arg-type]
+    )
+
+
+def _image(path: str) -> Any:
+    """A file part of a message (gradio's FileDataDict needs only the path)."""
+    return {"path": path}
+
+
+def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
+    """The user's message: image and text in one bubble."""
+    if not image_path:
+        return ChatMessage(role="user", content=text)
+    parts: list[Any] = [_image(image_path)]
+    return ChatMessage(role="user", content=[*parts, text] if text else parts)
+
+
+def answer_bubble(text: str, images: Iterable[str] = (), *, error: bool = False) -> ChatMessage:
+    """An assistant bubble: generated images first, then the text (marked on an error)."""
+    shown = f"{ERROR_MARK} {text}" if error and text else text
+    parts: list[Any] = [_image(path) for path in images]
+    if not parts:
+        return ChatMessage(role="assistant", content=shown)
+    return ChatMessage(role="assistant", content=[*parts, shown] if shown else parts)
+
+
+def generated_image(name: str | None, result: Mapping[str, Any] | None) -> str | None:
+    """The path of an image made by image_generate, or None."""
+    if name != GENERATED_IMAGE_TOOL or not isinstance(result, Mapping) or _failed(result):
+        return None
+    path = result.get("image_path")
+    return str(path) if path else None
+
+
+def _is_duplicate_note(message: Message) -> bool:
+    result = message.meta.get("result")
+    return isinstance(result, dict) and str(result.get("error", "")).startswith(DUPLICATE_PREFIX)
+
+
+def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
+    """A session's stored messages as chat messages, in order."""
+    out: list[ChatMessage] = []
+    images: list[str] = []  # generated this turn, waiting for the answer bubble
+    for message in messages:
+        if message.role == "user":
+            if images:
+                out.append(answer_bubble("", images))
+                images = []
+            out.append(user_bubble(message.content, message.image_path))
+        elif message.is_tool:
+            if _is_duplicate_note(message):
+                continue
+            meta = message.meta
+            result = meta.get("result") if isinstance(meta.get("result"), dict) else {}
+            out.append(
+                tool_step(
+                    message.tool_name or "tool",
+                    meta.get("arguments") or {},
+                    meta.get("command"),
+                    result,
+                    meta.get("duration_ms"),
+                )
+            )
+            image = generated_image(message.tool_name, result)
+            if image:
+                images.append(image)
+        elif message.role == "assistant":
+            if message.meta.get("intermediate"):
+                out.append(answer_bubble(message.content))
+            else:
+                out.append(
+                    answer_bubble(message.content, images, error=bool(message.meta.get("error")))
+                )
+                images = []
+    if images:
+        out.append(answer_bubble("", images))
+    return out
+
+
+class TurnView:
+    """The chat as a turn streams: history, then this turn's messages built from events."""
+
+    def __init__(self, history: list[ChatMessage]) -> None:
+        self.messages: list[ChatMessage] = list(history)
+        self._streaming: int | None = None  # bubble of the model call now writing
+        self._last_call: int | None = None  # bubble of the last finished model call
+        self._steps: dict[str, int] = {}  # tool call id -> index of its step
+        self._images: list[str] = []
+        self.error: str | None = None
+        self.answer: str | None = None
+        self.state: dict[str, Any] = {}
+
+    def apply(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Fold one turn event (``TurnEvent.kind``, ``TurnEvent.data``) into the view."""
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(data)
+
+    def _on_user(self, data: Mapping[str, Any]) -> None:
+        self.messages.append(user_bubble(str(data.get("content") or ""), data.get("image_path")))
+
+    def _on_text(self, data: Mapping[str, Any]) -> None:
+        delta = str(data.get("delta") or "")
+        if self._streaming is None:
+            self._streaming = len(self.messages)
+            self.messages.append(ChatMessage(role="assistant", content=""))
+        bubble = self.messages[self._streaming]
+        bubble.content = f"{bubble.content}{delta}"
+
+    def _on_model_done(self, data: Mapping[str, Any]) -> None:
+        self._last_call, self._streaming = self._streaming, None
+        if self._last_call is not None:
+            bubble = self.messages[self._last_call]
+            bubble.content = str(bubble.content).strip()
+
+    def _on_tool_start(self, data: Mapping[str, Any]) -> None:
+        self._last_call = None
+        self._steps[str(data["id"])] = len(self.messages)
+        self.messages.append(tool_step(data["name"], data.get("args") or {}, data.get("command")))
+
+    def _on_tool_end(self, data: Mapping[str, Any]) -> None:
+        step = tool_step(
+            data["name"],
+            data.get("args") or {},
+            data.get("command"),
+            data.get("result") or {},
+            data.get("duration_ms"),
+        )
+        index = self._steps.get(str(data["id"]))
+        if index is None:
+            self.messages.append(step)
+        else:
+            self.messages[index] = step
+        image = generated_image(data["name"], data.get("result"))
+        if image:
+            self._images.append(image)
+
+    def _on_error(self, data: Mapping[str, Any]) -> None:
+        self.error = str(data.get("detail") or "error")
+
+    def _on_answer(self, data: Mapping[str, Any]) -> None:
+        self.answer = str(data.get("text") or "")
+        self.state = dict(data.get("state") or {})
+        bubble = answer_bubble(self.answer, self._images, error=self.error is not None)
+        if self._last_call is None:
+            self.messages.append(bubble)
+        else:
+            self.messages[self._last_call] = bubble
+        self._images = []

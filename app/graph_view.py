@@ -1,0 +1,97 @@
+"""What the Graph tab shows: the compiled graph as Mermaid, and the last turn's trace.
+
+The trace is the answer event's ``state["trace"]``: one entry per node run ("node"),
+model call ("model", with the model used), tool call ("tool", with arguments, result and
+timing), guard decision ("guard") and provider failure ("error"). Pure text functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+NO_TRACE = "_No turn yet: send a message in the Chat tab and its path shows up here._"
+MAX_CELL_CHARS = 300
+
+
+def mermaid_markdown(mermaid_text: str) -> str:
+    """A Markdown block that gr.Markdown renders as a diagram (mermaid.js is bundled)."""
+    return f"```mermaid\n{mermaid_text.strip()}\n```"
+
+
+def _node_of(entry: Mapping[str, Any]) -> str | None:
+    kind = entry.get("kind")
+    if kind == "node":
+        return str(entry.get("name"))
+    if kind in ("model", "error"):
+        return "call_model"
+    if kind == "tool":
+        return "execute_tool"
+    return None
+
+
+def path(trace: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The nodes visited in order (a run of tool entries is one execute_tool visit)."""
+    nodes: list[str] = []
+    for entry in trace:
+        node = _node_of(entry)
+        if node is None or (node == "execute_tool" and nodes and nodes[-1] == node):
+            continue
+        nodes.append(node)
+    return nodes
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def describe(entry: Mapping[str, Any]) -> str:
+    """One line saying what a trace entry did."""
+    detail: Mapping[str, Any] = entry.get("detail") or {}
+    kind = entry.get("kind")
+    if kind == "model":
+        calls = ", ".join(
+            f"{c['name']}({_compact(c.get('args') or {})})" for c in detail.get("calls", [])
+        )
+        text = f"model `{detail.get('model')}` ({detail.get('model_role', 'chat')})"
+        text += f"; calls {calls}" if calls else f"; replied: {detail.get('text', '')}"
+        return text
+    if kind == "tool":
+        status = "ok" if detail.get("ok") else "error"
+        return f"args {_compact(detail.get('args') or {})} → {status}: {detail.get('result', '')}"
+    if kind == "node":
+        tools = ", ".join(detail.get("tools") or []) or "none"
+        return f"{detail.get('messages', 0)} messages in context; tools offered: {tools}"
+    if kind == "error":
+        return f"model `{detail.get('model')}` failed: {detail.get('error')}"
+    return _compact(dict(detail))
+
+
+def _cell(text: str) -> str:
+    line = " ".join(str(text).split()).replace("|", "\\|")
+    return line if len(line) <= MAX_CELL_CHARS else f"{line[: MAX_CELL_CHARS - 1]}…"
+
+
+def trace_markdown(trace: Iterable[Mapping[str, Any]]) -> str:
+    """The last turn's path and a table of its steps (kind, name, time, what happened)."""
+    entries = list(trace)
+    if not entries:
+        return NO_TRACE
+    total = sum(float(e.get("ms") or 0.0) for e in entries)
+    lines = [
+        f"**Path:** {' → '.join(path(entries))}",
+        "",
+        f"**Time in nodes:** {total:.0f} ms",
+        "",
+        "| # | kind | name | ms | what happened |",
+        "|---|---|---|---|---|",
+    ]
+    for number, entry in enumerate(entries, start=1):
+        ms = entry.get("ms")
+        timing = f"{float(ms):.1f}" if ms is not None else ""
+        lines.append(
+            f"| {number} | {entry.get('kind', '')} | {_cell(str(entry.get('name', '')))} "
+            f"| {timing} | {_cell(describe(entry))} |"
+        )
+    return "\n".join(lines)

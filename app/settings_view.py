@@ -1,0 +1,201 @@
+"""The Settings tab: models, endpoint status, location, persona, and the style note.
+
+Saved values go through ``graph.context.validate_profile`` into the profile table; the
+next turn builds its Context from the re-read profile, so a change applies at once.
+
+Persona: a dropdown picks the bundled persona, and its identity block is shown in an
+editable box. An edited identity block is saved as the profile's ``style_note`` (the
+persisted "amend" override, which replaces the identity block in every system message);
+text equal to the persona's own, or an empty box, clears the override.
+
+Style note: text for the next message only (``Context.style_note`` for one turn), or,
+with "amend" ticked, saved as that same ``style_note`` for every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gradio as gr
+
+from graph.context import IMAGE_BACKENDS, TOOL_MODES, ConfigError, Context, Settings
+from graph.context import validate_profile as validate
+from graph.models import endpoint_status
+from prompts.templates import PERSONAS, persona_text
+
+NO_BACKEND = "none"
+FORM_KEYS = (
+    "chat_model",
+    "vision_model",
+    "tool_mode",
+    "image_backend",
+    "image_base_url",
+    "image_model",
+    "latitude",
+    "longitude",
+    "timezone",
+    "persona",
+)
+
+
+def identity_text(settings: Settings) -> str:
+    """The identity block in effect: the saved override, else the persona's own text."""
+    return settings.style_note or persona_text(settings.persona)
+
+
+def form_values(settings: Settings) -> dict[str, Any]:
+    """What the form shows for the settings in effect."""
+    values = {key: getattr(settings, key) for key in FORM_KEYS}
+    values["image_backend"] = settings.image_backend or NO_BACKEND
+    return {key: "" if value is None else value for key, value in values.items()}
+
+
+def _blank(value: Any) -> Any:
+    return None if value is None or (isinstance(value, str) and not value.strip()) else value
+
+
+def profile_update(form: Mapping[str, Any], identity: str) -> dict[str, Any]:
+    """Validated profile values from the form; raises ConfigError naming a bad value."""
+    values = {key: _blank(form.get(key)) for key in FORM_KEYS}
+    if values["chat_model"] is None:
+        raise ConfigError("the chat model cannot be empty")
+    if values["image_backend"] == NO_BACKEND:
+        values["image_backend"] = None
+    if isinstance(values["chat_model"], str):
+        values["chat_model"] = values["chat_model"].strip()
+    own = persona_text(values["persona"]).strip()
+    edited = (identity or "").strip()
+    values["style_note"] = edited if edited and edited != own else None
+    return validate(values)
+
+
+def saved_message(saved: Mapping[str, Any], settings: Settings) -> str:
+    """What the user reads after saving: what the next message uses, and any override."""
+    lines = [
+        f"✅ Saved. The next message uses chat model `{settings.chat_model}`, tool mode "
+        f"`{settings.tool_mode}`, location ({settings.latitude}, {settings.longitude}), "
+        f"persona `{settings.persona}`"
+        + (" with an edited identity block." if settings.style_note else "."),
+    ]
+    for key, value in saved.items():
+        if value is not None and getattr(settings, key) != value:
+            lines.append(
+                f"Note: `{key}` is fixed by a flag, the environment or the local provider "
+                f"(in effect: `{getattr(settings, key)}`)."
+            )
+    return "\n\n".join(lines)
+
+
+def provider_line(settings: Settings) -> str:
+    """Which provider and endpoint are configured (never the key)."""
+    where = "embedded llama.cpp" if settings.is_local else (settings.base_url or "no base URL")
+    key = "set" if settings.api_key else "not set"
+    return f"**Provider:** `{settings.provider}` · **endpoint:** {where} · **API key:** {key}"
+
+
+def apply_style_note(
+    store_set: Callable[[dict[str, Any]], None], text: str, amend: bool
+) -> tuple[str | None, str]:
+    """(note for the next message, message): amend saves it for every message instead."""
+    note = (text or "").strip() or None
+    if amend:
+        store_set(validate({"style_note": note}))
+        if note is None:
+            return None, "✅ Saved style note cleared: the persona's identity block is back."
+        return None, "✅ Saved: this note replaces the persona's identity for every message."
+    if note is None:
+        return None, "No style note for the next message."
+    return note, "✅ This note applies to your next message only."
+
+
+def build(make_context: Callable[[], Context], style_once: gr.State, refresh: list[Any]) -> None:
+    """Lay out the tab inside the current Blocks; ``refresh`` triggers re-read the settings."""
+    store = make_context().store
+    provider = gr.Markdown(elem_id="provider-line")
+    with gr.Row():
+        endpoint = gr.Markdown(elem_id="endpoint-status")
+        check = gr.Button("Check endpoint", elem_id="check-endpoint", size="sm", scale=0)
+    with gr.Row():
+        chat_model = gr.Textbox(label="Chat model", elem_id="set-chat-model")
+        vision_model = gr.Textbox(label="Vision model (empty: none)", elem_id="set-vision-model")
+        tool_mode = gr.Dropdown(list(TOOL_MODES), label="Tool mode", elem_id="set-tool-mode")
+    with gr.Row():
+        image_backend = gr.Dropdown(
+            [NO_BACKEND, *IMAGE_BACKENDS], label="Image backend", elem_id="set-image-backend"
+        )
+        image_model = gr.Textbox(label="Image model", elem_id="set-image-model")
+        image_base_url = gr.Textbox(label="Image base URL", elem_id="set-image-base-url")
+    with gr.Row():
+        latitude = gr.Number(label="Latitude (0 and 0 = not set)", elem_id="set-latitude")
+        longitude = gr.Number(label="Longitude", elem_id="set-longitude")
+        timezone = gr.Textbox(label="Time zone", elem_id="set-timezone")
+    persona = gr.Dropdown(list(PERSONAS), label="Persona", elem_id="set-persona")
+    identity = gr.Textbox(
+        label="Identity block (edit to change the persona's voice; saved as an override)",
+        lines=8,
+        elem_id="set-identity",
+    )
+    save = gr.Button("Save settings", variant="primary", elem_id="save-settings")
+    status = gr.Markdown(elem_id="settings-status")
+    gr.Markdown("### Style note")
+    with gr.Row():
+        style_text = gr.Textbox(
+            label="Style note (replaces the identity block)", lines=2, elem_id="style-note", scale=4
+        )
+        amend = gr.Checkbox(label="Amend: keep it for every message", elem_id="style-amend")
+    apply_style = gr.Button("Apply style note", elem_id="apply-style")
+    style_status = gr.Markdown(elem_id="style-status")
+
+    form = [
+        chat_model,
+        vision_model,
+        tool_mode,
+        image_backend,
+        image_base_url,
+        image_model,
+        latitude,
+        longitude,
+        timezone,
+        persona,
+    ]
+
+    def fill() -> list[Any]:
+        settings = make_context().settings
+        values = form_values(settings)
+        return [
+            provider_line(settings),
+            *(values[key] for key in FORM_KEYS),
+            identity_text(settings),
+        ]
+
+    def on_save(*values: Any) -> tuple[str, str]:
+        *fields, edited = values
+        try:
+            update = profile_update(dict(zip(FORM_KEYS, fields, strict=True)), edited)
+        except ConfigError as exc:
+            return f"❌ Not saved: {exc}", edited
+        store.set_profile(update)
+        settings = make_context().settings
+        return saved_message(update, settings), identity_text(settings)
+
+    async def on_check() -> str:
+        settings = make_context().settings
+        return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
+
+    def on_style(text: str, amend_it: bool) -> tuple[str | None, str, str]:
+        try:
+            note, message = apply_style_note(store.set_profile, text, amend_it)
+        except ConfigError as exc:
+            return None, f"❌ {exc}", gr.skip()
+        return note, message, identity_text(make_context().settings)
+
+    save.click(on_save, [*form, identity], [status, identity], api_name="save_settings")
+    check.click(on_check, None, endpoint, api_name="endpoint_status")
+    persona.input(persona_text, persona, identity, api_visibility="private")
+    apply_style.click(
+        on_style, [style_text, amend], [style_once, style_status, identity], api_name="style_note"
+    )
+    gr.on(refresh, fill, None, [provider, *form, identity], api_visibility="private")
+    gr.on(refresh, on_check, None, endpoint, api_visibility="private")

@@ -1,0 +1,260 @@
+"""The Chat tab's mapping from stored messages and turn events to gr.ChatMessage lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from app.chat_view import (
+    ERROR_MARK,
+    TurnView,
+    history_messages,
+    tool_step,
+    tool_title,
+)
+from graph.fake import tool_call
+from graph.runner import stream_turn
+from memory.store import Message
+from tools.base import ToolSpec
+from tools.registry import ToolRegistry
+
+
+def msg(role: str, content: str = "", **kwargs: Any) -> Message:
+    """A stored message (ids and times do not matter to the view)."""
+    return Message(id=0, session_id="s", role=role, content=content, created_at="", **kwargs)
+
+
+def weather_result(duration_ms: float = 230.0, **meta: Any) -> Message:
+    return msg(
+        "weather_tool",
+        "🔧 TOOL RESULT — WEATHER\n\nTokyo: 14.2 °C, overcast\n\n---",
+        tool_name="weather",
+        meta={
+            "arguments": {"location": "Tokyo"},
+            "result": {"location": "Tokyo", "temperature": 14.2},
+            "command": None,
+            "duration_ms": duration_ms,
+            "call_group": "g1",
+            **meta,
+        },
+    )
+
+
+def texts(message: Any) -> list[str]:
+    content = message.content if isinstance(message.content, list) else [message.content]
+    return [part for part in content if isinstance(part, str)]
+
+
+def files(message: Any) -> list[str]:
+    content = message.content if isinstance(message.content, list) else [message.content]
+    return [part["path"] for part in content if isinstance(part, dict)]
+
+
+def test_plain_turn_is_a_user_and_an_assistant_bubble() -> None:
+    view = history_messages([msg("user", "hi"), msg("assistant", "Hello!")])
+    assert [(m.role, m.content, m.metadata) for m in view] == [
+        ("user", "hi", {}),
+        ("assistant", "Hello!", {}),
+    ]
+
+
+def test_tool_step_is_collapsed_with_duration_and_raw_output() -> None:
+    _, step, answer = history_messages(
+        [msg("user", "weather?"), weather_result(), msg("assistant", "14 degrees in Tokyo.")]
+    )
+    assert step.metadata == {"title": "🔧 weather · Tokyo", "status": "done", "duration": 0.23}
+    assert 'arguments: `{"location": "Tokyo"}`' in step.content
+    assert '"temperature": 14.2' in step.content
+    assert "TOOL RESULT" not in step.content
+    assert answer.content == "14 degrees in Tokyo." and answer.metadata == {}
+
+
+def test_command_calls_show_the_command_and_failures_say_so() -> None:
+    failed = msg(
+        "weather_tool",
+        "🔧 TOOL RESULT — WEATHER\n\nError: location_not_set\n\n---",
+        tool_name="weather",
+        meta={"arguments": {}, "result": {"error": "location_not_set"}, "command": "/weather"},
+    )
+    (step,) = history_messages([failed])
+    assert step.metadata["title"] == "🔧 weather · failed"
+    assert step.content.startswith("`/weather`")
+    assert "location_not_set" in step.content
+
+
+def test_titles_name_the_argument_that_matters() -> None:
+    assert tool_title("web_search", {"query": "USD  to\nJPY"}) == "🔧 web_search · USD to JPY"
+    assert tool_title("weather", {"lat": 35.68, "lon": 139.69}) == "🔧 weather · 35.68, 139.69"
+    assert tool_title("memory_sql", {}) == "🔧 memory_sql"
+    assert len(tool_title("web_search", {"query": "x" * 200})) < 70
+
+
+def test_uploaded_image_and_its_text_are_one_user_bubble() -> None:
+    (bubble,) = history_messages([msg("user", "what is this?", image_path="/m/cat.png")])
+    assert bubble.role == "user"
+    assert files(bubble) == ["/m/cat.png"] and texts(bubble) == ["what is this?"]
+
+
+def test_generated_image_goes_into_the_answer_bubble_of_its_turn() -> None:
+    generated = msg(
+        "image_tool",
+        "🔧 TOOL RESULT — IMAGE_GENERATE\n\nImage generated.\n\n---",
+        tool_name="image_generate",
+        image_path="/m/gen.png",
+        meta={"arguments": {"prompt": "a cat"}, "result": {"image_path": "/m/gen.png"}},
+    )
+    view = history_messages(
+        [msg("user", "send pap"), generated, msg("assistant", "Here you go!"), msg("user", "cute")]
+    )
+    assert [m.role for m in view] == ["user", "assistant", "assistant", "user"]
+    step, answer = view[1], view[2]
+    assert files(step) == [] and step.metadata["title"] == "🔧 image_generate · a cat"
+    assert files(answer) == ["/m/gen.png"] and texts(answer) == ["Here you go!"]
+
+
+def test_generated_image_without_an_answer_still_shows_in_an_assistant_bubble() -> None:
+    generated = msg(
+        "image_tool",
+        "x",
+        tool_name="image_generate",
+        meta={"arguments": {"prompt": "a cat"}, "result": {"image_path": "/m/gen.png"}},
+    )
+    view = history_messages([msg("user", "draw"), generated])
+    assert view[-1].role == "assistant" and files(view[-1]) == ["/m/gen.png"]
+
+
+def test_provider_error_is_a_marked_readable_message() -> None:
+    failure = msg(
+        "assistant",
+        "Sorry — I couldn't reach the language model just now (timeout).",
+        meta={"error": True, "detail": "timeout"},
+    )
+    (bubble,) = history_messages([failure])
+    assert bubble.content.startswith(f"{ERROR_MARK} Sorry — I couldn't reach")
+
+
+def test_intermediate_text_is_its_own_plain_message_before_the_step() -> None:
+    view = history_messages(
+        [
+            msg("user", "weather?"),
+            msg("assistant", "Let me look.", meta={"intermediate": True}),
+            weather_result(),
+            msg("assistant", "Cloudy."),
+        ]
+    )
+    assert [(m.content if not m.metadata else m.metadata["title"]) for m in view[1:]] == [
+        "Let me look.",
+        "🔧 weather · Tokyo",
+        "Cloudy.",
+    ]
+
+
+def test_duplicate_notes_are_not_shown_as_steps() -> None:
+    duplicate = msg(
+        "web_tool",
+        "x",
+        tool_name="weather",
+        meta={"arguments": {}, "result": {"error": "duplicate call: weather already ran"}},
+    )
+    assert history_messages([msg("user", "hi"), duplicate]) == history_messages([msg("user", "hi")])
+
+
+def test_a_tool_step_is_pending_until_its_result_arrives() -> None:
+    view = TurnView([])
+    view.apply("user", {"content": "weather?", "image_path": None})
+    view.apply("tool_start", {"id": "c1", "name": "weather", "args": {"location": "Tokyo"}})
+    pending = view.messages[-1]
+    assert pending.metadata == {"title": "🔧 weather · Tokyo", "status": "pending"}
+    assert "running" in pending.content
+    view.apply(
+        "tool_end",
+        {
+            "id": "c1",
+            "name": "weather",
+            "args": {"location": "Tokyo"},
+            "command": None,
+            "ok": True,
+            "duration_ms": 1500.0,
+            "result": {"temperature": 14.2},
+        },
+    )
+    assert len(view.messages) == 2
+    assert view.messages[-1] == tool_step(
+        "weather", {"location": "Tokyo"}, None, {"temperature": 14.2}, 1500.0
+    )
+    assert view.messages[-1].metadata["duration"] == 1.5
+
+
+def test_tokens_grow_one_bubble_per_model_call() -> None:
+    view = TurnView([])
+    view.apply("user", {"content": "hi"})
+    for delta in ["Hel", "lo", " there"]:
+        view.apply("text", {"delta": delta})
+    assert view.messages[-1].content == "Hello there"
+    view.apply("model_done", {})
+    view.apply("answer", {"text": "Hello there", "state": {"trace": []}})
+    assert [m.content for m in view.messages] == ["hi", "Hello there"]
+
+
+def test_error_event_marks_the_answer() -> None:
+    view = TurnView([])
+    view.apply("user", {"content": "hi"})
+    view.apply("model_done", {"error": "timeout"})
+    view.apply("error", {"detail": "timeout"})
+    view.apply("answer", {"text": "Sorry — no model.", "state": {}})
+    assert view.messages[-1].content == f"{ERROR_MARK} Sorry — no model."
+
+
+def _image_registry(home: Any) -> ToolRegistry:
+    async def draw(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        path = ctx.store.media_dir / "gen.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 20)
+        return {"image_path": str(path), "prompt": args["prompt"]}
+
+    schema = {"type": "object", "properties": {"prompt": {"type": "string"}}}
+    return ToolRegistry([ToolSpec("image_generate", "Draw.", schema, draw, "image_tool")])
+
+
+@pytest.mark.parametrize(
+    ("script", "tool_mode", "image"),
+    [
+        (["Four."], "native", False),
+        ([tool_call("echo", {"text": "hi"}), "It said hi."], "native", False),
+        (["/echo Tokyo\nOne sec", "Done: Tokyo."], "commands", False),
+        ([RuntimeError("provider down")], "native", False),
+        ([tool_call("image_generate", {"prompt": "a cat"}), "Cute, right?"], "native", True),
+        (
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "echo", "args": {"text": "a"}, "id": "p1", "type": "tool_call"},
+                        {"name": "boom", "args": {"text": "b"}, "id": "p2", "type": "tool_call"},
+                    ],
+                ),
+                "Both.",
+            ],
+            "native",
+            False,
+        ),
+    ],
+)
+async def test_live_turn_looks_like_its_history_after_reload(
+    make_context, home, script, tool_mode, image
+) -> None:
+    registry = _image_registry(home) if image else None
+    ctx = make_context(script, tool_mode=tool_mode, registry=registry)
+    ctx.store.add_message("s1", "user", "earlier")
+    ctx.store.add_message("s1", "assistant", "earlier answer")
+    view = TurnView(history_messages(ctx.store.messages("s1")))
+    async for event in stream_turn(ctx, "s1", "go"):
+        view.apply(event.kind, event.data)
+    reloaded = history_messages(ctx.store.messages("s1"))
+    assert view.messages == reloaded
+    answer = reloaded[-1]
+    assert answer.role == "assistant" and not answer.metadata
+    assert all("TOOL RESULT" not in text for m in reloaded for text in texts(m))
+    if image:
+        assert files(answer) == [str(ctx.store.media_dir / "gen.png")]
