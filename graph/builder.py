@@ -15,11 +15,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.context import Context
-from graph.routing import ROUTES, route
+from graph.routing import ROUTES, Route, route
 from graph.state import State
 from nodes.build_context import build_context
 from nodes.call_model import call_model
 from nodes.execute_tool import execute_tool
+
+
+async def _route(state: State) -> Route:
+    """``route`` as a coroutine: LangGraph runs a plain-function router in a worker thread,
+    a thread hop per model reply that costs more than the routing itself."""
+    return route(state)
 
 
 def build_graph() -> StateGraph[State, Context, State, State]:
@@ -31,7 +37,7 @@ def build_graph() -> StateGraph[State, Context, State, State]:
     graph.add_edge(START, "build_context")
     graph.add_edge("build_context", "call_model")
     graph.add_conditional_edges(
-        "call_model", route, {k: (END if v == "__end__" else v) for k, v in ROUTES.items()}
+        "call_model", _route, {k: (END if v == "__end__" else v) for k, v in ROUTES.items()}
     )
     graph.add_edge("execute_tool", "build_context")
     return graph

@@ -42,6 +42,8 @@ class ToolRegistry:
 
     def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
         self._tools: dict[str, ToolSpec] = {}
+        # Built once per tool: jsonschema.validate would re-check the schema on every call.
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
         for spec in specs:
             self.register(spec)
 
@@ -49,6 +51,8 @@ class ToolRegistry:
         """Add (or replace) a tool."""
         jsonschema.Draft202012Validator.check_schema(spec.parameters)
         self._tools[spec.name] = spec
+        validator = jsonschema.validators.validator_for(spec.parameters)
+        self._validators[spec.name] = validator(spec.parameters)
         return spec
 
     def get(self, name: str) -> ToolSpec | None:
@@ -91,11 +95,10 @@ class ToolRegistry:
         args, problem = parse_arguments(name, arguments)
         if problem:
             return {"error": problem}
-        try:
-            jsonschema.validate(args, spec.parameters)
-        except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path)
-            detail = f"{where}: {exc.message}" if where else exc.message
+        error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path)
+            detail = f"{where}: {error.message}" if where else error.message
             return {"error": INVALID_ARGUMENTS.format(name=name, detail=detail)}
         seconds = spec.timeout or ctx.settings.tool_timeout
         try:
