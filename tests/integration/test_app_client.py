@@ -1,0 +1,303 @@
+"""The app launched on a free port around a scripted model, driven with gradio_client."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gradio_client import Client, handle_file
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from app.ui import context_factory, launch_app
+from evals.fixtures import ImageFixture, OpenMeteoFixture, cat_image
+from graph.fake import ScriptedChatModel, tool_call
+from memory.memories import create_memory
+from memory.store import Store
+
+SETTINGS_KEYS = (
+    "chat_model",
+    "vision_model",
+    "tool_mode",
+    "image_backend",
+    "image_base_url",
+    "image_model",
+    "latitude",
+    "longitude",
+    "timezone",
+    "persona",
+)
+
+
+def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
+    """Weather questions call the weather tool; tool results and other text are echoed."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and "weather" in str(last.content).lower():
+        return tool_call("weather", {})
+    if isinstance(last, ToolMessage):
+        return f"Weather report: {last.content.splitlines()[2]}"
+    if isinstance(last, HumanMessage) and "fail" in str(last.content):
+        return ConnectionError("provider down")
+    return f"You said: {last.content if isinstance(last.content, str) else 'an image'}"
+
+
+@dataclass
+class Running:
+    """A launched app and what the test needs to look inside it."""
+
+    url: str
+    model: ScriptedChatModel
+    store: Store
+    home: Path
+
+    def client(self, **kwargs: Any) -> Client:
+        return Client(self.url, analytics_enabled=False, verbose=False, **kwargs)
+
+    def system_message(self, call: int = -1) -> str:
+        return str(self.model.calls[call]["messages"][0].content)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def open_meteo() -> Iterator[OpenMeteoFixture]:
+    with OpenMeteoFixture() as fixture:
+        yield fixture
+
+
+@pytest.fixture
+def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..., Running]]:
+    """Start the app (as often as a test asks) in one home; everything stops afterwards."""
+    demos: list[Any] = []
+
+    def start(password: str | None = None, **flags: Any) -> Running:
+        home = tmp_path / "home"
+        flags = {
+            "home": home,
+            "provider": "openai-compatible",
+            "base_url": "http://127.0.0.1:9/v1",
+            **open_meteo.settings_overrides(),
+            **flags,
+        }
+        model = ScriptedChatModel(script=policy, name_="scripted-chat")
+        make = context_factory(flags, env={}, chat_model=model)
+        store = make().store
+        store.set_profile({"chat_model": "scripted-chat"})
+        demo, url = launch_app(make, port=free_port(), password=password)
+        demos.append(demo)
+        return Running(url, model, store, home)
+
+    yield start
+    for demo in demos:
+        demo.close()
+
+
+def send(client: Client, text: str, files: list[str] | None = None) -> tuple[Any, ...]:
+    message = {"text": text, "files": [handle_file(f) for f in files or []]}
+    return tuple(client.predict(message, api_name="/send"))
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return " ".join(p["text"] for p in message["content"] if p.get("type") == "text")
+
+
+def settings_form(**changes: Any) -> list[Any]:
+    values = {
+        "chat_model": "scripted-chat",
+        "vision_model": "",
+        "tool_mode": "native",
+        "image_backend": "none",
+        "image_base_url": "",
+        "image_model": "",
+        "latitude": 0.0,
+        "longitude": 0.0,
+        "timezone": "UTC",
+        "persona": "yuzuki",
+    }
+    values.update(changes)
+    return [values[key] for key in SETTINGS_KEYS]
+
+
+def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:
+    app = launch()
+    chat, _, _, line, trace = send(app.client(), "hello there")
+    assert [(m["role"], text_of(m)) for m in chat] == [
+        ("user", "hello there"),
+        ("assistant", "You said: hello there"),
+    ]
+    assert line == "model: scripted-chat"
+    assert "build_context → call_model" in trace
+
+
+def test_a_tool_step_is_its_own_collapsed_message(launch) -> None:
+    chat, *_ = send(launch().client(), "How's the weather?")
+    step = chat[1]
+    assert step["metadata"]["title"] == "🔧 weather · failed"
+    assert step["metadata"]["status"] == "done" and step["metadata"]["duration"] >= 0
+    assert "location_not_set" in text_of(step)
+    assert "TOOL RESULT" not in text_of(chat[2])
+
+
+def test_sessions_persist_after_rebuilding_the_app(launch) -> None:
+    first = launch()
+    client = first.client()
+    send(client, "remember this conversation")
+    picker_after_rename = client.predict("Trip plans", api_name="/rename_session")
+    assert picker_after_rename[0]["value"]
+    session_id = first.store.list_sessions()[0].id
+    assert first.store.get_session(session_id).title == "Trip plans"
+
+    again = launch().client()
+    picker, chat, line, _ = again.predict(api_name="/load")
+    assert picker["value"] == session_id
+    assert [text_of(m) for m in chat] == [
+        "remember this conversation",
+        "You said: remember this conversation",
+    ]
+    assert line == "model: scripted-chat"
+
+
+def test_new_switch_and_delete_sessions(launch) -> None:
+    app = launch()
+    client = app.client()
+    send(client, "first chat")
+    first_id = app.store.list_sessions()[0].id
+    client.predict(api_name="/new_session")
+    send(client, "second chat")
+    second_id = app.store.list_sessions()[0].id
+    assert second_id != first_id
+    chat = client.predict(first_id, api_name="/switch_session")
+    assert text_of(chat[0]) == "first chat"
+    picker, chat = client.predict(api_name="/delete_session")
+    assert [s.id for s in app.store.list_sessions()] == [second_id]
+    assert picker["value"] == second_id and text_of(chat[0]) == "second chat"
+
+
+def test_two_clients_keep_their_own_sessions(launch) -> None:
+    app = launch()
+    one, two = app.client(), app.client()
+    send(one, "from one")
+    two.predict(api_name="/new_session")
+    chat, *_ = send(two, "from two")
+    assert [text_of(m) for m in chat] == ["from two", "You said: from two"]
+    chat, *_ = send(one, "again from one")
+    assert text_of(chat[0]) == "from one"
+
+
+def test_invalid_settings_are_refused_and_valid_ones_change_the_next_turn(launch) -> None:
+    app = launch()
+    client = app.client()
+    status, _ = client.predict(*settings_form(latitude=123), "", api_name="/save_settings")
+    assert status.startswith("❌ Not saved: latitude must be between -90 and 90")
+    status, _ = client.predict(*settings_form(chat_model="  "), "", api_name="/save_settings")
+    assert "chat model cannot be empty" in status
+    chat, *_ = send(client, "weather please")
+    assert "location_not_set" in text_of(chat[-1])
+
+    status, identity = client.predict(
+        *settings_form(latitude=35.68, longitude=139.69, persona="assistant"),
+        "",
+        api_name="/save_settings",
+    )
+    assert status.startswith("✅ Saved") and "(35.68, 139.69)" in status
+    assert app.store.profile()["latitude"] == "35.68"
+    assert identity  # the assistant persona's own identity block
+    chat, *_ = send(client, "weather please")
+    assert text_of(chat[-1]).startswith("Weather report: 35.68, 139.7: 14.2 °C, overcast")
+
+
+def test_edited_identity_is_saved_as_the_style_note(launch) -> None:
+    app = launch()
+    client = app.client()
+    client.predict(*settings_form(), "You are Captain Hook.", api_name="/save_settings")
+    assert app.store.profile()["style_note"] == "You are Captain Hook."
+    send(client, "ahoy")
+    assert app.system_message().startswith("You are Captain Hook.")
+
+
+def test_style_note_for_one_message_or_amended_for_all(launch) -> None:
+    app = launch()
+    client = app.client()
+    client.predict("Talk like a pirate.", False, api_name="/style_note")
+    send(client, "one")
+    assert app.system_message().startswith("Talk like a pirate.")
+    send(client, "two")
+    assert not app.system_message().startswith("Talk like a pirate.")
+    assert "style_note" not in app.store.profile()
+
+    client.predict("Answer in haiku.", True, api_name="/style_note")
+    send(client, "three")
+    send(client, "four")
+    assert app.system_message(-2).startswith("Answer in haiku.")
+    assert app.system_message().startswith("Answer in haiku.")
+
+
+def test_edited_memory_reaches_the_next_system_message(launch) -> None:
+    app = launch()
+    memory = create_memory(app.store, "identity", "name", "Budi")
+    client = app.client()
+    table, _ = client.predict(api_name="/memories")
+    assert table["data"][0][:3] == ["identity", "name", "Budi"]
+    table, status = client.predict(memory.id, "identity", "name", "Rina", api_name="/update_memory")
+    assert status.startswith("✅") and table["data"][0][2] == "Rina"
+    send(client, "who am I?")
+    assert "- name: Rina" in app.system_message()
+    assert "Budi" not in app.system_message()
+
+    client.predict(memory.id, api_name="/delete_memory")
+    send(client, "and now?")
+    assert "Rina" not in app.system_message()
+
+
+def test_uploaded_image_and_its_text_are_one_bubble(launch, tmp_path: Path) -> None:
+    app = launch()
+    upload = tmp_path / "photo.png"
+    upload.write_bytes(cat_image("black"))
+    chat, *_ = send(app.client(), "what is this?", [str(upload)])
+    kinds = [part["type"] for part in chat[0]["content"]]
+    assert chat[0]["role"] == "user" and kinds == ["file", "text"]
+    stored = app.store.messages(app.store.list_sessions()[0].id)[0]
+    assert stored.image_path and Path(stored.image_path).parent == app.home / "media"
+
+
+def test_a_non_image_upload_is_refused_and_the_turn_still_runs(launch, tmp_path: Path) -> None:
+    app = launch()
+    upload = tmp_path / "notes.png"
+    upload.write_text("not an image")
+    chat, *_ = send(app.client(), "look", [str(upload)])
+    assert text_of(chat[-1]) == "You said: look"
+    assert app.store.messages(app.store.list_sessions()[0].id)[0].image_path is None
+
+
+def test_a_pasted_image_url_is_downloaded_like_an_upload(launch) -> None:
+    with ImageFixture() as images:
+        app = launch(allow_private_urls="true")
+        url = f"{images.url}/images/black-cat.png"
+        chat, *_ = send(app.client(), f"look at this {url}")
+    assert [part["type"] for part in chat[0]["content"]] == ["file", "text"]
+    stored = app.store.messages(app.store.list_sessions()[0].id)[0]
+    assert stored.image_path and Path(stored.image_path).parent == app.home / "media"
+
+
+def test_provider_failure_is_readable_and_the_app_keeps_working(launch) -> None:
+    app = launch()
+    client = app.client()
+    chat, *_ = send(client, "please fail")
+    assert text_of(chat[-1]).startswith("⚠️ Sorry — I couldn't reach the language model")
+    chat, *_ = send(client, "and now?")
+    assert text_of(chat[-1]) == "You said: and now?"
+
+
+def test_password_protects_the_app(launch) -> None:
+    app = launch(password="s3cret")
+    with pytest.raises(ValueError):
+        app.client()
+    chat, *_ = send(app.client(auth=("companion", "s3cret")), "hi")
+    assert text_of(chat[-1]) == "You said: hi"
