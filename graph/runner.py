@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessageChunk
-
 from graph.builder import compile_graph
 from graph.commands import visible_prefix
 from graph.context import Context
@@ -98,18 +96,14 @@ async def stream_turn(
         "configurable": {"thread_id": f"{session_id}:{user.id}"},
     }
     async for mode, chunk in graph.astream(
-        initial, config=config, context=ctx, stream_mode=["messages", "updates", "custom"]
+        initial, config=config, context=ctx, stream_mode=["updates", "custom"]
     ):
-        if mode == "messages":
-            message, metadata = chunk
-            if metadata.get("langgraph_node") != "call_model":
-                continue
-            if isinstance(message, AIMessageChunk) and isinstance(message.content, str):
-                streamed += message.content
-                visible = visible_prefix(streamed)
-                if len(visible) > shown:
-                    yield TurnEvent("text", {"delta": visible[shown:]})
-                    shown = len(visible)
+        if mode == "custom" and chunk.get("type") == "token":
+            streamed += chunk["text"]
+            visible = visible_prefix(streamed)
+            if len(visible) > shown:
+                yield TurnEvent("text", {"delta": visible[shown:]})
+                shown = len(visible)
         elif mode == "custom":
             yield TurnEvent(str(chunk.get("type", "custom")), dict(chunk))
         elif mode == "updates":

@@ -13,7 +13,8 @@ import json
 import time
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
 from graph.commands import parse_reply
@@ -79,6 +80,29 @@ def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
     return calls, parsed.text
 
 
+async def stream_reply(
+    runnable: Any, messages: list[BaseMessage], runtime: Runtime[Context]
+) -> AIMessage:
+    """Stream the model's reply, passing its text on as ``token`` events as it comes.
+
+    Tokens travel as custom stream events, not through LangGraph's "messages" stream
+    mode: that mode hooks every node's callbacks and re-emits every message a node
+    returns (the whole context build_context assembles), a per-turn cost that grows with
+    the history.
+    """
+    chunks: list[Any] = []
+    async for chunk in runnable.astream(messages):
+        chunks.append(chunk)
+        if isinstance(chunk.content, str) and chunk.content:
+            runtime.stream_writer({"type": "token", "text": chunk.content})
+    if not chunks:
+        raise ValueError("No generations found in stream.")
+    merged = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
+    reply = message_chunk_to_message(merged)
+    assert isinstance(reply, AIMessage)
+    return reply
+
+
 def stream_was_cut(reply: AIMessage) -> bool:
     """An OpenAI-protocol stream that ended without a finish reason was cut short."""
     metadata = reply.response_metadata or {}
@@ -100,7 +124,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     started = time.perf_counter()
     session_id = state["session_id"]
     try:
-        reply = await runnable.ainvoke(state["context"])
+        reply = await stream_reply(runnable, state["context"], runtime)
     except Exception as exc:
         detail = describe_provider_error(exc)
         text = MODEL_ERROR.format(detail=detail)
