@@ -110,8 +110,14 @@ def apply_style_note(
     return note, "✅ This note applies to your next message only."
 
 
-def build(make_context: Callable[[], Context], style_once: gr.State, refresh: list[Any]) -> None:
-    """Lay out the tab inside the current Blocks; ``refresh`` triggers re-read the settings."""
+def build(
+    make_context: Callable[[], Context], style_once: gr.State, load: Any, opened: Any
+) -> None:
+    """Lay out the tab inside the current Blocks.
+
+    The form is filled when the page loads (not each time the tab opens, which would
+    overwrite what the user is typing); the endpoint is checked on both.
+    """
     store = make_context().store
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
@@ -197,5 +203,5 @@ def build(make_context: Callable[[], Context], style_once: gr.State, refresh: li
     apply_style.click(
         on_style, [style_text, amend], [style_once, style_status, identity], api_name="style_note"
     )
-    gr.on(refresh, fill, None, [provider, *form, identity], api_visibility="private")
-    gr.on(refresh, on_check, None, endpoint, api_visibility="private")
+    load(fill, None, [provider, *form, identity], api_visibility="private")
+    gr.on([load, opened], on_check, None, endpoint, api_visibility="private")

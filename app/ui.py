@@ -107,16 +107,19 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
         style_once = gr.State(None)
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                with gr.Row(equal_height=True):
+                with gr.Row():
                     picker = gr.Dropdown(
-                        [], label="Conversation", elem_id="session-picker", scale=3
+                        [], label="Conversation", elem_id="session-picker", scale=4
                     )
-                    new = gr.Button("New chat", elem_id="new-session", scale=0)
                     title = gr.Textbox(
                         label="Rename to", elem_id="session-title", scale=2, max_lines=1
                     )
-                    rename = gr.Button("Rename", elem_id="rename-session", scale=0)
-                    delete = gr.Button("Delete", variant="stop", elem_id="delete-session", scale=0)
+                    with gr.Column(scale=1, min_width=120):
+                        new = gr.Button("New chat", elem_id="new-session", size="sm")
+                        rename = gr.Button("Rename", elem_id="rename-session", size="sm")
+                        delete = gr.Button(
+                            "Delete", variant="stop", elem_id="delete-session", size="sm"
+                        )
                 with gr.Row(visible=False) as confirm_row:
                     gr.Markdown("Delete this conversation and all its messages?")
                     confirm = gr.Button("Yes, delete it", variant="stop", elem_id="confirm-delete")
@@ -124,7 +127,9 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
                 banner = gr.Markdown(
                     f"⚠️ {LOCAL_BANNER}", visible=first.settings.is_local, elem_id="local-banner"
                 )
-                chatbot = gr.Chatbot(elem_id="chatbot", height=560, label="Companion")
+                chatbot = gr.Chatbot(
+                    elem_id="chatbot", height=560, label="Companion", buttons=["copy", "copy_all"]
+                )
                 box = gr.MultimodalTextbox(
                     placeholder="Message (attach an image, or paste an image URL)",
                     file_types=["image"],
@@ -135,7 +140,7 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
                 )
                 line = gr.Markdown(model_line(first.settings), elem_id="model-line")
             with gr.Tab("Settings", id="settings", elem_id="tab-settings") as settings_tab:
-                settings_view.build(make_context, style_once, [demo.load, settings_tab.select])
+                settings_view.build(make_context, style_once, demo.load, settings_tab.select)
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:
                 memories_view.build(make_context, [demo.load, memories_tab.select])
             with gr.Tab("Graph", id="graph", elem_id="tab-graph"):
@@ -217,6 +222,8 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
         demo.load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
         picker.input(on_switch, picker, [session, chatbot], api_name="switch_session")
         new.click(on_new, None, [session, picker, chatbot], api_name="new_session")
+        # The chat's own trash button starts a fresh conversation; the old one stays stored.
+        chatbot.clear(on_new, None, [session, picker, chatbot], api_visibility="private")
         rename.click(on_rename, [session, title], [picker, title], api_name="rename_session")
         delete.click(lambda: gr.update(visible=True), None, confirm_row, api_visibility="private")
         cancel.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")

@@ -1,0 +1,61 @@
+"""Browser fixtures: the app around the scripted policy, and Debian's chromium.
+
+Every browser test is marked ``browser`` and skipped (with the reason) only when
+/usr/bin/chromium is missing. Pages record every request so a test can check that
+nothing left 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import ARTIFACTS, CHROMIUM, RunningApp, chromium, running_app
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test here ``browser``; skip them all if chromium is not installed."""
+    skip = pytest.mark.skip(reason=f"Debian chromium not found at {CHROMIUM}")
+    for item in items:
+        if Path(item.fspath).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.browser)
+            if not CHROMIUM.exists():
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """One app per test module (tests start their own conversation)."""
+    with running_app(tmp_path_factory.mktemp("e2e") / "home") as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One chromium for the whole run."""
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Where screenshots go (git-ignored)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def page(browser: Any, app: RunningApp) -> Iterator[Any]:
+    """A fresh browser context on the app, in a new conversation; requests recorded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.requests = []
+    tab.on("request", lambda request: tab.requests.append(request.url))
+    tab.goto(app.url)
+    tab.locator("#chat-input textarea").wait_for()
+    tab.locator("#new-session").click()
+    yield tab
+    context.close()

@@ -1,0 +1,141 @@
+"""What the browser tests and the README screenshot share: a scripted policy, the app
+launched around it (Open-Meteo fixture for the weather tool), and Debian's chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from evals.fixtures import OpenMeteoFixture
+from graph.fake import ScriptedChatModel, tool_call
+from tools.base import ToolContext, ToolSpec
+from tools.registry import ToolRegistry, builtin_specs
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+ASK_LOCATION = "I can't tell where you are yet: which city are you in?"
+NAP_SECONDS = 4.0
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else ""
+
+
+def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
+    """Weather → a native weather call; "nap" → a slow tool; a tool result → a sentence."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage):
+        asked = _text(last).lower()
+        if "weather" in asked:
+            return tool_call("weather", {})
+        if "nap" in asked:
+            return tool_call("nap", {"seconds": NAP_SECONDS})
+        return f"Hello! You said: {_text(last)}. Nice to hear from you today."
+    if isinstance(last, ToolMessage):
+        result = _text(last)
+        if "location_not_set" in result:
+            return ASK_LOCATION
+        if last.name == "nap":
+            return "That was a good nap."
+        report = result.split("\n\n")[1] if "\n\n" in result else result
+        place, _, conditions = report.partition(": ")
+        return f"Right now at {place} it is {conditions.split(' (')[0]}."
+    return "Mm?"
+
+
+async def _nap(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    await asyncio.sleep(float(args.get("seconds", NAP_SECONDS)))
+    return {"slept_seconds": args.get("seconds", NAP_SECONDS)}
+
+
+NAP = ToolSpec(
+    "nap",
+    "Wait a few seconds (test tool).",
+    {"type": "object", "properties": {"seconds": {"type": "number"}}},
+    _nap,
+    "web_tool",
+    timeout=30,
+)
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class RunningApp:
+    """The launched app."""
+
+    url: str
+    model: ScriptedChatModel
+    home: Path
+
+
+@contextmanager
+def running_app(home: Path) -> Iterator[RunningApp]:
+    """The app on a free port with the scripted policy; weather goes to a local fixture."""
+    from app.ui import context_factory, launch_app
+
+    with OpenMeteoFixture() as weather:
+        flags = {
+            "home": home,
+            "provider": "openai-compatible",
+            "base_url": "http://127.0.0.1:9/v1",
+            **weather.settings_overrides(),
+        }
+        model = ScriptedChatModel(script=policy, name_="scripted-chat")
+        registry = ToolRegistry([*builtin_specs(), NAP])
+        make = context_factory(flags, env={}, chat_model=model, registry=registry)
+        make().store.set_profile({"chat_model": "scripted-chat"})
+        demo, url = launch_app(make, port=free_port())
+        try:
+            yield RunningApp(url, model, home)
+        finally:
+            demo.close()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's chromium driven by playwright (never a downloaded browser)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def send(page: Any, text: str) -> None:
+    """Type a message in the chat box and send it."""
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def bot_messages(page: Any) -> Any:
+    """The assistant bubbles of the chat."""
+    return page.locator("#chatbot .message-row.bot-row")
