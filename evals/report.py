@@ -1,0 +1,157 @@
+"""Eval reports: a JSON file for machines and a Markdown page for people.
+
+Per case and run: pass/fail with the failed checks' reasons, tools called vs expected,
+loop count, latency, the answer. Per suite: pass rate (passed runs / runs) and, with
+``--repeat K``, pass^k — the share of cases that passed in all K runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from evals.runner import CaseRun, EvalRun
+
+ANSWER_CHARS = 160
+
+
+def _rate(passed: int, total: int) -> float:
+    return round(passed / total, 4) if total else 0.0
+
+
+def suite_stats(run: EvalRun) -> dict[str, dict[str, Any]]:
+    """Per suite (and "all"): cases, runs, passed runs, pass rate, cases passing every run."""
+    by_suite: dict[str, list[CaseRun]] = defaultdict(list)
+    for case_run in run.runs:
+        by_suite[case_run.case.suite].append(case_run)
+        by_suite["all"].append(case_run)
+    stats = {}
+    for suite, runs in sorted(by_suite.items(), key=lambda item: (item[0] == "all", item[0])):
+        per_case: dict[str, list[bool]] = defaultdict(list)
+        for case_run in runs:
+            per_case[case_run.case.id].append(case_run.passed)
+        always = sum(all(results) for results in per_case.values())
+        passed = sum(r.passed for r in runs)
+        stats[suite] = {
+            "cases": len(per_case),
+            "runs": len(runs),
+            "passed_runs": passed,
+            "pass_rate": _rate(passed, len(runs)),
+            "pass_k": _rate(always, len(per_case)),
+        }
+    return stats
+
+
+def _run_record(case_run: CaseRun) -> dict[str, Any]:
+    obs = case_run.observation
+    case = case_run.case
+    return {
+        "id": case.id,
+        "suite": case.suite,
+        "language": case.language,
+        "run": case_run.run,
+        "passed": case_run.passed,
+        "reasons": case_run.reasons,
+        "tools_called": [{"name": c.name, "args": c.args, "ok": c.ok} for c in obs.calls],
+        "tools_expected": [t.name for t in case.expect.tools],
+        "loops": obs.loops,
+        "seconds": round(obs.seconds, 3),
+        "models": [f"{s.name} ({s.role})" for s in obs.steps if s.kind == "model"],
+        "answer": obs.answer,
+        "error": obs.error,
+        "checks": [
+            {"name": c.name, "passed": c.passed, "detail": c.detail} for c in case_run.checks
+        ],
+    }
+
+
+def report_data(run: EvalRun) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    return {
+        "model": run.model,
+        "tool_mode": run.tool_mode,
+        "repeat": run.repeat,
+        "judge": run.judge,
+        "started": run.started.isoformat(),
+        "seconds": round(run.seconds, 2),
+        "all_passed": run.all_passed,
+        "suites": suite_stats(run),
+        "runs": [_run_record(r) for r in run.runs],
+    }
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def markdown(run: EvalRun) -> str:
+    """The report as a Markdown page."""
+    stats = suite_stats(run)
+    total = stats.get("all", {"pass_rate": 0.0, "pass_k": 0.0, "runs": 0, "passed_runs": 0})
+    lines = [
+        f"# Eval report — {run.model} ({run.tool_mode} tool mode)",
+        "",
+        f"Started {run.started:%Y-%m-%d %H:%M UTC}, {run.seconds:.1f} s, "
+        f"{len(run.cases)} cases × {run.repeat} run(s). "
+        f"Passed {total['passed_runs']}/{total['runs']} runs "
+        f"({total['pass_rate']:.0%}); pass^{run.repeat} {total['pass_k']:.0%}.",
+        "",
+        f"| suite | cases | runs passed | pass rate | pass^{run.repeat} |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for suite, row in stats.items():
+        name = f"**{suite}**" if suite == "all" else suite
+        lines.append(
+            f"| {name} | {row['cases']} | {row['passed_runs']}/{row['runs']} | "
+            f"{row['pass_rate']:.0%} | {row['pass_k']:.0%} |"
+        )
+    failures = [r for r in run.runs if not r.passed]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for case_run in failures:
+            lines.append(
+                f"- **{case_run.case.id}** (run {case_run.run}): "
+                + "; ".join(_cell(reason) for reason in case_run.reasons)
+            )
+    lines += [
+        "",
+        "## Cases",
+        "",
+        "| case | lang | run | result | tools called | expected | loops | seconds | answer |",
+        "|---|---|---:|---|---|---|---:|---:|---|",
+    ]
+    for case_run in run.runs:
+        obs = case_run.observation
+        called = ", ".join(c.name + ("" if c.ok else " (error)") for c in obs.calls) or "—"
+        expected = ", ".join(t.name for t in case_run.case.expect.tools) or "—"
+        answer = obs.answer if len(obs.answer) <= ANSWER_CHARS else obs.answer[:ANSWER_CHARS] + "…"
+        lines.append(
+            f"| {case_run.case.id} | {case_run.case.language} | {case_run.run} | "
+            f"{'pass' if case_run.passed else 'FAIL'} | {called} | {expected} | {obs.loops} | "
+            f"{obs.seconds:.2f} | {_cell(answer)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(run: EvalRun, out: Path) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.json`` into ``out``; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = out / "report.md", out / "report.json"
+    md_path.write_text(markdown(run), encoding="utf-8")
+    json_path.write_text(
+        json.dumps(report_data(run), ensure_ascii=False, indent=2, default=str), encoding="utf-8"
+    )
+    return md_path, json_path
+
+
+def summary_lines(run: EvalRun) -> list[str]:
+    """A short console summary: one line per suite."""
+    lines = [f"model {run.model} ({run.tool_mode}), {run.seconds:.1f} s"]
+    for suite, row in suite_stats(run).items():
+        lines.append(
+            f"  {suite:<12} {row['passed_runs']:>3}/{row['runs']:<3} runs passed "
+            f"({row['pass_rate']:.0%}), pass^{run.repeat} {row['pass_k']:.0%}"
+        )
+    return lines
