@@ -3,7 +3,10 @@
 ``FakeOpenAIServer`` answers ``POST /v1/chat/completions`` (streamed as SSE or not) and
 ``GET /v1/models``. Replies come from a queue of steps, or a default; a step can be text,
 tool calls, an HTTP error status, a delay, a malformed body, a stream cut mid-answer, or
-tool-call arguments that are not JSON — the failures a provider can produce.
+tool-call arguments that are not JSON — the failures a provider can produce. A
+``responder`` answers from the request itself when no step is queued (concurrent
+sessions, where a shared queue cannot say whose reply is next). The listen backlog is
+deep enough for many clients connecting at once.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,17 +33,28 @@ class Step:
     cut: bool = False  # close the stream after the first chunk
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of clients
+
+
 class FakeOpenAIServer:
     """Loopback OpenAI-compatible chat server; use as a context manager."""
 
-    def __init__(self, *, latency: float = 0.0, default: str = "ok") -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        default: str = "ok",
+        responder: Callable[[dict[str, Any]], Step] | None = None,
+    ) -> None:
         self.latency = latency
         self.default = default
+        self.responder = responder
         self.steps: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -69,9 +84,13 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next(self) -> Step:
+    def _next(self, request: dict[str, Any]) -> Step:
         with self._lock:
-            return self.steps.popleft() if self.steps else Step(content=self.default)
+            if self.steps:
+                return self.steps.popleft()
+        if self.responder is not None:
+            return self.responder(request)
+        return Step(content=self.default)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -101,7 +120,7 @@ class FakeOpenAIServer:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(request)
-                step = server._next()
+                step = server._next(request)
                 time.sleep(server.latency + step.delay)
                 if step.status != 200:
                     error = {
