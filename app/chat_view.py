@@ -11,7 +11,7 @@ same turn looks the same while it streams and after a reload:
 - an image made by image_generate goes into the assistant bubble that answers the turn;
 - a provider failure is an assistant message marked with a warning sign.
 
-Only app/ui.py imports this module, so gradio stays out of the CLI's import path.
+Only the app (and its tests) import this module: gradio stays out of the CLI's import path.
 """
 
 from __future__ import annotations

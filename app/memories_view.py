@@ -57,7 +57,9 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
     )
     with gr.Row():
         memory_id = gr.Textbox(label="Memory id", interactive=False, elem_id="memory-id")
-        category = gr.Dropdown(list(CATEGORIES), label="Category", elem_id="memory-category")
+        category = gr.Dropdown(
+            list(CATEGORIES), value=None, label="Category", elem_id="memory-category"
+        )
         key = gr.Textbox(label="Key", elem_id="memory-key")
     value = gr.Textbox(label="Value", lines=2, elem_id="memory-value")
     with gr.Row():

@@ -53,21 +53,33 @@ def form_values(settings: Settings) -> dict[str, Any]:
 
 
 def _blank(value: Any) -> Any:
-    return None if value is None or (isinstance(value, str) and not value.strip()) else value
+    if isinstance(value, str):
+        value = value.strip()
+    return None if value is None or value == "" else value
 
 
-def profile_update(form: Mapping[str, Any], identity: str) -> dict[str, Any]:
-    """Validated profile values from the form; raises ConfigError naming a bad value."""
-    values = {key: _blank(form.get(key)) for key in FORM_KEYS}
-    if values["chat_model"] is None:
+def _same(shown: Any, sent: Any) -> bool:
+    if isinstance(shown, int | float) and isinstance(sent, int | float):
+        return float(shown) == float(sent)
+    return _blank(shown) == _blank(sent)
+
+
+def profile_update(form: Mapping[str, Any], identity: str, current: Settings) -> dict[str, Any]:
+    """Validated profile values for what the user changed; raises ConfigError on a bad one.
+
+    Only fields that differ from the settings in effect are saved, so defaults (the
+    local model's name, its tool mode) are not written into the profile by accident.
+    """
+    shown = form_values(current)
+    values = {k: _blank(form.get(k)) for k in FORM_KEYS if not _same(shown[k], form.get(k))}
+    if "chat_model" in values and values["chat_model"] is None:
         raise ConfigError("the chat model cannot be empty")
-    if values["image_backend"] == NO_BACKEND:
+    if values.get("image_backend") == NO_BACKEND:
         values["image_backend"] = None
-    if isinstance(values["chat_model"], str):
-        values["chat_model"] = values["chat_model"].strip()
-    own = persona_text(values["persona"]).strip()
     edited = (identity or "").strip()
-    values["style_note"] = edited if edited and edited != own else None
+    if edited != identity_text(current).strip() or "persona" in values:
+        own = persona_text(form.get("persona")).strip()
+        values["style_note"] = edited if edited and edited != own else None
     return validate(values)
 
 
@@ -179,7 +191,8 @@ def build(
     def on_save(*values: Any) -> tuple[str, str]:
         *fields, edited = values
         try:
-            update = profile_update(dict(zip(FORM_KEYS, fields, strict=True)), edited)
+            form = dict(zip(FORM_KEYS, fields, strict=True))
+            update = profile_update(form, edited, make_context().settings)
         except ConfigError as exc:
             return f"❌ Not saved: {exc}", edited
         store.set_profile(update)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -307,5 +308,11 @@ def serve(
         return 1
     login = f" (user '{USER}' and your password)" if password else ""
     print(f"Companion is running at {url}{login} — press Ctrl+C to stop.", flush=True)
+    # SIGTERM stops like Ctrl+C, so exit handlers run (they stop the local model server).
+    signal.signal(signal.SIGTERM, _interrupt)
     demo.block_thread()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

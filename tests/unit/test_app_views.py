@@ -1,0 +1,110 @@
+"""The app's pure helpers: settings form → profile, trace rendering, pasted image URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.attachments import AttachmentError, image_url_in, save_upload
+from app.graph_view import NO_TRACE, path, trace_markdown
+from app.settings_view import form_values, profile_update
+from evals.fixtures import cat_image
+from graph.context import LOCAL_MODEL_NAME, ConfigError, Settings
+from prompts.templates import persona_text
+
+REMOTE = Settings(provider="openai-compatible", chat_model="gpt-x", tool_mode="native")
+LOCAL = Settings()
+
+
+def form(settings: Settings, **changes: object) -> dict[str, object]:
+    return {**form_values(settings), **changes}
+
+
+def test_only_changed_fields_are_saved() -> None:
+    update = profile_update(form(LOCAL, latitude=35.68), persona_text("yuzuki"), LOCAL)
+    assert update == {"latitude": 35.68}
+    assert LOCAL.chat_model == LOCAL_MODEL_NAME  # the local defaults stay out of the profile
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"chat_model": "  "}, "chat model cannot be empty"),
+        ({"latitude": 123}, "latitude must be between -90 and 90"),
+        ({"longitude": -200}, "longitude must be between -180 and 180"),
+        ({"tool_mode": "telepathy"}, "tool_mode must be one of"),
+    ],
+)
+def test_invalid_values_are_refused(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        profile_update(form(REMOTE, **changes), persona_text("yuzuki"), REMOTE)
+
+
+def test_edited_identity_becomes_the_style_note_and_the_persona_text_clears_it() -> None:
+    update = profile_update(form(REMOTE), "You are a pirate.", REMOTE)
+    assert update == {"style_note": "You are a pirate."}
+    edited = Settings(provider="openai-compatible", style_note="You are a pirate.")
+    assert profile_update(form(edited), persona_text("yuzuki"), edited) == {"style_note": None}
+    switched = profile_update(form(REMOTE, persona="journal"), persona_text("journal"), REMOTE)
+    assert switched == {"persona": "journal", "style_note": None}
+
+
+def test_image_backend_none_removes_it() -> None:
+    configured = Settings(provider="openai-compatible", image_backend="openai")
+    update = profile_update(form(configured, image_backend="none"), "", configured)
+    assert update["image_backend"] is None
+
+
+def test_trace_shows_the_path_and_each_step() -> None:
+    trace = [
+        {"kind": "node", "name": "build_context", "ms": 1.0, "detail": {"messages": 2}},
+        {
+            "kind": "model",
+            "name": "call_model",
+            "ms": 10.0,
+            "detail": {"model": "m1", "calls": [{"name": "weather", "args": {"location": "Oslo"}}]},
+        },
+        {"kind": "tool", "name": "weather", "ms": 5.0, "detail": {"args": {}, "ok": True}},
+        {"kind": "tool", "name": "web_search", "ms": 7.0, "detail": {"args": {}, "ok": False}},
+        {"kind": "guard", "name": "tools_off", "detail": {"reason": "cap | reached"}},
+        {"kind": "node", "name": "build_context", "ms": 1.0, "detail": {}},
+        {"kind": "model", "name": "call_model", "ms": 3.0, "detail": {"model": "m2", "text": "ok"}},
+    ]
+    assert path(trace) == [
+        "build_context",
+        "call_model",
+        "execute_tool",
+        "build_context",
+        "call_model",
+    ]
+    text = trace_markdown(trace)
+    assert "model `m1` (chat); calls weather" in text and "`m2`" in text
+    assert "cap \\| reached" in text  # pipes cannot break the table
+    assert "**Time in nodes:** 27 ms" in text
+    assert trace_markdown([]) == NO_TRACE
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("look https://example.com/cat.PNG please", "https://example.com/cat.PNG"),
+        ("(http://x.org/a/b.jpeg?size=2)", "http://x.org/a/b.jpeg?size=2"),
+        ("https://example.com/page.html", None),
+        ("no link here", None),
+    ],
+)
+def test_pasted_image_urls_are_found(text: str, url: str | None) -> None:
+    assert image_url_in(text) == url
+
+
+def test_uploads_are_checked_by_their_bytes(tmp_path: Path) -> None:
+    media = tmp_path / "media"
+    good = tmp_path / "anything.bin"
+    good.write_bytes(cat_image("black"))
+    saved = Path(save_upload(good, media))
+    assert saved.parent == media and saved.suffix == ".png"
+    bad = tmp_path / "fake.png"
+    bad.write_text("<html>")
+    with pytest.raises(AttachmentError, match="not an image"):
+        save_upload(bad, media)
