@@ -1,0 +1,144 @@
+"""Concurrent sessions through the real ChatOpenAI path against a slow loopback server.
+
+``--sessions`` sessions run at once, each ``--turns`` turns in a row; every turn is one
+native tool call plus one final answer, so two requests to
+``evals.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP server on 127.0.0.1,
+streaming SSE). The context comes from ``graph.setup.context_for`` (provider
+openai-compatible, ``base_url=server.url``) with a real SQLite store shared by all
+sessions, as in the app.
+
+Ideal wall time = turns × calls per turn × latency (sessions overlap perfectly);
+throughput is compared with sessions × turns / ideal. Errors must be 0, and no message
+may be lost: every session must hold exactly ``turns`` user messages, tool results and
+final answers.
+
+    python -m bench.concurrency --sessions 32 --turns 10 --latency 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import quiet_environment
+
+quiet_environment()
+
+from evals.fake_openai import FakeOpenAIServer, Step  # noqa: E402
+from graph.context import Settings  # noqa: E402
+from graph.runner import run_turn  # noqa: E402
+from graph.setup import context_for  # noqa: E402
+from memory.store import Store  # noqa: E402
+from tools.base import ToolContext, ToolSpec  # noqa: E402
+from tools.registry import ToolRegistry  # noqa: E402
+
+CALLS_PER_TURN = 2
+LOOKUP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"key": {"type": "string"}},
+    "required": ["key"],
+    "additionalProperties": False,
+}
+
+
+def respond(request: dict[str, Any]) -> Step:
+    """Call the tool first; answer once its result is in the request."""
+    last = request["messages"][-1]
+    if last.get("role") == "tool":
+        return Step(content=f"Looked it up: {last['content'][-40:]!r}.")
+    return Step(tool_calls=[("lookup", '{"key": "today"}')])
+
+
+async def lookup(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """An instant tool."""
+    return {"key": args["key"], "value": 42}
+
+
+async def session(ctx: Any, name: str, turns: int) -> list[str]:
+    """Run a session's turns in a row; return the errors seen."""
+    errors = []
+    for turn in range(turns):
+        result = await run_turn(ctx, name, f"turn {turn}: look it up")
+        if result.state.get("error") or not result.answer.startswith("Looked it up"):
+            errors.append(f"{name}#{turn}: {result.state.get('error') or result.answer}")
+    return errors
+
+
+async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -> dict:
+    """Every session at once; wall time, errors, and what the store holds after."""
+    settings = Settings(
+        home=home,
+        provider="openai-compatible",
+        base_url=server.url,
+        api_key="bench",
+        chat_model="fake-model",
+        tool_mode="native",
+        max_retries=0,
+        request_timeout=30.0,
+    )
+    store = Store.open_home(home)
+    registry = ToolRegistry(
+        [ToolSpec("lookup", "Look a key up.", LOOKUP_SCHEMA, lookup, "web_tool")]
+    )
+    ctx = context_for(settings, store, registry=registry)
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(session(ctx, f"bench-{i}", turns) for i in range(sessions)), return_exceptions=True
+    )
+    wall = time.perf_counter() - started
+    errors = [e for r in results for e in (r if isinstance(r, list) else [repr(r)])]
+    counts = dict.fromkeys(("user", "assistant", "web_tool"), 0)
+    short = 0
+    for i in range(sessions):
+        stored = store.messages(f"bench-{i}")
+        per_role = {role: sum(m.role == role for m in stored) for role in counts}
+        short += sum(max(0, turns - n) for n in per_role.values())
+        for role, n in per_role.items():
+            counts[role] += n
+    store.close()
+    return {"wall": wall, "errors": errors, "counts": counts, "lost": short}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--latency", type=float, default=0.2, help="server seconds per call")
+    args = parser.parse_args()
+
+    with (
+        tempfile.TemporaryDirectory(prefix="companion-bench-") as folder,
+        FakeOpenAIServer(latency=args.latency, responder=respond) as server,
+    ):
+        outcome = asyncio.run(run(args.sessions, args.turns, server, Path(folder) / "home"))
+        requests = len(server.requests)
+    total_turns = args.sessions * args.turns
+    ideal = args.turns * CALLS_PER_TURN * args.latency
+    wall = outcome["wall"]
+    counts = outcome["counts"]
+    print(
+        f"\n{args.sessions} sessions × {args.turns} turns × {CALLS_PER_TURN} calls, "
+        f"server latency {args.latency * 1000:.0f} ms per call, {requests} requests served.\n"
+    )
+    print("| measure | value |\n|---|---:|")
+    print(f"| wall time (s) | {wall:.2f} |")
+    print(f"| ideal wall time (s) | {ideal:.2f} |")
+    print(f"| throughput (turns/s) | {total_turns / wall:.1f} |")
+    print(f"| ideal throughput (turns/s) | {total_turns / ideal:.1f} |")
+    print(f"| efficiency (ideal / actual) | {ideal / wall:.0%} |")
+    print(f"| errors | {len(outcome['errors'])} |")
+    print(
+        f"| stored user / assistant / tool messages | {counts['user']} / "
+        f"{counts['assistant']} / {counts['web_tool']} (expected {total_turns} each) |"
+    )
+    print(f"| messages lost | {outcome['lost']} |")
+    for error in outcome["errors"][:5]:
+        print(f"\nerror: {error}")
+
+
+if __name__ == "__main__":
+    main()

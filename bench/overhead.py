@@ -1,0 +1,199 @@
+"""Per-turn overhead of the conversation graph against LangGraph's prebuilt ReAct agent.
+
+One user turn = one native tool call + one final answer, with an instant scripted model
+and an instant tool. Ours runs the whole pipeline (``graph.runner.run_turn``: the user
+message stored, build_context twice, call_model twice, execute_tool, every message
+persisted in a real SQLite store, segments refreshed); the baseline is
+``langgraph.prebuilt.create_react_agent`` with the same model and tool, in memory.
+
+Both run in the same process, interleaved in rounds so machine noise hits both alike;
+figures are medians over all timed turns after a warm-up.
+
+    python -m bench.overhead --turns 600 --rounds 6
+    python -m bench.overhead --profile 25   # also print our turn's cProfile top entries
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from bench import quiet_environment
+
+quiet_environment()
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import StructuredTool  # noqa: E402
+
+from graph.context import Context, Settings  # noqa: E402
+from graph.fake import ScriptedChatModel, tool_call  # noqa: E402
+from graph.runner import run_turn  # noqa: E402
+from memory.store import Store  # noqa: E402
+from tools.base import ToolContext, ToolSpec  # noqa: E402
+from tools.registry import ToolRegistry  # noqa: E402
+
+QUESTION = "ping the server please"
+ANSWER = "The server answered pong."
+PING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+Turn = Callable[[int], Awaitable[Any]]
+
+
+def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
+    """Call the tool once, then answer (the same script for both agents)."""
+    if isinstance(messages[-1], ToolMessage):
+        return ANSWER
+    return tool_call("ping", {"text": "hi"})
+
+
+async def ping_tool(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """The instant tool, as a Companion tool."""
+    return {"pong": args["text"]}
+
+
+async def ping(text: str) -> dict[str, str]:
+    """Ping the server."""
+    return {"pong": text}
+
+
+def companion_turns(home: Path) -> tuple[Turn, Turn]:
+    """Our turn in a fresh session each time, and in one session whose history keeps growing."""
+    model = ScriptedChatModel(script=policy, name_="scripted")
+    registry = ToolRegistry(
+        [ToolSpec("ping", "Ping the server.", PING_SCHEMA, ping_tool, "web_tool")]
+    )
+    ctx = Context(
+        settings=Settings(
+            home=home, provider="openai-compatible", tool_mode="native", chat_model="scripted"
+        ),
+        store=Store.open_home(home),
+        chat_model=model,
+        registry=registry,
+    )
+
+    async def fresh(i: int) -> None:
+        result = await run_turn(ctx, f"fresh-{i}", QUESTION)
+        assert result.answer == ANSWER, result.answer
+        model.calls.clear()  # the fake records every call; unbounded, it slows the GC
+
+    async def ongoing(i: int) -> None:
+        result = await run_turn(ctx, "ongoing", QUESTION)
+        assert result.answer == ANSWER, result.answer
+        model.calls.clear()
+
+    return fresh, ongoing
+
+
+def prebuilt_turns() -> tuple[Turn, Turn]:
+    """The prebuilt agent: plain ``ainvoke``, and streamed with the modes run_turn uses."""
+    model = ScriptedChatModel(script=policy, name_="scripted")
+    tool = StructuredTool.from_function(coroutine=ping, name="ping")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated upstream
+        from langgraph.prebuilt import create_react_agent
+
+        agent = create_react_agent(model, [tool])
+
+    async def invoke(i: int) -> None:
+        result = await agent.ainvoke({"messages": [("user", QUESTION)]})
+        assert result["messages"][-1].content == ANSWER
+        model.calls.clear()
+
+    async def stream(i: int) -> None:
+        async for _ in agent.astream(
+            {"messages": [("user", QUESTION)]}, stream_mode=["messages", "updates", "custom"]
+        ):
+            pass
+        model.calls.clear()
+
+    return invoke, stream
+
+
+async def measure(variants: dict[str, Turn], turns: int, warmup: int, rounds: int) -> dict:
+    """Milliseconds per turn of each variant, interleaved round by round."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    counter = 0
+    for turn in variants.values():
+        for _ in range(warmup):
+            await turn(counter)
+            counter += 1
+    per_round = max(1, turns // rounds)
+    for _ in range(rounds):
+        for name, turn in variants.items():
+            for _ in range(per_round):
+                started = time.perf_counter()
+                await turn(counter)
+                samples[name].append((time.perf_counter() - started) * 1000)
+                counter += 1
+    return samples
+
+
+def profile(turn: Turn, turns: int, top: int) -> None:
+    """Print the cProfile entries of our turn with the highest cumulative time."""
+
+    async def run() -> None:
+        for i in range(turns):
+            await turn(10_000_000 + i)
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    asyncio.run(run())
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=600, help="timed turns per variant")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed turns per variant")
+    parser.add_argument("--rounds", type=int, default=6, help="interleaving rounds")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="print top N")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="companion-bench-") as folder:
+        fresh, ongoing = companion_turns(Path(folder) / "home")
+        invoke, stream = prebuilt_turns()
+        variants = {
+            "prebuilt create_react_agent, ainvoke": invoke,
+            "prebuilt create_react_agent, astream (messages+updates+custom)": stream,
+            "companion run_turn, new session": fresh,
+            "companion run_turn, session with history": ongoing,
+        }
+        samples = asyncio.run(measure(variants, args.turns, args.warmup, args.rounds))
+        baseline = statistics.median(samples["prebuilt create_react_agent, ainvoke"])
+        streamed = statistics.median(
+            samples["prebuilt create_react_agent, astream (messages+updates+custom)"]
+        )
+        print(f"\n{args.turns} timed turns per variant after {args.warmup} warm-up turns, ")
+        print(f"{args.rounds} interleaved rounds; one tool call + one answer per turn.\n")
+        print(
+            "| variant | median ms/turn | p90 ms/turn | × prebuilt ainvoke | × prebuilt astream |"
+        )
+        print("|---|---:|---:|---:|---:|")
+        for name, values in samples.items():
+            median = statistics.median(values)
+            p90 = statistics.quantiles(values, n=10)[-1]
+            print(
+                f"| {name} | {median:.2f} | {p90:.2f} | {median / baseline:.2f} "
+                f"| {median / streamed:.2f} |"
+            )
+        if args.profile:
+            profile(fresh, 200, args.profile)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""Recall at scale: memory_search and memory_sql over generated histories, and context cost.
+
+For each size (default 10k, 100k and 1M messages) a history is generated once and cached
+in a temp folder: conversations of 20 messages spread over six months and over many
+sessions (one long session is the one asked about), written with ``executemany`` straight
+into a database the store created (the FTS triggers index every row), then cut into
+segments with the store's own ``refresh_segments``.
+
+Timed, p50/p95 over ``--queries`` runs each:
+
+- memory_search (the tool itself: memories, segments, BM25 raw messages) with no time
+  cue, and with a temporal window ("last Thursday");
+- the raw message search alone (``memory.retrieval.search_messages``);
+- the naive LIKE scan baseline (``memory.retrieval.naive_search``, every message) for the
+  same words — once with common words (the scan stops early at 20 hits) and once with a
+  rare phrase (the scan reads everything);
+- a typical memory_sql SELECT (the example in the tool's description), guard included;
+- ``nodes.build_context`` for the asked session (1k-message history vs the largest).
+
+    python -m bench.recall                       # 10k, 100k, 1M
+    python -m bench.recall --sizes 10000,100000 --queries 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from bench import quiet_environment
+
+quiet_environment()
+
+from graph.context import Context, Settings  # noqa: E402
+from graph.fake import ScriptedChatModel  # noqa: E402
+from memory.retrieval import naive_search, search_messages  # noqa: E402
+from memory.segments import refresh_segments  # noqa: E402
+from memory.sql_guard import run_sql  # noqa: E402
+from memory.store import Store, format_time  # noqa: E402
+from nodes.build_context import build_context  # noqa: E402
+from tools.base import ToolContext  # noqa: E402
+from tools.memory_search import memory_search  # noqa: E402
+from tools.registry import default_registry  # noqa: E402
+
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)  # a Wednesday; the history ends here
+SPAN = timedelta(days=182)
+BURST = 20  # messages per conversation
+ASKED = "asked"  # the long session the questions come from
+ASKED_SHARE = 0.1  # its share of the conversations
+CACHE = Path(tempfile.gettempdir()) / "companion-bench-recall-v2"
+
+FOODS = ["nasi goreng", "ramen", "lasagna", "pho", "tacos", "curry", "risotto", "dumplings"]
+PLACES = ["the market", "the office", "the gym", "Bandung", "the beach", "grandma's house"]
+TOPICS = ["work", "the weekend", "a film", "the weather", "a book", "music", "travel plans"]
+USER_LINES = [
+    "I cooked {food} for dinner tonight",
+    "we went to {place} today",
+    "can we talk about {topic}?",
+    "I'm a bit tired after {place}",
+    "thinking about making {food} again",
+    "remind me what I said about {topic}",
+]
+ASSISTANT_LINES = [
+    "That sounds lovely — how did the {food} turn out?",
+    "Tell me more about {topic}.",
+    "I hope {place} was fun!",
+    "Rest well; {topic} can wait until tomorrow.",
+]
+RARE = "sourdough starter named Bubbles"  # once, in the asked session's recent messages
+
+COMMON_QUERY = "nasi goreng recipe"
+WINDOW_QUERY = "what did I cook last Thursday"
+RARE_QUERY = "sourdough Bubbles"
+SQL = (
+    "SELECT created_at, content FROM messages WHERE role = 'user' AND content LIKE '%cook%' "
+    "ORDER BY id DESC LIMIT 10"
+)
+
+
+def _line(rng: random.Random, templates: list[str]) -> str:
+    return rng.choice(templates).format(
+        food=rng.choice(FOODS), place=rng.choice(PLACES), topic=rng.choice(TOPICS)
+    )
+
+
+def _rows(size: int, seed: int = 7) -> list[tuple[str, str, str, str]]:
+    """(session_id, role, content, created_at) in id order, timestamps over six months."""
+    rng = random.Random(seed)
+    bursts = max(1, size // BURST)
+    sessions = max(4, bursts // 25)
+    gap = SPAN / bursts
+    start = NOW - SPAN
+    rows: list[tuple[str, str, str, str]] = []
+    for burst in range(bursts):
+        asked = rng.random() < ASKED_SHARE or burst >= bursts - 2
+        session = ASKED if asked else f"s{rng.randrange(sessions)}"
+        moment = start + gap * burst
+        for i in range(BURST):
+            role = "user" if i % 2 == 0 else "assistant"
+            text = _line(rng, USER_LINES if role == "user" else ASSISTANT_LINES)
+            if burst == bursts - 2 and i == 0:
+                text = f"I finally made a {RARE}"
+            rows.append((session, role, text, format_time(moment + timedelta(minutes=i))))
+    return rows[:size]
+
+
+def history(size: int) -> Path:
+    """The cached COMPANION_HOME holding a generated history of ``size`` messages."""
+    home = CACHE / f"{size}"
+    done = home / "ready"
+    if done.exists():
+        return home
+    started = time.perf_counter()
+    store = Store.open_home(home, clock=lambda: NOW)
+    rows = _rows(size)
+    sessions = sorted({row[0] for row in rows})
+    conn = sqlite3.connect(store.path)
+    conn.execute("PRAGMA synchronous=OFF")
+    with conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
+            [(s, s, format_time(NOW - SPAN)) for s in sessions],
+        )
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+    conn.execute("ANALYZE")
+    conn.close()
+    for session in sessions:
+        asyncio.run(refresh_segments(store, session, force=True))
+    store.close()
+    done.write_text(f"{time.perf_counter() - started:.1f} s\n")
+    return home
+
+
+def percentiles(run: Callable[[], Any], queries: int) -> tuple[float, float]:
+    """p50 and p95 in milliseconds over ``queries`` runs after two warm-ups."""
+    for _ in range(2):
+        run()
+    samples = []
+    for _ in range(queries):
+        started = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+
+
+def context_cost(
+    store: Store, home: Path, loop: asyncio.AbstractEventLoop, queries: int
+) -> tuple[float, float]:
+    """p50/p95 of build_context for the asked session's newest user message."""
+    ctx = Context(
+        settings=Settings(home=home, provider="openai-compatible", tool_mode="native"),
+        store=store,
+        chat_model=ScriptedChatModel(script=["ok"]),
+        registry=default_registry(),
+        clock=lambda: NOW,
+    )
+    row = store.conn.execute(
+        "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (ASKED,)
+    ).fetchone()
+    state: dict[str, Any] = {
+        "session_id": ASKED,
+        "user_message_id": int(row[0]),
+        "loops": 0,
+        "executed": [],
+        "calls": [],
+    }
+    runtime = SimpleNamespace(context=ctx)
+    return percentiles(
+        lambda: loop.run_until_complete(build_context(state, runtime)),  # type: ignore[arg-type]
+        queries,
+    )
+
+
+def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
+    """Every timed operation on the history of ``size`` messages."""
+    home = history(size)
+    store = Store.open_home(home, clock=lambda: NOW)
+    settings = Settings(home=home, timezone="UTC")
+    tool_ctx = ToolContext(settings, store, ASKED, clock=lambda: NOW)
+    loop = asyncio.new_event_loop()
+
+    def tool(query: str) -> Callable[[], Any]:
+        return lambda: loop.run_until_complete(memory_search({"query": query}, tool_ctx))
+
+    results = {
+        "memory_search, no time cue": percentiles(tool(COMMON_QUERY), queries),
+        "memory_search, rare phrase": percentiles(tool(RARE_QUERY), queries),
+        "memory_search, temporal window": percentiles(tool(WINDOW_QUERY), queries),
+        "raw search alone (BM25, session scope)": percentiles(
+            lambda: search_messages(store, COMMON_QUERY, session_id=ASKED), queries
+        ),
+        "raw search alone, rare phrase": percentiles(
+            lambda: search_messages(store, RARE_QUERY, session_id=ASKED), queries
+        ),
+        "naive LIKE scan, common words": percentiles(
+            lambda: naive_search(store, COMMON_QUERY), queries
+        ),
+        "naive LIKE scan, rare phrase": percentiles(
+            lambda: naive_search(store, RARE_QUERY), max(5, queries // 5)
+        ),
+        "memory_sql SELECT (description example)": percentiles(
+            lambda: run_sql(store.path, SQL), queries
+        ),
+        "build_context (asked session)": context_cost(store, home, loop, queries),
+    }
+    loop.close()
+    store.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated")
+    parser.add_argument("--queries", type=int, default=100, help="timed runs per operation")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    small = measure(1000, args.queries)["build_context (asked session)"]
+    table = {size: measure(size, args.queries) for size in sizes}
+    print(f"\nGenerated histories cached in {CACHE}; p50 / p95 ms over {args.queries} runs.\n")
+    header = " | ".join(f"{size:,} msgs p50 / p95" for size in sizes)
+    print(f"| operation | {header} |")
+    print("|---|" + "---:|" * len(sizes))
+    for name in table[sizes[0]]:
+        cells = " | ".join(f"{table[s][name][0]:.2f} / {table[s][name][1]:.2f}" for s in sizes)
+        print(f"| {name} | {cells} |")
+    print("\n| speed-up vs naive scan (p50) | " + " | ".join(f"{s:,}" for s in sizes) + " |")
+    print("|---|" + "---:|" * len(sizes))
+    for fast, slow in (
+        ("raw search alone (BM25, session scope)", "naive LIKE scan, common words"),
+        ("raw search alone, rare phrase", "naive LIKE scan, rare phrase"),
+        ("memory_search, rare phrase", "naive LIKE scan, rare phrase"),
+    ):
+        cells = " | ".join(f"{table[s][slow][0] / table[s][fast][0]:.1f}×" for s in sizes)
+        print(f"| {fast} vs {slow} | {cells} |")
+    largest = sizes[-1]
+    big = table[largest]["build_context (asked session)"]
+    print(f"\n| build_context | 1,000 msgs | {largest:,} msgs |\n|---|---:|---:|")
+    print(f"| p50 / p95 ms | {small[0]:.2f} / {small[1]:.2f} | {big[0]:.2f} / {big[1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
