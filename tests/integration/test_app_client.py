@@ -33,12 +33,14 @@ SETTINGS_KEYS = (
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
-    """Weather questions call the weather tool; tool results and other text are echoed."""
+    """Weather and drawing requests call their tools; tool results and other text are echoed."""
     last = messages[-1]
     if isinstance(last, HumanMessage) and "weather" in str(last.content).lower():
         return tool_call("weather", {})
+    if isinstance(last, HumanMessage) and "draw" in str(last.content).lower():
+        return tool_call("image_generate", {"prompt": "a black cat"})
     if isinstance(last, ToolMessage):
-        return f"Weather report: {last.content.splitlines()[2]}"
+        return f"Tool says: {last.content.splitlines()[2]}"
     if isinstance(last, HumanMessage) and "fail" in str(last.content):
         return ConnectionError("provider down")
     return f"You said: {last.content if isinstance(last.content, str) else 'an image'}"
@@ -210,7 +212,7 @@ def test_invalid_settings_are_refused_and_valid_ones_change_the_next_turn(launch
     assert app.store.profile()["latitude"] == "35.68"
     assert identity  # the assistant persona's own identity block
     chat, *_ = send(client, "weather please")
-    assert text_of(chat[-1]).startswith("Weather report: 35.68, 139.7: 14.2 °C, overcast")
+    assert text_of(chat[-1]).startswith("Tool says: 35.68, 139.7: 14.2 °C, overcast")
 
 
 def test_edited_identity_is_saved_as_the_style_note(launch) -> None:
@@ -263,6 +265,8 @@ def test_uploaded_image_and_its_text_are_one_bubble(launch, tmp_path: Path) -> N
     chat, *_ = send(app.client(), "what is this?", [str(upload)])
     kinds = [part["type"] for part in chat[0]["content"]]
     assert chat[0]["role"] == "user" and kinds == ["file", "text"]
+    downloaded = Path(chat[0]["content"][0]["file"])  # the client fetched it from the app
+    assert downloaded.read_bytes() == upload.read_bytes()
     stored = app.store.messages(app.store.list_sessions()[0].id)[0]
     assert stored.image_path and Path(stored.image_path).parent == app.home / "media"
 
@@ -284,6 +288,17 @@ def test_a_pasted_image_url_is_downloaded_like_an_upload(launch) -> None:
     assert [part["type"] for part in chat[0]["content"]] == ["file", "text"]
     stored = app.store.messages(app.store.list_sessions()[0].id)[0]
     assert stored.image_path and Path(stored.image_path).parent == app.home / "media"
+
+
+def test_a_generated_image_is_in_the_answer_bubble(launch) -> None:
+    with ImageFixture() as images:
+        app = launch(**images.settings_overrides())
+        chat, *_ = send(app.client(), "draw me a cat")
+    step, answer = chat[1], chat[2]
+    assert step["metadata"]["title"] == "🔧 image_generate · a black cat"
+    assert [part["type"] for part in answer["content"]] == ["file", "text"]
+    assert Path(answer["content"][0]["file"]).read_bytes().startswith(b"\x89PNG")
+    assert text_of(answer).startswith("Tool says:")
 
 
 def test_provider_failure_is_readable_and_the_app_keeps_working(launch) -> None:
