@@ -1,0 +1,221 @@
+"""Store failure drills: a database locked by another writer, and a process killed mid-turn.
+
+A turn that meets a locked database waits (busy timeout) and then succeeds. A process
+killed with SIGKILL in the middle of a turn leaves a consistent database: SQLite's
+integrity check and the FTS index agree with the messages, the user's message is there,
+every message confirmed before the kill survives, and the session takes a new turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from graph.context import Context, Settings
+from graph.fake import ScriptedChatModel
+from graph.runner import run_turn
+from memory.db import connect
+from memory.store import Store
+from tools.registry import ToolRegistry
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK_SECONDS = 1.0
+
+# Runs in a child process: one completed turn, then turns that stop in a slow tool
+# (``slow``) or, in ``burst`` mode, quick turns in a loop. Every message the store has
+# confirmed is printed as "CONFIRMED <id>" before anything else happens.
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from graph.context import Context, Settings
+    from graph.fake import ScriptedChatModel, tool_call
+    from graph.runner import run_turn
+    from memory.store import Store
+    from tools.base import ToolSpec
+    from tools.registry import ToolRegistry
+
+    home, mode = sys.argv[1], sys.argv[2]
+
+    def say(line):
+        print(line, flush=True)
+
+    async def hang(args, ctx):
+        say("TOOL_STARTED")
+        await asyncio.sleep(60)
+        return {"never": True}
+
+    def policy(messages, kwargs):
+        text = messages[-1].content
+        if mode == "slow" and "slow" in str(text):
+            return tool_call("hang", {})
+        return f"answer to: {text}"
+
+    async def main():
+        store = Store.open_home(home)
+        spec = ToolSpec("hang", "Hangs.", {"type": "object", "properties": {}}, hang,
+                        "web_tool", timeout=120)
+        ctx = Context(
+            settings=Settings(home=store.path.parent, provider="openai-compatible",
+                              tool_mode="native", chat_model="scripted"),
+            store=store,
+            chat_model=ScriptedChatModel(script=policy),
+            registry=ToolRegistry([spec]),
+        )
+        turn = 0
+        while True:
+            text = "please go slow" if mode == "slow" and turn == 1 else f"message {turn}"
+            result = await run_turn(ctx, "s1", text)
+            say(f"CONFIRMED {result.user_message.id}")
+            say(f"CONFIRMED {result.state['answer_message_id']}")
+            ctx.chat_model.calls.clear()
+            turn += 1
+
+    asyncio.run(main())
+    """
+)
+
+
+def start_child(home: Path, mode: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(home), mode],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_until(child: subprocess.Popen[str], marker: str, seconds: float = 30) -> list[str]:
+    """The child's stdout lines up to and including ``marker``."""
+    lines: list[str] = []
+    deadline = time.monotonic() + seconds
+    assert child.stdout is not None
+    while time.monotonic() < deadline:
+        line = child.stdout.readline()
+        if not line:
+            assert child.stderr is not None
+            pytest.fail(f"child exited early: {child.stderr.read()[-2000:]}")
+        lines.append(line.strip())
+        if marker in line:
+            return lines
+    pytest.fail(f"child did not print {marker!r} in {seconds} s")
+
+
+def kill(child: subprocess.Popen[str]) -> list[str]:
+    """SIGKILL the child; the lines it had printed but we had not read yet."""
+    os.kill(child.pid, signal.SIGKILL)
+    rest, _ = child.communicate(timeout=10)
+    assert child.returncode == -signal.SIGKILL
+    return rest.splitlines()
+
+
+def confirmed(lines: list[str]) -> set[int]:
+    return {int(line.split()[1]) for line in lines if line.startswith("CONFIRMED ")}
+
+
+def assert_consistent(path: Path) -> sqlite3.Connection:
+    """SQLite and FTS5 integrity, every message indexed, no half-written rows."""
+    conn = connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    # rank 1: compare the index with the external content table (the messages).
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    for message_id, content in conn.execute("SELECT id, content FROM messages"):
+        word = content.split()[-1].strip(".:?!'\"")
+        found = conn.execute(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?",
+            (f'"{word}"', message_id),
+        ).fetchone()[0]
+        assert found == 1, f"message {message_id} is missing from the FTS index"
+    assert conn.execute("SELECT COUNT(*) FROM messages WHERE content IS NULL").fetchone()[0] == 0
+    return conn
+
+
+async def test_turn_waits_for_a_locked_database(make_context, store) -> None:
+    ctx = make_context(["Still here."])
+    holder = connect(store.path)
+    holder.isolation_level = None
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute(
+        "INSERT INTO sessions (id, title, created_at) VALUES ('other', 'x', '2026-11-25 09:00:00')"
+    )
+    released = threading.Event()
+
+    def release() -> None:
+        time.sleep(LOCK_SECONDS)
+        holder.execute("COMMIT")
+        released.set()
+
+    threading.Thread(target=release, daemon=True).start()
+    started = time.perf_counter()
+    result = await run_turn(ctx, "s1", "are you there?")
+    waited = time.perf_counter() - started
+    assert released.is_set() and waited >= LOCK_SECONDS * 0.8
+    assert result.answer == "Still here."
+    assert [m.role for m in store.messages("s1")] == ["user", "assistant"]
+    assert store.get_session("other") is not None  # the other writer's work is kept too
+    holder.close()
+
+
+def test_killed_in_the_middle_of_a_turn(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    child = start_child(home, "slow")
+    lines = read_until(child, "TOOL_STARTED")
+    lines += kill(child)
+    before = confirmed(lines)
+    assert len(before) == 2  # the first turn: its user message and its answer
+
+    conn = assert_consistent(home / "companion.db")
+    rows = conn.execute("SELECT id, role, content FROM messages ORDER BY id").fetchall()
+    assert before <= {row[0] for row in rows}
+    assert [(r[1], r[2]) for r in rows] == [
+        ("user", "message 0"),
+        ("assistant", "answer to: message 0"),
+        ("user", "please go slow"),  # stored before the graph ran: not lost
+    ]
+    conn.close()
+
+    store = Store.open_home(home)
+    ctx = Context(
+        settings=Settings(home=home, provider="openai-compatible", tool_mode="native"),
+        store=store,
+        chat_model=ScriptedChatModel(script=["Back, sorry about that."]),
+        registry=ToolRegistry(),
+    )
+    result = asyncio.run(run_turn(ctx, "s1", "hello again"))
+    assert result.answer == "Back, sorry about that."
+    seen = [m.content for m in ctx.chat_model.calls[0]["messages"][1:]]
+    assert seen == ["message 0", "answer to: message 0", "please go slow", "hello again"]
+    store.close()
+
+
+def test_killed_during_a_burst_of_writes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    child = start_child(home, "burst")
+    lines = read_until(child, "CONFIRMED")
+    time.sleep(0.5)  # let it write for a while, then kill it wherever it is
+    lines += kill(child)
+    before = confirmed(lines)
+    assert len(before) > 4
+
+    conn = assert_consistent(home / "companion.db")
+    rows = conn.execute("SELECT id, role, content FROM messages ORDER BY id").fetchall()
+    assert before <= {row[0] for row in rows}, "a confirmed message was lost"
+    roles = [row[1] for row in rows]
+    # turns are whole or cut after their user message; never an answer without a question
+    assert roles[0] == "user"
+    assert all(a != b or a == "user" for a, b in itertools.pairwise(roles))
+    conn.close()
