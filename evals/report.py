@@ -74,6 +74,7 @@ def report_data(run: EvalRun) -> dict[str, Any]:
         "tool_mode": run.tool_mode,
         "repeat": run.repeat,
         "judge": run.judge,
+        "max_tokens": run.max_tokens,
         "started": run.started.isoformat(),
         "seconds": round(run.seconds, 2),
         "all_passed": run.all_passed,
@@ -96,7 +97,8 @@ def markdown(run: EvalRun) -> str:
         f"Started {run.started:%Y-%m-%d %H:%M UTC}, {run.seconds:.1f} s, "
         f"{len(run.cases)} cases × {run.repeat} run(s). "
         f"Passed {total['passed_runs']}/{total['runs']} runs "
-        f"({total['pass_rate']:.0%}); pass^{run.repeat} {total['pass_k']:.0%}.",
+        f"({total['pass_rate']:.0%}); pass^{run.repeat} {total['pass_k']:.0%}."
+        + (f" Replies capped at {run.max_tokens} tokens." if run.max_tokens else ""),
         "",
         f"| suite | cases | runs passed | pass rate | pass^{run.repeat} |",
         "|---|---:|---:|---:|---:|",

@@ -11,7 +11,9 @@ Models (``model``):
 - ``"scripted"`` (default, what CI runs): ``evals.scripted.ScriptedCompanion`` as both
   the chat and the vision model; no process, no network, deterministic;
 - ``"local"``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
-  commands unless told otherwise); no vision model;
+  commands unless told otherwise); no vision model. Replies are capped at
+  ``LOCAL_MAX_TOKENS`` tokens: the small model sometimes repeats itself until the
+  context is full, minutes per reply, and the app sets no cap of its own;
 - any other name: that model on the configured OpenAI-compatible endpoint
   (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
   COMPANION_VISION_MODEL).
@@ -58,6 +60,7 @@ SCRIPTED = "scripted"
 LOCAL = "local"
 SCRIPTED_CHAT = "scripted-chat"
 SCRIPTED_VISION = "scripted-vision"
+LOCAL_MAX_TOKENS = 512
 
 
 @dataclass
@@ -94,6 +97,7 @@ class EvalRun:
     cases: list[Case]
     runs: list[CaseRun] = field(default_factory=list)
     seconds: float = 0.0
+    max_tokens: int | None = None  # reply cap, when the run set one
 
     @property
     def all_passed(self) -> bool:
@@ -107,6 +111,7 @@ class ModelSetup:
 
     model: str
     base: Settings  # resolved once; home, location and fixtures are set per case
+    max_tokens: int | None = None  # reply cap sent to the server (local runs)
 
     @property
     def scripted(self) -> bool:
@@ -135,7 +140,7 @@ def model_setup(
     env = os.environ if env is None else env
     if model == LOCAL:
         flags = {**home, "provider": "local", "tool_mode": tool_mode}
-        return ModelSetup(model, load_settings(flags, env))
+        return ModelSetup(model, load_settings(flags, env), LOCAL_MAX_TOKENS)
     flags = {
         **home,
         "provider": "openai-compatible",
@@ -204,14 +209,16 @@ async def run_case(
     run: int = 1,
     with_judge: bool = False,
     judge: ChatJudge | None = None,
+    chat_model: Any = None,
 ) -> CaseRun:
-    """Run one case once in a fresh home and check the outcome."""
+    """Run one case once in a fresh home and check the outcome (``chat_model`` overrides
+    the model the settings would build)."""
     with tempfile.TemporaryDirectory(prefix=f"companion-eval-{case.id}-") as folder:
         home = Path(folder)
         store = Store.open_home(home, clock=lambda: case.now)
         try:
             settings = case_settings(setup, case, home, fixtures)
-            chat: Any = None
+            chat: Any = chat_model
             vision: Any = None
             if setup.scripted:
                 chat = ScriptedChatModel(
@@ -246,7 +253,18 @@ async def run_case(
             store.close()
 
 
-def _judge_model(setup: ModelSetup, env: Mapping[str, str]) -> ChatJudge | None:
+def capped_model(setup: ModelSetup) -> Any:
+    """The chat model with the setup's reply cap, or None when there is no cap."""
+    if setup.max_tokens is None:
+        return None
+    from graph.models import make_chat_model
+
+    # llama.cpp's server reads max_tokens (ChatOpenAI sends max_completion_tokens)
+    model = make_chat_model(setup.base)
+    return model.model_copy(update={"extra_body": {"max_tokens": setup.max_tokens}})
+
+
+def _judge_model(setup: ModelSetup, env: Mapping[str, str]) -> ChatJudge:
     """The judge for --judge: the model under test, or the configured one for scripted runs."""
     from graph.models import lazy_local_model, make_chat_model
 
@@ -276,9 +294,11 @@ async def arun_suites(
         cases = cases[:limit]
     setup = model_setup(model, tool_mode=tool_mode, base_url=base_url, env=env)
     the_judge = _judge_model(setup, env) if judge else None
+    capped = capped_model(setup)
     run = EvalRun(
         model=model if not setup.scripted else SCRIPTED,
         tool_mode=setup.base.tool_mode,
+        max_tokens=setup.max_tokens,
         repeat=repeat,
         judge=judge,
         started=datetime.now(UTC),
@@ -294,7 +314,14 @@ async def arun_suites(
             for case in cases:
                 bar.set_postfix_str(case.id)
                 outcome = await run_case(
-                    case, setup, fixtures, images, run=index, with_judge=judge, judge=the_judge
+                    case,
+                    setup,
+                    fixtures,
+                    images,
+                    run=index,
+                    with_judge=judge,
+                    judge=the_judge,
+                    chat_model=capped,
                 )
                 run.runs.append(outcome)
                 bar.update()

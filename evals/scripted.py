@@ -253,7 +253,7 @@ def intent(question: str) -> str:
         return "forget"
     if re.search(r"\b(weather|raining|rain|temperature outside|cuaca\w*|hujan\w*)\b", q):
         return "weather"
-    if QUOTED.search(question) and re.search(
+    if len(QUOTED.findall(question)) >= 2 and re.search(
         r"\b(fix|correct|change|perbaiki|ganti|betulkan)\b", q
     ):
         return "sql_edit"
@@ -455,7 +455,7 @@ def answer(view: View) -> str:
     id_ = view.indonesian
     kind = intent(view.question)
     if view.images and (view.ran("image_generate") or view.ran("image_analyze")):
-        return _describe(view, kind)
+        return _describe(view)
     if view.ran("weather"):
         return " ".join(_weather_sentence(r, id_) for r in view.ran("weather"))
     if view.ran("web_search"):
@@ -610,13 +610,14 @@ def _from_memory(view: View, id_: bool) -> str:
     when = stamp[1] if stamp else ""
     text = line[stamp.end() :] if stamp else line
     text = re.sub(r"^(user|assistant): ", "", text)
-    text = re.sub(r"^[\w/ ]+: ", "", text) if not stamp and "/" in text.split(":")[0] else text
+    if not stamp and re.match(r"^\w+/[^:]+: ", text):  # a saved fact: "category/key: value"
+        text = text.split(": ", 1)[1]
     if id_:
         return f"Kamu pernah bilang{f' ({when})' if when else ''}: “{text}”"
     return f"You told me{f' on {when}' if when else ''}: “{text}”"
 
 
-def _describe(view: View, kind: str) -> str:
+def _describe(view: View) -> str:
     colour = subject_colour(view.images[-1])
     id_ = view.indonesian
     if view.ran("image_generate") and not view.ran("image_generate")[-1].failed:

@@ -18,8 +18,16 @@ from evals import evaluators as ev
 from evals.cases import Case, CaseError, load_cases, suite_names
 from evals.judge import ChatJudge
 from evals.report import report_data, suite_stats, write_reports
-from evals.runner import CaseRun, EvalRun, run_from_cli, run_suites
+from evals.runner import (
+    LOCAL_MAX_TOKENS,
+    CaseRun,
+    EvalRun,
+    model_setup,
+    run_from_cli,
+    run_suites,
+)
 from evals.scripted import ScriptedCompanion, ToolRequest, command_line, intent, read_view
+from graph.context import ConfigError
 from graph.fake import ScriptedChatModel
 from tools.registry import default_registry
 
@@ -398,3 +406,17 @@ def test_reports_land_in_the_out_folder(tmp_path, scripted_runs) -> None:
     md, data = write_reports(scripted_runs["native"], tmp_path / "r")
     assert md.read_text().startswith("# Eval report — scripted (native tool mode)")
     assert json.loads(data.read_text())["all_passed"] is True
+
+
+def test_model_setups_resolve_provider_tool_mode_and_endpoint() -> None:
+    scripted = model_setup("scripted", env={"OPENROUTER_API_KEY": "ignored"})
+    assert scripted.scripted and scripted.base.tool_mode == "native"
+    assert scripted.base.api_key is None  # the scripted run never reads the environment
+    local = model_setup("local", env={})
+    assert local.base.is_local and local.base.tool_mode == "commands"
+    assert local.max_tokens == LOCAL_MAX_TOKENS
+    with pytest.raises(ConfigError, match="needs an endpoint"):
+        model_setup("qwen2.5:7b", env={})
+    ollama = model_setup("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1", env={})
+    assert ollama.base.chat_model == "qwen2.5:7b" and ollama.base.tool_mode == "native"
+    assert ollama.max_tokens is None
