@@ -41,7 +41,17 @@ def format_time(moment: datetime) -> str:
 
 def parse_time(text: str) -> datetime:
     """Read a stored timestamp back as an aware UTC datetime."""
-    return datetime.strptime(text[:19], TIME_FORMAT).replace(tzinfo=UTC)
+    head = text[:19]
+    # Called for every message a segment refresh or a replay looks at: fromisoformat is
+    # ~50x faster than strptime, and the shape check keeps strptime's strictness.
+    if (
+        len(head) == 19
+        and head[4] == head[7] == "-"
+        and head[10] == " "
+        and head[13] == head[16] == ":"
+    ):
+        return datetime.fromisoformat(head).replace(tzinfo=UTC)
+    return datetime.strptime(head, TIME_FORMAT).replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
