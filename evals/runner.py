@@ -220,6 +220,13 @@ async def run_case(
             settings = case_settings(setup, case, home, fixtures)
             chat: Any = chat_model
             vision: Any = None
+            if case.script and not setup.scripted:
+                # the forced replies first, then the model under test
+                real = chat_model or real_chat_model(settings)
+                chat = ScriptedChatModel(
+                    script=ScriptedCompanion(settings.tool_mode, case.script, then=real),
+                    name_=settings.chat_model,
+                )
             if setup.scripted:
                 chat = ScriptedChatModel(
                     script=ScriptedCompanion(settings.tool_mode, case.script), name_=SCRIPTED_CHAT
@@ -253,6 +260,13 @@ async def run_case(
             store.close()
 
 
+def real_chat_model(settings: Settings) -> Any:
+    """The configured chat model (the local one starts its server on first use)."""
+    from graph.models import lazy_local_model, make_chat_model
+
+    return lazy_local_model(settings) if settings.is_local else make_chat_model(settings)
+
+
 def capped_model(setup: ModelSetup) -> Any:
     """The chat model with the setup's reply cap, or None when there is no cap."""
     if setup.max_tokens is None:
@@ -266,11 +280,8 @@ def capped_model(setup: ModelSetup) -> Any:
 
 def _judge_model(setup: ModelSetup, env: Mapping[str, str]) -> ChatJudge:
     """The judge for --judge: the model under test, or the configured one for scripted runs."""
-    from graph.models import lazy_local_model, make_chat_model
-
     settings = setup.base if not setup.scripted else load_settings({}, env)
-    model = lazy_local_model(settings) if settings.is_local else make_chat_model(settings)
-    return ChatJudge(model, settings.chat_model)
+    return ChatJudge(real_chat_model(settings), settings.chat_model)
 
 
 async def arun_suites(

@@ -12,7 +12,9 @@ results without mentioning how it got them. Given images (it is also the scripte
 
 A case may force the first replies (``script``): those are returned verbatim, in the
 configured tool mode, before the policy takes over — that is how the evals stage a model
-that loops or repeats itself, so the graph's guards are what is tested.
+that loops or repeats itself, so the graph's guards are what is tested. With ``then``,
+a real model takes over after the forced replies instead of the policy (how a real
+model answers once the guards have stepped in).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from PIL import Image
 
@@ -660,9 +663,15 @@ def nearest_colour(rgb: tuple[int, int, int]) -> str:
 class ScriptedCompanion:
     """A ``ScriptedChatModel`` policy: forced steps first, then the rule-based companion."""
 
-    def __init__(self, tool_mode: str = "native", script: Sequence[ScriptStep] = ()) -> None:
+    def __init__(
+        self,
+        tool_mode: str = "native",
+        script: Sequence[ScriptStep] = (),
+        then: BaseChatModel | None = None,
+    ) -> None:
         self.tool_mode = tool_mode
         self.script = list(script)
+        self.then = then
         self.calls = 0
         self._ids = itertools.count(1)
 
@@ -675,6 +684,11 @@ class ScriptedCompanion:
                 return step.say
             assert step.tool is not None
             return self.emit([ToolRequest(step.tool, dict(step.args))])
+        if self.then is not None:
+            tools = kwargs.get("tools")
+            model: Any = self.then.bind_tools(tools, tool_choice="auto") if tools else self.then
+            reply = model.invoke(messages)
+            return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
         view = read_view(messages, kwargs)
         calls = next_tools(view)
         return self.emit(calls) if calls else answer(view)

@@ -420,3 +420,13 @@ def test_model_setups_resolve_provider_tool_mode_and_endpoint() -> None:
     ollama = model_setup("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1", env={})
     assert ollama.base.chat_model == "qwen2.5:7b" and ollama.base.tool_mode == "native"
     assert ollama.max_tokens is None
+
+
+def test_forced_steps_can_hand_over_to_a_real_model() -> None:
+    forced = Case.model_validate({**GOOD, "script": [{"say": "first"}]}).script
+    real = ScriptedChatModel(script=["the real model speaks"])
+    policy = ScriptedCompanion("commands", forced, then=real)
+    assert policy([HumanMessage("hi")], {}) == "first"
+    handed = policy([HumanMessage("hi")], {})
+    assert isinstance(handed, AIMessage) and handed.content == "the real model speaks"
+    assert len(real.calls) == 1
