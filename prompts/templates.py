@@ -9,6 +9,7 @@ literal ``{name}`` in it.
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ COMMAND_EXAMPLES: Mapping[str, str] = {
     "delete_memory": '/delete_memory {"category": "focus", "key": "project"}',
 }
 
+SEGMENT_SUMMARY = """\
+Summarise this stretch of a conversation in one or two sentences for your own later \
+recall: what the user did, felt or asked, with the concrete facts (names, foods, places, \
+plans, dates). No preamble, no quotes."""
+
 MODEL_ERROR = (
     "Sorry — I couldn't reach the language model just now ({detail}). Your message is "
     "saved; please try again in a moment."
@@ -95,6 +101,7 @@ def fill(template: str, **values: object) -> str:
     return template.format(**values)
 
 
+@functools.lru_cache(maxsize=16)
 def persona_text(name: str | None) -> str:
     """The identity block of a bundled persona; the neutral default for unknown names."""
     if name in PERSONAS:

@@ -33,9 +33,10 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One chromium for the whole run."""
+    """One chromium per module: playwright's sync API keeps an event loop running in this
+    thread while it lives, which async tests in later modules must not inherit."""
     with chromium() as launched:
         yield launched
 
