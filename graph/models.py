@@ -216,7 +216,7 @@ def _lazy_model_class() -> Any:
     from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessageChunk, BaseMessage
-    from langchain_core.outputs import ChatGenerationChunk, ChatResult
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
     from pydantic import ConfigDict, PrivateAttr
 
     class LazyLocalChatModel(BaseChatModel):
@@ -235,6 +235,13 @@ def _lazy_model_class() -> Any:
             """The name shown to the user."""
             return self.settings.chat_model
 
+        def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+            """Tools pass through to the OpenAI-compatible call (for tool_mode=native)."""
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+
+            formatted = [convert_to_openai_tool(t) for t in tools]
+            return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
         def _model(self) -> Any:
             if self._inner is None:
                 self._inner = make_chat_model(self.settings)
@@ -243,11 +250,25 @@ def _lazy_model_class() -> Any:
         def _generate(
             self,
             messages: list[BaseMessage],
-            stop: Any = None,
+            stop: list[str] | None = None,
             run_manager: Any = None,
             **kwargs: Any,
         ) -> ChatResult:
-            return self._model()._generate(messages, stop=stop, **kwargs)
+            reply = self._model().invoke(messages, stop=stop, **kwargs)
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        async def _agenerate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            import asyncio
+
+            inner = self._inner or await asyncio.to_thread(self._model)
+            reply = await inner.ainvoke(messages, stop=stop, **kwargs)
+            return ChatResult(generations=[ChatGeneration(message=reply)])
 
         async def _astream(
             self,

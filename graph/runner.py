@@ -2,8 +2,9 @@
 
 The user's message is stored first (so nothing is lost if anything later fails), then the
 graph runs from the session id and that message. ``stream_turn`` yields UI events as
-they happen (tokens, tool start/end, the answer); ``run_turn`` drains it and returns a
-``TurnResult``. After the turn, closed conversation spans are cut into segments.
+they happen (tokens, tool start/end, the answer); ``run_turn`` runs the same graph
+without token streaming and returns a ``TurnResult``. After the turn, closed
+conversation spans are cut into segments.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from graph.builder import compile_graph
@@ -51,7 +52,6 @@ class TurnResult:
     answer: str
     user_message: Message
     state: dict[str, Any]
-    events: list[TurnEvent]
     seconds: float
 
     @property
@@ -63,6 +63,25 @@ class TurnResult:
     def trace(self) -> list[dict[str, Any]]:
         """The turn's trace."""
         return list(self.state.get("trace", []))
+
+
+def _initial_state(session_id: str, user_message_id: int) -> State:
+    return {
+        "session_id": session_id,
+        "user_message_id": user_message_id,
+        "loops": 0,
+        "executed": [],
+        "trace": [],
+        "calls": [],
+    }
+
+
+def _config(session_id: str, user_message_id: int) -> dict[str, Any]:
+    # The thread id names one turn: a checkpointer (if any) never spans turns.
+    return {
+        "recursion_limit": RECURSION_LIMIT,
+        "configurable": {"thread_id": f"{session_id}:{user_message_id}"},
+    }
 
 
 async def stream_turn(
@@ -80,23 +99,12 @@ async def stream_turn(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}
     )
     yield TurnEvent("user", {"message_id": user.id, "content": text, "image_path": image_path})
-    initial: State = {
-        "session_id": session_id,
-        "user_message_id": user.id,
-        "loops": 0,
-        "executed": [],
-        "trace": [],
-        "calls": [],
-    }
+    initial = _initial_state(session_id, user.id)
     final_state: dict[str, Any] = dict(initial)
     streamed = ""  # this model call's raw text so far
     shown = 0  # how much of its visible part was already yielded
-    config = {
-        "recursion_limit": RECURSION_LIMIT,
-        "configurable": {"thread_id": f"{session_id}:{user.id}"},
-    }
     async for mode, chunk in graph.astream(
-        initial, config=config, context=ctx, stream_mode=["updates", "custom"]
+        initial, config=_config(session_id, user.id), context=ctx, stream_mode=["updates", "custom"]
     ):
         if mode == "custom" and chunk.get("type") == "token":
             streamed += chunk["text"]
@@ -168,23 +176,24 @@ async def run_turn(
     image_path: str | None = None,
     graph: Any = None,
 ) -> TurnResult:
-    """Run one turn to the end and return its answer, state and events."""
+    """Run one turn to the end without streaming (CLI one-shot, evals, benches).
+
+    The same graph as ``stream_turn``; only the consumption differs: no token events, so
+    the model is invoked rather than streamed.
+    """
     started = time.perf_counter()
-    events: list[TurnEvent] = []
-    user: Message | None = None
-    state: dict[str, Any] = {}
-    async for event in stream_turn(ctx, session_id, text, image_path=image_path, graph=graph):
-        events.append(event)
-        if event.kind == "user":
-            user = ctx.store.get_message(event.data["message_id"])
-        elif event.kind == "answer":
-            state = event.data["state"]
-    assert user is not None
+    graph = graph or default_graph()
+    user = ctx.store.add_message(session_id, "user", text, image_path=image_path)
+    state = await graph.ainvoke(
+        _initial_state(session_id, user.id),
+        config=_config(session_id, user.id),
+        context=replace(ctx, stream_tokens=False),
+    )
+    schedule_segments(ctx, session_id)
     await settle()
     return TurnResult(
         answer=state.get("answer") or "",
         user_message=user,
-        state=state,
-        events=events,
+        state=dict(state),
         seconds=time.perf_counter() - started,
     )

@@ -124,7 +124,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     started = time.perf_counter()
     session_id = state["session_id"]
     try:
-        reply = await stream_reply(runnable, state["context"], runtime)
+        if ctx.stream_tokens:
+            reply = await stream_reply(runnable, state["context"], runtime)
+        else:
+            reply = await runnable.ainvoke(state["context"])
     except Exception as exc:
         detail = describe_provider_error(exc)
         text = MODEL_ERROR.format(detail=detail)

@@ -58,16 +58,18 @@ async def test_a_turn_through_the_graph(server: LocalServer, tmp_path: Path) -> 
 
 
 def test_cli_one_shot_prints_banner_and_answer(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COMPANION_", "OPENROUTER_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER_"))}
     env["COMPANION_HOME"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "app.cli", "chat", "-m", "What is 2+2?"],
-        capture_output=True, text=True, timeout=240, env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert LOCAL_BANNER in done.stderr
     assert done.stdout.strip()
     store = Store.open_home(tmp_path)
     session = store.list_sessions()[0]
-    assert [m.role for m in store.messages(session.id)][0] == "user"
+    assert store.messages(session.id)[0].role == "user"

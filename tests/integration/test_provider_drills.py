@@ -13,7 +13,7 @@ import pytest
 
 from evals.fake_openai import FakeOpenAIServer, Step
 from graph.context import Settings
-from graph.runner import run_turn
+from graph.runner import run_turn, stream_turn
 from graph.setup import context_for
 from memory.store import Store
 from tools.registry import ToolRegistry
@@ -43,9 +43,9 @@ def make_ctx(server: FakeOpenAIServer, home: Path, registry: ToolRegistry, **cha
 async def test_streamed_answer_over_http(server, home, test_registry) -> None:
     server.push("Four, of course.")
     ctx = make_ctx(server, home, test_registry)
-    result = await run_turn(ctx, "s1", "What is 2+2?")
-    assert result.answer == "Four, of course."
-    deltas = [e.data["delta"] for e in result.events if e.kind == "text"]
+    events = [event async for event in stream_turn(ctx, "s1", "What is 2+2?")]
+    assert events[-1].data["text"] == "Four, of course."
+    deltas = [e.data["delta"] for e in events if e.kind == "text"]
     assert len(deltas) > 1 and "".join(deltas) == "Four, of course."
     sent = server.requests[0]
     assert sent["stream"] is True
