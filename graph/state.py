@@ -45,6 +45,7 @@ class State(TypedDict, total=False):
     session_id: str  # the conversation
     user_message_id: int  # the stored user message this turn answers
     context: list[BaseMessage]  # what the model sees next, built by build_context
+    history: list[BaseMessage] | None  # the session before this turn, replayed once (chat form)
     tools: list[str]  # names of tools offered to the model on the next call
     no_tools_reason: str | None  # why tools are off for the next call (cap, duplicate)
     model_role: Literal["chat", "vision"]  # which model the next call uses

@@ -160,7 +160,6 @@ async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, An
     store = ctx.store
     session_id = state["session_id"]
     user_id = state["user_message_id"]
-    history = store.recent_messages(session_id, HISTORY_LIMIT, before_id=user_id + 1)
     turn = store.messages_after(session_id, user_id)
 
     reason = guard_reason(state)
@@ -179,10 +178,19 @@ async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, An
         no_tools_reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",
     )
-    context: list[BaseMessage] = [SystemMessage(content=system)]
-    context += replay(
-        [*history, *turn], tool_mode=settings.tool_mode, vision=vision, media_dir=store.media_dir
-    )
+    mode, media = settings.tool_mode, store.media_dir
+    # History up to this turn's message does not change during the turn: replayed once
+    # (chat form) and reused by later loops; a vision call replays it with images inline.
+    replayed = state.get("history")
+    if vision or replayed is None:
+        history = store.recent_messages(session_id, HISTORY_LIMIT, before_id=user_id + 1)
+    if vision:
+        past = replay([*history, *turn], tool_mode=mode, vision=True, media_dir=media)
+    else:
+        if replayed is None:
+            replayed = replay(history, tool_mode=mode, vision=False, media_dir=media)
+        past = [*replayed, *replay(turn, tool_mode=mode, vision=False, media_dir=media)]
+    context: list[BaseMessage] = [SystemMessage(content=system), *past]
     trace: list[dict[str, Any]] = []
     if reason:
         trace.append({"kind": "guard", "name": "tools_off", "detail": {"reason": reason}})
@@ -200,6 +208,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, An
     )
     return {
         "context": context,
+        "history": replayed,
         "tools": [t.name for t in tools],
         "no_tools_reason": reason,
         "model_role": role,
