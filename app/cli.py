@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--judge", action="store_true", help="also run LLM-judged checks")
     evaluate.add_argument("--base-url", dest="base_url")
     evaluate.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
+    evaluate.add_argument("--limit", type=int, help="run only the first N cases")
 
     sub.add_parser("graph", help="print the compiled graph as Mermaid text")
     return parser

@@ -12,8 +12,7 @@ Models (``model``):
   the chat and the vision model; no process, no network, deterministic;
 - ``"local"``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
   commands unless told otherwise); no vision model. Replies are capped at
-  ``LOCAL_MAX_TOKENS`` tokens: the small model sometimes repeats itself until the
-  context is full, minutes per reply, and the app sets no cap of its own;
+  ``LOCAL_MAX_TOKENS`` tokens (graph.models applies the cap; the report records it);
 - any other name: that model on the configured OpenAI-compatible endpoint
   (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
   COMPANION_VISION_MODEL).
@@ -48,6 +47,7 @@ from evals.judge import ChatJudge
 from evals.scripted import ScriptedCompanion
 from graph.context import ConfigError, Settings, load_settings
 from graph.fake import ScriptedChatModel
+from graph.models import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for
 from memory.memories import create_memory
@@ -60,7 +60,6 @@ SCRIPTED = "scripted"
 LOCAL = "local"
 SCRIPTED_CHAT = "scripted-chat"
 SCRIPTED_VISION = "scripted-vision"
-LOCAL_MAX_TOKENS = 512
 
 
 @dataclass
@@ -267,17 +266,6 @@ def real_chat_model(settings: Settings) -> Any:
     return lazy_local_model(settings) if settings.is_local else make_chat_model(settings)
 
 
-def capped_model(setup: ModelSetup) -> Any:
-    """The chat model with the setup's reply cap, or None when there is no cap."""
-    if setup.max_tokens is None:
-        return None
-    from graph.models import make_chat_model
-
-    # llama.cpp's server reads max_tokens (ChatOpenAI sends max_completion_tokens)
-    model = make_chat_model(setup.base)
-    return model.model_copy(update={"extra_body": {"max_tokens": setup.max_tokens}})
-
-
 def _judge_model(setup: ModelSetup, env: Mapping[str, str]) -> ChatJudge:
     """The judge for --judge: the model under test, or the configured one for scripted runs."""
     settings = setup.base if not setup.scripted else load_settings({}, env)
@@ -305,7 +293,6 @@ async def arun_suites(
         cases = cases[:limit]
     setup = model_setup(model, tool_mode=tool_mode, base_url=base_url, env=env)
     the_judge = _judge_model(setup, env) if judge else None
-    capped = capped_model(setup)
     run = EvalRun(
         model=model if not setup.scripted else SCRIPTED,
         tool_mode=setup.base.tool_mode,
@@ -332,7 +319,6 @@ async def arun_suites(
                     run=index,
                     with_judge=judge,
                     judge=the_judge,
-                    chat_model=capped,
                 )
                 run.runs.append(outcome)
                 bar.update()

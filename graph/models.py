@@ -32,6 +32,7 @@ log = logging.getLogger("companion.models")
 
 LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LOCAL_BANNER = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
+LOCAL_MAX_TOKENS = 512
 PLACEHOLDER_KEY = "not-needed"  # ChatOpenAI refuses to start without a key, even locally
 
 
@@ -158,6 +159,9 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
         streaming=True,
         stream_usage=True,
         temperature=0.3 if settings.is_local else None,
+        # SmolLM2 can repeat itself until its context is full; llama.cpp's server reads
+        # max_tokens (not max_completion_tokens, which ChatOpenAI sends).
+        extra_body={"max_tokens": LOCAL_MAX_TOKENS} if settings.is_local else None,
     )
 
 
