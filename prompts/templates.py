@@ -20,37 +20,28 @@ PERSONAS = ("yuzuki", "assistant", "journal")
 NEUTRAL_IDENTITY = "Answer the user helpfully, accurately and kindly."
 
 PROCEDURAL = """\
-Current date and time: {now}.
-Reply in the language the user writes in. Keep the conversation's facts straight: what \
-the user told you earlier, and what tool results said, outrank guesses."""
+Current date and time: {now}. Reply in the user's language."""
 
 MEMORIES_SECTION = """\
-Your current memories (what you know about the user; use them naturally, never recite \
-them as a list unless asked):
-{memories}"""
+{memories}
+(Use these naturally; don't recite them.)"""
 
 TOOL_AWARENESS = """\
 Tools you can use this turn: {tool_names}.
-- Answer directly when you can (greetings, opinions, arithmetic, things already in the \
-conversation or your memories).
-- Use a tool only for outside or past data you do not have: current facts and prices \
-(web_search), the weather (weather), earlier conversations (memory_search, memory_sql), \
-saving what the user wants remembered (create_memory, update_memory, delete_memory), \
-looking at an image (image_analyze), drawing a picture the user asks for (image_generate).
-- Never mention tools, commands, searches or how you got the information; never explain \
-tool mechanics. After a tool result, answer naturally in your own voice from what it says.
-- If a tool returns an error, tell the user plainly what you could not do, or ask for what \
-is missing (for "location_not_set", ask which city they are in)."""
+Answer directly when you can. Use a tool only for outside or past data you lack. Never \
+mention tools, commands or how you got information: answer naturally from the result. \
+If a tool fails, say plainly what you could not do or ask for what is missing \
+(location_not_set: ask which city the user is in)."""
 
 IMAGE_RULES = """\
-When an image has just been generated for the user, it is already shown to them: do not \
-add links, file paths, markdown images or placeholders, and do not claim you drew or \
-painted it yourself; react to it naturally, as if sending a photo."""
+A generated image is shown to the user automatically: add no links, paths, markdown \
+images or placeholders, and don't claim you drew it; react naturally, as if sending a \
+photo."""
 
 COMMAND_PROTOCOL = """\
-To use a tool, reply with ONLY a command on the first line, nothing before it:
+To use a tool, reply with only one command line, nothing before it:
 {commands}
-One command per reply. After the result arrives, answer the user normally (no command)."""
+After the result arrives, answer the user normally."""
 
 NO_TOOLS_NOTE = """\
 {reason} Answer the user now from what you already have. Do not call any tool and do not \

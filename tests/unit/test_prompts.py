@@ -39,7 +39,7 @@ def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) 
     text = system_prompt(
         identity=persona_text("yuzuki"),
         now="Wed",
-        memories="- name: Rina",
+        memories="Your current memories\nIdentity:\n- name: Rina",
         tools=tools,
         tool_mode=mode,
         no_tools_reason=reason,
