@@ -185,18 +185,22 @@ def _newest(
 def naive_search(
     store: Store, query: str, *, session_id: str | None = None, limit: int = TOP
 ) -> list[Message]:
-    """Baseline for the benchmark: LIKE '%word%' over every message, newest first."""
+    """Baseline for the benchmark: the same job without an index — every message scanned
+    with LIKE '%word%', ranked by how many query words it contains, then newest first."""
     terms = content_words(query)[:MAX_QUERY_TERMS]
     if not terms:
         return []
-    likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in terms)
+    like = "m.content LIKE ? ESCAPE '\\'"
+    hits = " + ".join(f"({like})" for _ in terms)
+    likes = " OR ".join(like for _ in terms)
     sql = f"SELECT m.* FROM messages m WHERE {_ROLES_SQL} AND ({likes})"
-    params: list[object] = [f"%{_escape_like(term)}%" for term in terms]
+    patterns = [f"%{_escape_like(term)}%" for term in terms]
+    params: list[object] = list(patterns)
     if session_id is not None:
         sql += " AND m.session_id = ?"
         params.append(session_id)
-    sql += " ORDER BY m.id DESC LIMIT ?"
-    params.append(limit)
+    sql += f" ORDER BY {hits} DESC, m.id DESC LIMIT ?"
+    params += [*patterns, limit]
     return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
 
 
