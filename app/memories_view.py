@@ -21,9 +21,12 @@ from memory.memories import (
     list_memories,
     update_memory_by_id,
 )
+from memory.segments import recent_segments
 from memory.store import Store
 
 COLUMNS = ["category", "key", "value", "last recalled", "retrievability", "id"]
+EPISODE_COLUMNS = ["from", "to", "session", "summary", "summary by"]
+SUMMARY_KINDS = {"model": "the chat model", "extractive": "extractive fallback (no model)"}
 EMPTY = "_No memories yet: they are made when you ask the companion to remember something._"
 
 
@@ -41,6 +44,20 @@ def memory_rows(store: Store, now: datetime) -> list[list[Any]]:
             row["id"],
         ]
         for row in rows
+    ]
+
+
+def episode_rows(store: Store, limit: int = 50) -> list[list[str]]:
+    """Episodic memory, newest first, each summary labelled with how it was written."""
+    return [
+        [
+            segment.start_at[:16],
+            segment.end_at[:16],
+            segment.session_id,
+            segment.summary,
+            SUMMARY_KINDS.get(segment.summary_kind, segment.summary_kind),
+        ]
+        for segment in recent_segments(store, limit)
     ]
 
 
@@ -70,6 +87,13 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
         )
         cancel = gr.Button("Cancel", visible=False, elem_id="cancel-delete-memory")
     status = gr.Markdown(elem_id="memories-status")
+    episodes = gr.Dataframe(
+        headers=EPISODE_COLUMNS,
+        interactive=False,
+        wrap=True,
+        label="Episodes (conversation spans and their summaries)",
+        elem_id="episodes-table",
+    )
 
     def rows() -> tuple[list[list[Any]], str]:
         found = memory_rows(store, clock())
@@ -102,6 +126,7 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
         return memory_rows(store, clock()), hidden, hidden, "🗑️ Deleted.", ""
 
     gr.on(refresh, rows, None, [table, status], api_name="memories")
+    gr.on(refresh, lambda: episode_rows(store), None, episodes, api_name="episodes")
     table.select(on_select, None, [memory_id, category, key, value], api_visibility="private")
     save.click(
         on_save, [memory_id, category, key, value], [table, status], api_name="update_memory"

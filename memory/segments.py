@@ -189,6 +189,14 @@ def list_segments(store: Store, session_id: str) -> list[Segment]:
     return [_segment(row) for row in rows]
 
 
+def recent_segments(store: Store, limit: int = 50) -> list[Segment]:
+    """The newest segments of every session, newest first (the Memories tab's episodes)."""
+    rows = store.conn.execute(
+        "SELECT * FROM segments ORDER BY end_at DESC, id DESC LIMIT ?", (limit,)
+    ).fetchall()
+    return [_segment(row) for row in rows]
+
+
 def search_segments(
     store: Store,
     query: str,

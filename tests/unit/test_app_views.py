@@ -108,3 +108,30 @@ def test_uploads_are_checked_by_their_bytes(tmp_path: Path) -> None:
     bad.write_text("<html>")
     with pytest.raises(AttachmentError, match="not an image"):
         save_upload(bad, media)
+
+
+async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from app.memories_view import episode_rows
+    from memory.segments import refresh_segments
+    from memory.store import Store
+
+    start = datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
+    now = [start + timedelta(hours=14, minutes=5)]
+    store = Store.open_home(tmp_path, clock=lambda: now[0])
+    store.add_message("s1", "user", "I cooked nasi goreng tonight", created_at=start)
+    store.add_message("s1", "assistant", "Yum!", created_at=start + timedelta(minutes=1))
+    store.add_message("s1", "user", "Morning!", created_at=start + timedelta(hours=14))
+    await refresh_segments(store, "s1")
+
+    async def summarize(messages: list) -> str:
+        return "Talked about the morning."
+
+    now[0] = start + timedelta(hours=20, minutes=5)
+    store.add_message("s1", "user", "Later", created_at=start + timedelta(hours=20))
+    await refresh_segments(store, "s1", summarize)
+    rows = episode_rows(store)
+    assert [row[4] for row in rows] == ["the chat model", "extractive fallback (no model)"]
+    assert "nasi goreng" in rows[1][3]
+    assert rows[1][0] == "2026-11-20 19:00"
