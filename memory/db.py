@@ -107,9 +107,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
             uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
         )
     else:
-        conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
-        )
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
     conn.row_factory = sqlite3.Row

@@ -212,9 +212,7 @@ class Store:
         if not title:
             raise StoreError("a session title cannot be empty")
         with self.transaction() as conn:
-            cursor = conn.execute(
-                "UPDATE sessions SET title = ? WHERE id = ?", (title, session_id)
-            )
+            cursor = conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no session {session_id!r}")
 
@@ -251,21 +249,30 @@ class Store:
                 """INSERT INTO messages (session_id, role, content, created_at, tool_name,
                                          tool_call_id, meta, image_path)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (session_id, role, content, stamp, tool_name, tool_call_id, meta_json,
-                 image_path),
+                (session_id, role, content, stamp, tool_name, tool_call_id, meta_json, image_path),
             )
         message_id = cursor.lastrowid
         assert message_id is not None
-        return Message(message_id, session_id, role, content, stamp, tool_name,
-                       tool_call_id, meta or {}, image_path)
+        return Message(
+            message_id,
+            session_id,
+            role,
+            content,
+            stamp,
+            tool_name,
+            tool_call_id,
+            meta or {},
+            image_path,
+        )
 
     def get_message(self, message_id: int) -> Message | None:
         """One message by id."""
         row = self.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
         return _message(row) if row else None
 
-    def recent_messages(self, session_id: str, limit: int = 25,
-                        before_id: int | None = None) -> list[Message]:
+    def recent_messages(
+        self, session_id: str, limit: int = 25, before_id: int | None = None
+    ) -> list[Message]:
         """The last ``limit`` messages of a session, oldest first."""
         rows = self.conn.execute(
             """SELECT * FROM messages WHERE session_id = ? AND id < ?

@@ -7,7 +7,6 @@ failure instead of raising; the registry still catches anything that escapes.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,7 +58,8 @@ class ToolSpec:
     name; ``parse_command`` turns the text after the command into arguments (default: the
     whole text into the first required string parameter). ``available`` is the per-turn
     gate. ``multiline`` commands take the lines after the command line as their text too
-    (``/memory_sql`` + SQL below). ``format`` renders the result for the stored ``🔧 TOOL RESULT`` message.
+    (``/memory_sql`` + SQL below). ``format`` renders the result for the stored
+    ``🔧 TOOL RESULT`` message.
     """
 
     name: str

@@ -119,8 +119,10 @@ class ToolRegistry:
         except Exception:
             body = None
         if body is None:
-            body = f"Error: {result['error']}" if "error" in result else json.dumps(
-                result, ensure_ascii=False, indent=1
+            body = (
+                f"Error: {result['error']}"
+                if "error" in result
+                else json.dumps(result, ensure_ascii=False, indent=1)
             )
         if len(body) > MAX_RESULT_CHARS:
             body = body[:MAX_RESULT_CHARS] + TRUNCATION_MARK.format(
