@@ -20,24 +20,20 @@ from typing import Any
 
 import gradio as gr
 
-from graph.context import IMAGE_BACKENDS, TOOL_MODES, ConfigError, Context, Settings
+from graph.context import (
+    IMAGE_BACKENDS,
+    PROFILE_KEYS,
+    TOOL_MODES,
+    ConfigError,
+    Context,
+    Settings,
+)
 from graph.context import validate_profile as validate
 from graph.models import endpoint_status
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
-FORM_KEYS = (
-    "chat_model",
-    "vision_model",
-    "tool_mode",
-    "image_backend",
-    "image_base_url",
-    "image_model",
-    "latitude",
-    "longitude",
-    "timezone",
-    "persona",
-)
+FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "style_note")  # the note has its own box
 
 
 def identity_text(settings: Settings) -> str:

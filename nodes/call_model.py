@@ -23,6 +23,8 @@ from graph.models import describe_provider_error
 from graph.state import State, ToolCall
 from prompts.templates import EMPTY_ANSWER, MODEL_ERROR, STREAM_CUT
 
+STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
+
 
 def _text(message: AIMessage) -> str:
     content = message.content
@@ -103,6 +105,36 @@ async def stream_reply(
     return reply
 
 
+def _failed(
+    ctx: Context,
+    session_id: str,
+    model: str | None,
+    started: float,
+    detail: str,
+    partial: str = "",
+) -> dict[str, Any]:
+    """End the turn on a provider failure: a clear assistant-side message, stored."""
+    text = STREAM_CUT.format(partial=partial) if partial else MODEL_ERROR.format(detail=detail)
+    stored = ctx.store.add_message(
+        session_id, "assistant", text, meta={"error": True, "detail": detail, "model": model}
+    )
+    ms = round((time.perf_counter() - started) * 1000, 2)
+    return {
+        "calls": [],
+        "answer": text,
+        "answer_message_id": stored.id,
+        "error": detail,
+        "trace": [
+            {
+                "kind": "error",
+                "name": "call_model",
+                "ms": ms,
+                "detail": {"model": model, "error": detail},
+            }
+        ],
+    }
+
+
 def stream_was_cut(reply: AIMessage) -> bool:
     """An OpenAI-protocol stream that ended without a finish reason was cut short."""
     metadata = reply.response_metadata or {}
@@ -129,49 +161,12 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         else:
             reply = await runnable.ainvoke(state["context"])
     except Exception as exc:
-        detail = describe_provider_error(exc)
-        text = MODEL_ERROR.format(detail=detail)
-        stored = ctx.store.add_message(
-            session_id, "assistant", text, meta={"error": True, "detail": detail, "model": name}
-        )
-        return {
-            "calls": [],
-            "answer": text,
-            "answer_message_id": stored.id,
-            "error": detail,
-            "trace": [
-                {
-                    "kind": "error",
-                    "name": "call_model",
-                    "ms": round((time.perf_counter() - started) * 1000, 2),
-                    "detail": {"model": name, "error": detail},
-                }
-            ],
-        }
-    ms = round((time.perf_counter() - started) * 1000, 2)
+        return _failed(ctx, session_id, name, started, describe_provider_error(exc))
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(getattr(reply, "content", reply)))
     if stream_was_cut(reply):
-        detail = "the connection dropped in the middle of the answer"
-        partial = _text(reply).strip()
-        text = STREAM_CUT.format(partial=partial) if partial else MODEL_ERROR.format(detail=detail)
-        stored = ctx.store.add_message(
-            session_id, "assistant", text, meta={"error": True, "detail": detail, "model": name}
-        )
-        return {
-            "calls": [],
-            "answer": text,
-            "answer_message_id": stored.id,
-            "error": detail,
-            "trace": [
-                {
-                    "kind": "error",
-                    "name": "call_model",
-                    "ms": ms,
-                    "detail": {"model": name, "error": detail},
-                }
-            ],
-        }
+        return _failed(ctx, session_id, name, started, STREAM_CUT_DETAIL, _text(reply).strip())
+    ms = round((time.perf_counter() - started) * 1000, 2)
     calls, text = reply_calls(reply, ctx)
     final = not calls or tools_off
     if final and not text:
