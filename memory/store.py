@@ -7,6 +7,7 @@ overlap), so the Gradio worker threads, the CLI and background jobs can share it
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -121,9 +122,9 @@ class Store:
         (home / "media").mkdir(parents=True, exist_ok=True)
         return cls(home / "companion.db", clock=clock)
 
-    @property
+    @functools.cached_property
     def media_dir(self) -> Path:
-        """Folder for images beside the database."""
+        """Folder for images beside the database (created on first use)."""
         path = self.path.parent / "media"
         path.mkdir(parents=True, exist_ok=True)
         return path
