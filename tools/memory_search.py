@@ -16,6 +16,7 @@ All data access goes through memory/; this module only orchestrates and shapes o
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -83,6 +84,15 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     query = str(args.get("query", "")).strip()
     if not query:
         return {"error": "memory_search needs a query"}
+    if ctx.session_id:
+        await refresh_segments(ctx.store, ctx.session_id, tz=ctx.settings.timezone)
+    # The searches are synchronous SQLite work (tens of ms on a large history): off the
+    # event loop, so other sessions keep streaming meanwhile.
+    return await asyncio.to_thread(recall, query, ctx)
+
+
+def recall(query: str, ctx: ToolContext) -> dict[str, Any]:
+    """The structured-then-raw search itself (blocking)."""
     store, now, tz = ctx.store, ctx.now(), ctx.settings.timezone
     cue = parse_temporal(query, now, tz)
 
@@ -90,8 +100,6 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     mark_recalled(store, [memory.id for memory, _ in found], now)
     semantic = [{"category": m.category, "key": m.key, "value": m.value} for m, _ in found]
 
-    if ctx.session_id:
-        await refresh_segments(store, ctx.session_id, tz=tz)
     spans = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
     episodic = [
         s.summary if s.summary_kind == "extractive" else f"{heading(s.start_at, tz)}: {s.summary}"
