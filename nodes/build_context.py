@@ -173,7 +173,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, An
         identity=identity,
         now=now.strftime("%A %d %B %Y, %H:%M UTC"),
         memories=prompt_block(store, now, MEMORY_BUDGET_CHARS),
-        tools=[ToolLine(t.name, t.command or t.name) for t in tools],
+        tools=[ToolLine(t.name, t.command or t.name, t.examples) for t in tools],
         tool_mode=settings.tool_mode,
         no_tools_reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -39,7 +39,7 @@ images or placeholders, and don't claim you drew it; react naturally, as if send
 photo."""
 
 COMMAND_PROTOCOL = """\
-To use a tool, reply with only one command line, nothing before it:
+To use a tool, reply with only the command, starting on the first line:
 {commands}
 After the result arrives, answer the user normally."""
 
@@ -49,19 +49,6 @@ write any command."""
 
 CAP_REASON = "You have used tools the maximum number of times for this message."
 DUPLICATE_REASON = "You already have the result of that exact request above."
-
-COMMAND_EXAMPLES: Mapping[str, str] = {
-    "web_search": "/web_search USD to JPY exchange rate",
-    "weather": "/weather Tokyo   (or just /weather for the user's saved location)",
-    "memory_search": "/memory_search what did I cook last Thursday",
-    "memory_sql": "/memory_sql\nSELECT created_at, content FROM messages WHERE role = 'user' "
-    "ORDER BY id DESC LIMIT 5",
-    "image_generate": "/imagine a cozy cafe selfie, warm light",
-    "image_analyze": "/image_analyze   (looks at the latest image; or give a URL)",
-    "create_memory": '/create_memory {"category": "identity", "key": "name", "value": "Rina"}',
-    "update_memory": '/update_memory {"category": "focus", "key": "project", "value": "..."}',
-    "delete_memory": '/delete_memory {"category": "focus", "key": "project"}',
-}
 
 SEGMENT_SUMMARY = """\
 Summarise this stretch of a conversation in one or two sentences for your own later \
@@ -102,18 +89,20 @@ def persona_text(name: str | None) -> str:
 
 @dataclass(frozen=True)
 class ToolLine:
-    """What the prompt needs to know of an enabled tool."""
+    """What the prompt needs to know of an enabled tool: its name, command and examples
+    (the tool's own, from its ToolSpec)."""
 
     name: str
     command: str
+    examples: tuple[str, ...] = ()
 
 
 def command_protocol(tools: Iterable[ToolLine]) -> str:
     """The command protocol block for the given tools (commands mode)."""
     lines = []
     for tool in tools:
-        example = COMMAND_EXAMPLES.get(tool.name, f"/{tool.command} ...")
-        lines.append(f"- {example}")
+        examples = tool.examples or (f"/{tool.command} ...",)
+        lines.append(f"- {'   or   '.join(examples)}")
     return fill(COMMAND_PROTOCOL, commands="\n".join(lines))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from prompts import templates
 from prompts.templates import PERSONAS, PromptError, ToolLine, fill, persona_text, system_prompt
+from tools.registry import default_registry
 
 FIELD = re.compile(r"(?<!\{)\{[a-z_]+\}(?!\})")
 
@@ -27,14 +28,11 @@ def test_personas_are_bundled() -> None:
 @pytest.mark.parametrize("mode", ["native", "commands"])
 @pytest.mark.parametrize("reason", [None, templates.CAP_REASON])
 def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) -> None:
+    registry = default_registry()
     tools = [
-        ToolLine(n, c)
-        for n, c in [
-            ("web_search", "web_search"),
-            ("weather", "weather"),
-            ("image_generate", "imagine"),
-            ("memory_sql", "memory_sql"),
-        ]
+        ToolLine(spec.name, spec.command or spec.name, spec.examples)
+        for name in ("web_search", "weather", "image_generate", "memory_sql")
+        if (spec := registry.get(name))
     ]
     text = system_prompt(
         identity=persona_text("yuzuki"),
@@ -52,7 +50,7 @@ def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) 
     if reason:
         assert "Do not call any tool" in text and "/weather" not in text
     elif mode == "commands":
-        assert "/weather Tokyo" in text and "/imagine" in text
+        assert "/weather Tokyo" in text and "/imagine" in text and "/memory_sql\nSELECT" in text
         assert text.index("Tools you can use") > memories
     else:
         assert "/weather Tokyo" not in text
