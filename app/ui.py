@@ -10,6 +10,7 @@ browsers chat side by side and a running tool never freezes the page.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -52,14 +53,27 @@ def context_factory(
     vision_model: Any = None,
     registry: Any = None,
 ) -> ContextFactory:
-    """Open the store once; each call builds a Context from the profile as it is now."""
+    """Open the store once; each call gives the Context for the profile as it is now.
+
+    The Context (and its model clients, with their HTTP connections) is rebuilt only when
+    the profile has changed since the last call, not on every turn.
+    """
     _, store = open_settings(flags, env)
+    built: dict[tuple[tuple[str, str], ...], Context] = {}
 
     def make() -> Context:
-        settings = load_settings(flags, env, store.profile())
-        return context_for(
-            settings, store, registry=registry, chat_model=chat_model, vision_model=vision_model
-        )
+        profile = store.profile()
+        key = tuple(sorted(profile.items()))
+        if key not in built:
+            built.clear()
+            built[key] = context_for(
+                load_settings(flags, env, profile),
+                store,
+                registry=registry,
+                chat_model=chat_model,
+                vision_model=vision_model,
+            )
+        return built[key]
 
     return make
 
@@ -200,8 +214,8 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
             if not text and not files:
                 yield {box: gr.update(value=None)}
                 return
-            ctx = make_context()
-            ctx.style_note = style_note
+            # A copy: the factory's Context is shared, the style note is this turn's only.
+            ctx = dataclasses.replace(make_context(), style_note=style_note)
             session_id = ensure_session(store, session_id, text)
             view = TurnView(_history(store, session_id))
             yield {

@@ -12,24 +12,12 @@ import pytest
 from gradio_client import Client, handle_file
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from app.settings_view import FORM_KEYS
 from app.ui import context_factory, launch_app
 from evals.fixtures import ImageFixture, OpenMeteoFixture, cat_image
 from graph.fake import ScriptedChatModel, tool_call
 from memory.memories import create_memory
 from memory.store import Store
-
-SETTINGS_KEYS = (
-    "chat_model",
-    "vision_model",
-    "tool_mode",
-    "image_backend",
-    "image_base_url",
-    "image_model",
-    "latitude",
-    "longitude",
-    "timezone",
-    "persona",
-)
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
@@ -124,7 +112,7 @@ def settings_form(**changes: Any) -> list[Any]:
         "persona": "yuzuki",
     }
     values.update(changes)
-    return [values[key] for key in SETTINGS_KEYS]
+    return [values[key] for key in FORM_KEYS]
 
 
 def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:
