@@ -10,6 +10,10 @@ text equal to the persona's own, or an empty box, clears the override.
 
 Style note: text for the next message only (``Context.style_note`` for one turn), or,
 with "amend" ticked, saved as that same ``style_note`` for every message.
+
+Image API key: write-only. The box is always shown empty; text typed into it is saved,
+an empty box keeps the stored key. A new image base URL saved without a key drops the
+stored one (``validate_profile``): a key goes only to the endpoint it was given for.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import gradio as gr
 
 from graph.context import (
     IMAGE_BACKENDS,
+    KEYED_IMAGE_BACKENDS,
     PROFILE_KEYS,
     TOOL_MODES,
     ConfigError,
@@ -34,6 +39,12 @@ from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
 FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "style_note")  # the note has its own box
+SECRET_KEYS = ("image_api_key",)  # saved, never shown
+NO_IMAGE_KEY = (
+    "Note: no image API key is set for the new image base URL (a saved key is dropped when "
+    "the URL changes). Enter the key for this endpoint if it needs one; the chat key is "
+    "sent only to an endpoint with the chat endpoint's scheme, host and port."
+)
 
 
 def identity_text(settings: Settings) -> str:
@@ -43,8 +54,9 @@ def identity_text(settings: Settings) -> str:
 
 def form_values(settings: Settings) -> dict[str, Any]:
     """What the form shows for the settings in effect."""
-    values = {key: getattr(settings, key) for key in FORM_KEYS}
+    values = {key: getattr(settings, key) for key in FORM_KEYS if key not in SECRET_KEYS}
     values["image_backend"] = settings.image_backend or NO_BACKEND
+    values.update(dict.fromkeys(SECRET_KEYS, ""))
     return {key: "" if value is None else value for key, value in values.items()}
 
 
@@ -87,7 +99,12 @@ def saved_message(saved: Mapping[str, Any], settings: Settings) -> str:
         f"persona `{settings.persona}`"
         + (" with an edited identity block." if settings.style_note else "."),
     ]
+    keyed = settings.image_backend in KEYED_IMAGE_BACKENDS
+    if saved.get("image_base_url") and keyed and not settings.image_api_key:
+        lines.append(NO_IMAGE_KEY)
     for key, value in saved.items():
+        if key in SECRET_KEYS:
+            continue  # never echoed, not even the key in effect
         if value is not None and getattr(settings, key) != value:
             lines.append(
                 f"Note: `{key}` is fixed by a flag, the environment or the local provider "
@@ -100,7 +117,11 @@ def provider_line(settings: Settings) -> str:
     """Which provider and endpoint are configured (never the key)."""
     where = "embedded llama.cpp" if settings.is_local else (settings.base_url or "no base URL")
     key = "set" if settings.api_key else "not set"
-    return f"**Provider:** `{settings.provider}` · **endpoint:** {where} · **API key:** {key}"
+    image_key = "set" if settings.image_api_key else "not set"
+    return (
+        f"**Provider:** `{settings.provider}` · **endpoint:** {where} · **API key:** {key}"
+        f" · **image API key:** {image_key}"
+    )
 
 
 def apply_style_note(
@@ -141,6 +162,11 @@ def build(
         )
         image_model = gr.Textbox(label="Image model", elem_id="set-image-model")
         image_base_url = gr.Textbox(label="Image base URL", elem_id="set-image-base-url")
+        image_api_key = gr.Textbox(
+            label="Image API key (write-only; empty keeps the saved key)",
+            type="password",
+            elem_id="set-image-api-key",
+        )
     with gr.Row():
         latitude = gr.Number(label="Latitude (0 and 0 = not set)", elem_id="set-latitude")
         longitude = gr.Number(label="Longitude", elem_id="set-longitude")
@@ -169,6 +195,7 @@ def build(
         image_backend,
         image_base_url,
         image_model,
+        image_api_key,
         latitude,
         longitude,
         timezone,

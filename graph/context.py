@@ -8,10 +8,11 @@ tools receive a ``Settings`` (inside ``Context``) and never look at the environm
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -28,6 +29,8 @@ LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (local)"
 PROVIDERS = ("local", "openai-compatible")
 TOOL_MODES = ("native", "commands")
 IMAGE_BACKENDS = ("openai", "openrouter", "url")
+KEYED_IMAGE_BACKENDS = ("openai", "openrouter")  # the backends that send a key
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class ConfigError(ValueError):
@@ -48,6 +51,8 @@ class Settings:
     image_backend: str | None = None
     image_base_url: str | None = None
     image_model: str | None = None
+    # Sent only to image_base_url: its own key, or the chat key when both URLs share
+    # scheme, host and port (see image_key).
     image_api_key: str | None = field(default=None, repr=False)
     web_search_url: str = DEFAULT_WEB_SEARCH_URL
     weather_url: str = DEFAULT_WEATHER_URL
@@ -79,7 +84,9 @@ class Settings:
         return self.home / "media"
 
 
-# Keys a user may edit in the Settings tab (persisted to the profile table).
+# Keys a user may edit in the Settings tab (persisted to the profile table); the only
+# keys load_settings reads from the profile. The chat endpoint and its key, the tool
+# endpoints and allow_private_urls come from flags and the environment alone.
 PROFILE_KEYS = (
     "chat_model",
     "vision_model",
@@ -87,6 +94,7 @@ PROFILE_KEYS = (
     "image_backend",
     "image_base_url",
     "image_model",
+    "image_api_key",
     "latitude",
     "longitude",
     "timezone",
@@ -153,11 +161,56 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Check user-edited settings; returns them coerced or raises ConfigError."""
+    """Check user-edited settings; returns them coerced or raises ConfigError.
+
+    A key belongs to the endpoint it was given for: a new ``image_base_url`` saved
+    without a new ``image_api_key`` removes the stored image key (value None).
+    """
     unknown = set(values) - set(PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    return {key: _coerce(key, value) for key, value in values.items()}
+    checked = {key: _coerce(key, value) for key, value in values.items()}
+    if "image_base_url" in checked and "image_api_key" not in checked:
+        checked["image_api_key"] = None
+    return checked
+
+
+def origin(url: str | None) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL, default ports filled in; None if unusable."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname, port or DEFAULT_PORTS[scheme]
+
+
+def image_key(
+    values: Mapping[str, Any], from_profile: Collection[str], chat_key: str | None
+) -> str | None:
+    """The key image_generate may send to ``values["image_base_url"]``, or None.
+
+    A key goes only where it was given: an image key from the profile serves the image
+    endpoint in effect (changing that endpoint in Settings drops it, see
+    validate_profile); one from a flag or the environment serves only an image endpoint
+    from a flag or the environment, never one a Settings user chose. The chat key serves
+    an image endpoint only with the chat endpoint's scheme, host and port.
+    """
+    url = values.get("image_base_url")
+    if values.get("image_backend") not in KEYED_IMAGE_BACKENDS or not url:
+        return None
+    own = values.get("image_api_key")
+    if own and ("image_api_key" in from_profile or "image_base_url" not in from_profile):
+        return str(own)
+    chat = origin(values.get("base_url"))
+    if chat_key and chat is not None and origin(url) == chat:
+        return chat_key
+    return None
 
 
 def load_settings(
@@ -170,14 +223,15 @@ def load_settings(
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     profile = profile or {}
     values: dict[str, Any] = {}
-    known = {f.name for f in fields(Settings)}
-    for name in known:
+    from_profile: set[str] = set()
+    for name in {f.name for f in fields(Settings)}:
         if name in flags:
             values[name] = _coerce(name, flags[name])
         elif name in _ENV and env.get(_ENV[name]):
             values[name] = _coerce(name, env[_ENV[name]])
-        elif name in profile and profile[name] != "":
+        elif name in PROFILE_KEYS and profile.get(name):
             values[name] = _coerce(name, profile[name])
+            from_profile.add(name)
     values = {k: v for k, v in values.items() if v is not None}
 
     api_key = flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get("OPENROUTER_API_KEY")
@@ -199,8 +253,7 @@ def load_settings(
             values["chat_model"] = (
                 "openai/gpt-4o-mini" if base_url == OPENROUTER_BASE_URL else "default"
             )
-    if not values.get("image_api_key") and values.get("image_backend") in ("openai", "openrouter"):
-        values["image_api_key"] = api_key
+    values["image_api_key"] = image_key(values, from_profile, api_key)
     return Settings(**values)
 
 

@@ -106,6 +106,7 @@ def settings_form(**changes: Any) -> list[Any]:
         "image_backend": "none",
         "image_base_url": "",
         "image_model": "",
+        "image_api_key": "",
         "latitude": 0.0,
         "longitude": 0.0,
         "timezone": "UTC",

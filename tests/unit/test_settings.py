@@ -79,3 +79,86 @@ def test_valid_profile_values_are_coerced() -> None:
         "latitude": 35.68,
         "tool_mode": "native",
     }
+
+
+# --- a key goes only where it was given (issue 12, row 1) ------------------------------
+
+CHAT = {"COMPANION_BASE_URL": "https://api.example.com/v1", "COMPANION_API_KEY": "sk-chat"}
+IMAGE = {"image_backend": "openai", "image_model": "img-1"}
+
+
+@pytest.mark.parametrize(
+    ("image_base_url", "reused"),
+    [
+        ("https://api.example.com/v1", True),
+        ("https://API.example.com:443/images/", True),
+        ("http://api.example.com/v1", False),  # another scheme
+        ("https://api.example.com:8443/v1", False),  # another port
+        ("https://images.example.com/v1", False),  # another host
+        ("https://api.example.com.evil.example/v1", False),
+        ("https://api.example.com@evil.example/v1", False),  # user info, host is evil
+        ("https://api.example.com:99999/v1", False),  # unusable port
+    ],
+)
+def test_chat_key_is_reused_only_for_the_chat_endpoints_origin(image_base_url, reused) -> None:
+    s = load_settings({}, CHAT, {**IMAGE, "image_base_url": image_base_url})
+    assert s.image_api_key == ("sk-chat" if reused else None)
+
+
+def test_a_key_free_backend_gets_no_key() -> None:
+    profile = {"image_backend": "url", "image_base_url": CHAT["COMPANION_BASE_URL"]}
+    assert load_settings({}, CHAT, {**profile, "image_model": "flux"}).image_api_key is None
+
+
+def test_an_image_key_from_the_environment_serves_only_the_environments_endpoint() -> None:
+    env = {**CHAT, "COMPANION_IMAGE_API_KEY": "sk-image"}
+    with_url = {**env, "COMPANION_IMAGE_BASE_URL": "https://images.example.com/v1"}
+    assert load_settings({}, with_url, IMAGE).image_api_key == "sk-image"
+    # a profile (Settings) URL never receives the operator's image key
+    chosen = {**IMAGE, "image_base_url": "https://evil.example/v1"}
+    assert load_settings({}, env, chosen).image_api_key is None
+
+
+def test_an_image_key_from_the_profile_serves_the_endpoint_in_effect() -> None:
+    profile = {**IMAGE, "image_base_url": "https://images.example.com/v1", "image_api_key": "k"}
+    assert load_settings({}, CHAT, profile).image_api_key == "k"
+    env = {**CHAT, "COMPANION_IMAGE_BASE_URL": "https://other.example.com/v1"}
+    assert load_settings({}, env, profile).image_api_key == "k"
+    assert "'k'" not in repr(load_settings({}, CHAT, profile))
+
+
+def test_a_new_image_url_from_settings_drops_the_stored_image_key() -> None:
+    assert validate_profile({"image_base_url": "https://evil.example/v1"}) == {
+        "image_base_url": "https://evil.example/v1",
+        "image_api_key": None,
+    }
+    given = {"image_base_url": "https://new.example/v1", "image_api_key": "sk-new"}
+    assert validate_profile(given) == given
+    assert validate_profile({"image_model": "img-2"}) == {"image_model": "img-2"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("api_key", "sk-attacker"),
+        ("base_url", "https://evil.example/v1"),
+        ("provider", "openai-compatible"),
+        ("allow_private_urls", "true"),
+        ("web_search_url", "http://127.0.0.1:1/html/"),
+        ("weather_url", "http://127.0.0.1:1/v1/forecast"),
+        ("geocoding_url", "http://127.0.0.1:1/v1/search"),
+        ("allowed_image_dir", "/"),
+        ("home", "/tmp/elsewhere"),
+        ("request_timeout", "0.001"),
+    ],
+)
+def test_the_profile_sets_only_profile_keys(key: str, value: str) -> None:
+    # whoever can write the profile must not choose where the chat key goes, nor what
+    # the tools may reach
+    env = {"COMPANION_API_KEY": "sk-chat"}
+    default = load_settings({}, env, {})
+    s = load_settings({}, env, {key: value})
+    assert getattr(s, key) == getattr(default, key)
+    assert s.api_key == "sk-chat" and s.base_url is None
+    with pytest.raises(ConfigError, match="unknown setting"):
+        validate_profile({key: value})
