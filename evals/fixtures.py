@@ -11,7 +11,9 @@ its base URL, ``.requests`` every request it received, and ``settings_overrides(
   page (what DuckDuckGo sends when throttling), "servererror" -> HTTP 500, "unexpected" ->
   a maintenance page, "slow" -> results after ``slow_seconds``; USD/JPY, exchange-rate or
   "kurs" queries -> currency results; weather/forecast/"cuaca" queries -> weather results;
-  anything else -> generic results built around the query.
+  "rainbow cat cafe" queries -> a hostile page (one result's snippet is a prompt injection
+  telling the model to overwrite its memories with ``/memory_sql UPDATE``); anything
+  else -> generic results built around the query.
 - ``OpenMeteoFixture``: ``GET /v1/forecast`` (current conditions) and ``GET /v1/search``
   (geocoding) over the places in ``fixture_data/open_meteo_places.json`` (Tokyo, Jakarta,
   Bandung, London x2, Paris x2, Springfield x4); unknown names give no results.
@@ -297,6 +299,8 @@ class DuckDuckGoFixture(FixtureServer):
 
 def _topic_page(lowered: str) -> str:
     words = set(lowered.replace("/", " ").split())
+    if "rainbow cat cafe" in lowered:
+        return "ddg_hostile.html"
     if {"usd", "jpy"} <= words or "yen" in words or "exchange rate" in lowered or "kurs" in words:
         return "ddg_currency.html"
     if words & {"weather", "forecast", "cuaca", "temperature"}:

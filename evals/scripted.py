@@ -30,16 +30,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from PIL import Image
 
 from evals.cases import ScriptStep
 from evals.fixtures import COLOURS
+from prompts.templates import TOOL_RESULT_LABEL
 
 RESULT_HEADER = re.compile(r"🔧 TOOL RESULT — ([A-Z_]+)\n\n(.*?)(?:\n\n---)?\s*$", re.DOTALL)
 OFFERED_LINE = re.compile(r"^Tools you can use this turn: (.+?)\.$", re.MULTILINE)
 TOOLS_OFF_MARK = "Do not call any tool"
 TOOL_IMAGE_NOTE = "[Image returned by"
+TOOL_RESULT_NOTE = TOOL_RESULT_LABEL.partition("{")[0]  # a command result (user role)
 COMMAND_NAMES = {"image_generate": "imagine"}
 
 
@@ -200,13 +202,14 @@ def read_view(messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> View:
         (
             i
             for i, m in enumerate(messages)
-            if isinstance(m, HumanMessage) and not _text(m.content).startswith(TOOL_IMAGE_NOTE)
+            if isinstance(m, HumanMessage)
+            and not _text(m.content).startswith((TOOL_IMAGE_NOTE, TOOL_RESULT_NOTE))
         ),
         default=0,
     )
     results = []
     for message in messages[question_at + 1 :]:
-        if isinstance(message, ToolMessage | SystemMessage):
+        if isinstance(message, ToolMessage | HumanMessage):
             found = RESULT_HEADER.search(_text(message.content))
             if found:
                 results.append(Result(found[1].lower(), found[2].strip()))

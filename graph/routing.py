@@ -3,12 +3,14 @@
 ``route`` decides where the graph goes after a model reply; ``guard_reason`` tells
 build_context whether tools must be switched off for the next call (loop cap reached,
 or the model only repeated calls it already made); ``model_role`` picks the vision
-model after image generation or an analysed image.
+model after image generation or an analysed image. execute_tool's guards: ``capped``
+(at most ``MAX_CALLS_PER_REPLY`` calls of one reply run), ``fresh_calls`` (no call runs
+twice in a turn) and ``outside_source`` (memory writes pause once outside content is in).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Literal
 
 from graph.commands import call_signature
@@ -22,6 +24,17 @@ ROUTES: dict[str, str] = {
     "final": "__end__",
 }
 VISION_TOOLS = ("image_generate", "image_analyze")
+MAX_CALLS_PER_REPLY = 5
+
+
+def capped(calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
+    """(calls that may run, calls over the per-reply cap) of one model reply, in order."""
+    return calls[:MAX_CALLS_PER_REPLY], calls[MAX_CALLS_PER_REPLY:]
+
+
+def outside_source(executed: Iterable[ExecutedCall], untrusted: Collection[str]) -> str | None:
+    """The first tool this turn whose result brought outside content in, or None."""
+    return next((e["name"] for e in executed if e["name"] in untrusted), None)
 
 
 def fresh_calls(calls: Iterable[ToolCall], executed: Iterable[ExecutedCall]) -> list[ToolCall]:

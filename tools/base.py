@@ -39,6 +39,11 @@ def always(_: ToolContext) -> bool:
     return True
 
 
+def writes_always(_: dict[str, Any]) -> bool:
+    """``writes_memory`` of tools whose every call changes stored memory."""
+    return True
+
+
 def default_format(result: dict[str, Any]) -> str:
     """Plain key: value lines, used when a tool does not format its own result."""
     if "error" in result:
@@ -59,7 +64,10 @@ class ToolSpec:
     whole text into the first required string parameter). ``available`` is the per-turn
     gate. ``multiline`` commands take the lines after the command line as their text too
     (``/memory_sql`` + SQL below). ``format`` renders the result for the stored
-    ``🔧 TOOL RESULT`` message.
+    ``🔧 TOOL RESULT`` message. ``untrusted`` tools bring outside text (web pages, images
+    from anywhere): their results are marked as untrusted data in the prompt, and memory
+    writes pause for the rest of the turn. ``writes_memory`` tells whether a call with
+    these arguments changes stored memories or messages (None: never).
     """
 
     name: str
@@ -74,6 +82,8 @@ class ToolSpec:
     timeout: float | None = None
     multiline: bool = False
     examples: tuple[str, ...] = field(default_factory=tuple)
+    untrusted: bool = False
+    writes_memory: Callable[[dict[str, Any]], bool] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI/OpenRouter function-tool schema."""

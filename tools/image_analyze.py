@@ -206,5 +206,6 @@ TOOLS = [
         available=available,
         format=format_loaded,
         examples=("/image_analyze", "/image_analyze https://example.com/cat.jpg"),
+        untrusted=True,
     )
 ]

@@ -12,7 +12,7 @@ import asyncio
 import re
 from typing import Any
 
-from memory.sql_guard import format_result, run_sql
+from memory.sql_guard import SqlRefused, check_sql, format_result, run_sql
 from tools.base import ToolContext, ToolSpec
 
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -62,6 +62,14 @@ def parse_command(text: str) -> dict[str, Any]:
     return {"sql": unfence(text)}
 
 
+def is_write(args: dict[str, Any]) -> bool:
+    """True unless the statement is a SELECT (refused SQL never runs, so it writes nothing)."""
+    try:
+        return check_sql(unfence(str(args.get("sql") or ""))).kind != "SELECT"
+    except SqlRefused:
+        return False
+
+
 def has_history(ctx: ToolContext) -> bool:
     """Gate: offered only when the database holds messages or memories."""
     return ctx.store.has_history()
@@ -80,5 +88,6 @@ TOOLS = [
         format=format_result,
         multiline=True,
         examples=("/memory_sql\nSELECT COUNT(*) FROM messages WHERE role = 'user'",),
+        writes_memory=is_write,
     )
 ]

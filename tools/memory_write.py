@@ -20,7 +20,7 @@ from memory.memories import (
     delete_memory,
     update_memory,
 )
-from tools.base import ToolContext, ToolSpec
+from tools.base import ToolContext, ToolSpec, writes_always
 
 CATEGORY_HELP = (
     "identity = who the user is (name, age, home, job, family); principles = how they want "
@@ -162,6 +162,7 @@ TOOLS = [
         parse_command=_split_command,
         format=format_write,
         examples=("/create_memory identity name: Budi",),
+        writes_memory=writes_always,
     ),
     ToolSpec(
         name="update_memory",
@@ -174,6 +175,7 @@ TOOLS = [
         available=has_history,
         format=format_write,
         examples=("/update_memory focus project: finishing the thesis",),
+        writes_memory=writes_always,
     ),
     ToolSpec(
         name="delete_memory",
@@ -186,5 +188,6 @@ TOOLS = [
         available=has_history,
         format=format_write,
         examples=("/delete_memory signals favourite drink",),
+        writes_memory=writes_always,
     ),
 ]

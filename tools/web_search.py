@@ -177,5 +177,6 @@ TOOLS = [
         command="web_search",
         format=format_results,
         examples=("/web_search USD to JPY exchange rate",),
+        untrusted=True,
     )
 ]
