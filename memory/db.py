@@ -96,6 +96,34 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2: the journal of memory_sql edits (memory.sql_journal): every value an UPDATE
+    # replaced, by batch, so the last batch can be undone. row_id is BLOB (no affinity):
+    # it keeps an integer message id and a text memory/session id as they are. A row's
+    # entries go when the row goes, so deleted text does not live on here.
+    """
+    CREATE TABLE sql_edits (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        batch       TEXT NOT NULL,
+        table_name  TEXT NOT NULL CHECK (table_name IN ('messages', 'memories', 'sessions')),
+        row_id      BLOB NOT NULL,
+        column_name TEXT NOT NULL,
+        old_value   TEXT NOT NULL,
+        new_value   TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        undone_at   TEXT
+    );
+    CREATE INDEX sql_edits_batch ON sql_edits(batch);
+    CREATE INDEX sql_edits_row ON sql_edits(table_name, row_id);
+    CREATE TRIGGER sql_edits_messages_ad AFTER DELETE ON messages BEGIN
+        DELETE FROM sql_edits WHERE table_name = 'messages' AND row_id = old.id;
+    END;
+    CREATE TRIGGER sql_edits_memories_ad AFTER DELETE ON memories BEGIN
+        DELETE FROM sql_edits WHERE table_name = 'memories' AND row_id = old.id;
+    END;
+    CREATE TRIGGER sql_edits_sessions_ad AFTER DELETE ON sessions BEGIN
+        DELETE FROM sql_edits WHERE table_name = 'sessions' AND row_id = old.id;
+    END;
+    """,
 )
 
 

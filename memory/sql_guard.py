@@ -1,6 +1,6 @@
 """Run model-written SQL over the chat database safely (the memory_sql tool's engine).
 
-The model may write anything, so nothing here trusts the text. Three layers:
+The model may write anything, so nothing here trusts the text. Four layers:
 
 1. **Parse** (sqlparse): exactly one statement, of type SELECT (``WITH … SELECT``
    included) or UPDATE; INSERT, DELETE, REPLACE, DROP, ALTER, CREATE, ATTACH, DETACH,
@@ -9,7 +9,6 @@ The model may write anything, so nothing here trusts the text. Three layers:
 2. **SQLite's authorizer**, consulted while SQLite compiles the statement, so it sees
    what the SQL really does whatever its spelling: only SELECT, READ of the allowed
    tables, RECURSIVE, allow-listed FUNCTIONs, and UPDATE of the editable columns pass.
-   SELECTs run on a read-only connection.
 3. **Hidden rows by construction**: on the guard's own connection, the unqualified name
    ``messages`` is a TEMP view (the temp schema shadows main) over a second TEMP view with
    a random per-connection name that drops ``role = 'memory_tool'`` rows. The authorizer
@@ -17,25 +16,41 @@ The model may write anything, so nothing here trusts the text. Three layers:
    reader — a CTE named ``messages`` or a qualified ``main.messages`` is refused, and
    the temp schema (where the random name could be read) and the FTS tables (whose index
    covers every row) are unreadable. Each run opens a fresh connection with a fresh
-   random name, so even a name leaked by one run is useless to the next. An UPDATE of
-   ``messages`` goes through an INSTEAD OF trigger on the view that records
-   ``(id, content)`` in a temp table; only after the user statement has finished does the
-   guard apply those edits with its own parameterised UPDATE, which again skips
-   memory_tool rows (and lets the FTS index follow through the store's own triggers).
+   random name, so even a name leaked by one run is useless to the next.
+4. **The model's statement never writes.** It runs on a read-only connection. There,
+   ``memories`` and ``sessions`` are TEMP views too, and an UPDATE of any of the three
+   views goes through an INSTEAD OF trigger that only records ``(row id, old, new)`` in
+   a temp table — so however long the model's expressions take, no write lock is held
+   and other writers carry on. The guard then checks the recorded changes (text only, at
+   most ``MAX_ROWS_CHANGED`` rows, or nothing changes) and applies them by id in one
+   short write transaction, each journalled with the value it replaced
+   (memory.sql_journal, which ``companion undo-sql`` undoes).
 
 Editable columns: ``messages.content``, ``memories.value``, ``sessions.title`` — text the
 user may want corrected; ids, roles, timestamps and FSRS state stay out of reach.
 
-Runaway queries stop at a time limit (progress handler); results are capped in rows and
-cell length. ``run_sql`` never raises: every failure is ``{"error": ...}``.
+Hard limits, so no statement can freeze the app or exhaust memory: a time limit
+(progress handler, checked between rows); SQLite limits on the guard's connection (one
+value's length, LIKE/GLOB pattern length, result columns, function arguments and the
+size of the compiled program, which bounds the work done within one row); at most
+``MAX_COSTLY_CALLS`` calls of the functions whose cost grows with a whole message
+(LIKE, GLOB, instr, replace, trim), the last four replaced by linear-time versions that
+also watch the clock; no aggregates that build an unbounded value (json_group_array,
+json_group_object); and results capped in rows, columns, cell length and total
+characters, so what the tool returns (and the store keeps in ``meta``) stays small.
+``run_sql`` never raises: every failure is ``{"error": ...}``.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,24 +58,65 @@ import sqlparse
 from sqlparse import tokens as T
 
 from memory.db import connect
+from memory.memories import MAX_VALUE_CHARS
+from memory.sql_journal import (
+    EDITABLE_COLUMNS,
+    HIDDEN_ROLE,
+    Edit,
+    EditConflict,
+    apply_edits,
+    new_batch_id,
+)
+from memory.store import format_time, utc_now
 from memory.text import word_set
 
+log = logging.getLogger("companion.memory_sql")
+
 MAX_SQL_CHARS = 20_000
-ROW_CAP = 100
-CELL_CAP = 500
 TIME_LIMIT_SECONDS = 2.0
 PROGRESS_STEPS = 1_000
-MAX_VALUE_BYTES = 1_000_000
 
-HIDDEN_ROLE = "memory_tool"
+# What comes back: at most ROW_CAP rows, each cell cut at CELL_CAP characters, column
+# names at COLUMN_NAME_CAP, and rows stop once RESULT_CHAR_CAP characters are used (the
+# first row always comes: at most MAX_COLUMNS cells, so about the same size).
+ROW_CAP = 100
+CELL_CAP = 500
+COLUMN_NAME_CAP = 60
+RESULT_CHAR_CAP = 16_000
+
+# SQLite limits of the guard's connection.
+MAX_VALUE_BYTES = 1_000_000  # one string or blob, also while it is being built
+MAX_LIKE_PATTERN_BYTES = 100  # LIKE/GLOB cost is pattern length x text length
+MAX_COLUMNS = 32  # result columns (a 1,891-column SELECT made a 95 MB result)
+MAX_FUNCTION_ARGS = 16  # json_array(x, x, …) builds all its arguments before the length check
+MAX_PROGRAM_OPS = 500  # typical questions compile to 20-100 steps
+MAX_EXPR_DEPTH = 100
+MAX_COMPOUND_SELECT = 20
+CONNECTION_LIMITS = {
+    sqlite3.SQLITE_LIMIT_ATTACHED: 0,
+    sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES,
+    sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: MAX_LIKE_PATTERN_BYTES,
+    sqlite3.SQLITE_LIMIT_COLUMN: MAX_COLUMNS,
+    sqlite3.SQLITE_LIMIT_FUNCTION_ARG: MAX_FUNCTION_ARGS,
+    sqlite3.SQLITE_LIMIT_VDBE_OP: MAX_PROGRAM_OPS,
+    sqlite3.SQLITE_LIMIT_EXPR_DEPTH: MAX_EXPR_DEPTH,
+    sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: MAX_COMPOUND_SELECT,
+}
+
+# Functions whose one call may scan a whole message against a whole argument: SQLite
+# checks the time limit only between rows, so their number per statement is capped.
+COSTLY_FUNCTIONS = frozenset({"like", "glob", "instr", "replace", "trim", "ltrim", "rtrim"})
+MAX_COSTLY_CALLS = 8
+
+# What an UPDATE may write: at most this many rows per call, text only, this long.
+MAX_ROWS_CHANGED = 20
+MAX_WRITE_CHARS = {"messages": 100_000, "memories": MAX_VALUE_CHARS, "sessions": 200}
+NOT_EMPTY = frozenset({"memories", "sessions"})  # the store refuses empty values/titles too
+
 READABLE_TABLES = frozenset(
     {"sessions", "memories", "segments", "profile", "sqlite_master", "schema_version"}
 )
-EDITABLE_COLUMNS: dict[str, frozenset[str]] = {
-    "messages": frozenset({"content"}),
-    "memories": frozenset({"value"}),
-    "sessions": frozenset({"title"}),
-}
+SHADOWED = frozenset(EDITABLE_COLUMNS)  # main tables the guard shadows with TEMP views
 FORBIDDEN_KEYWORDS = frozenset(
     {
         "INSERT",
@@ -91,15 +147,18 @@ FORBIDDEN_KEYWORDS = frozenset(
 FORBIDDEN_FUNCTIONS = frozenset(
     {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zeroblob", "randomblob"}
 )
+# Not here on purpose: json_group_array and json_group_object grow their value with no
+# length check (+1.3 GB within the time limit); group_concat/string_agg stop at
+# MAX_VALUE_BYTES, so they stay.
 ALLOWED_FUNCTIONS = word_set(
     """
     abs avg changes char coalesce concat concat_ws count cume_dist date datetime dense_rank
     first_value format glob group_concat hex ifnull iif instr json json_array
-    json_array_length json_extract json_group_array json_group_object json_object json_quote
-    json_type json_valid julianday lag last_value lead length like likelihood likely lower
-    ltrim max min nth_value ntile nullif percent_rank printf quote random rank replace round
-    row_number rtrim sign strftime string_agg substr substring sum time timediff total trim
-    typeof unicode unixepoch unlikely upper
+    json_array_length json_extract json_object json_quote json_type json_valid julianday
+    lag last_value lead length like likelihood likely lower ltrim max min nth_value ntile
+    nullif percent_rank printf quote random rank replace round row_number rtrim sign
+    strftime string_agg substr substring sum time timediff total trim typeof unicode
+    unixepoch unlikely upper
     """
 )
 
@@ -117,16 +176,52 @@ REFUSED_SCHEMA = (
     "refused: changing the schema (sqlite_master) or using virtual tables (the FTS "
     "indexes messages_fts/segments_fts, pragma_*, json_each) is not allowed"
 )
-REFUSED_DIRECT_UPDATE = "refused: updating main.messages directly is not allowed (UPDATE messages)"
+REFUSED_DIRECT_UPDATE = (
+    "refused: updating {database}.{table} directly is not allowed (UPDATE {table})"
+)
 REFUSED_FUNCTION = "refused: function {name}() is not allowed"
 REFUSED_ACTION = "refused: {action} is not allowed"
+REFUSED_COSTLY = (
+    "refused: at most {cap} calls of like/glob/instr/replace/trim per statement (each may "
+    "scan a whole message); combine the conditions or narrow the rows first"
+)
+REFUSED_TOO_COMPLEX = (
+    "refused: the statement is too complex (more than {ops} SQLite program steps); "
+    "split it into simpler questions"
+)
+TOO_MANY_ROWS = (
+    "refused: this UPDATE would change more than {cap} rows, and memory_sql changes at "
+    "most {cap} rows per call, so nothing was changed; narrow the WHERE clause "
+    "(for example WHERE id IN (…))"
+)
+NOT_TEXT = (
+    "refused: only text can be written to {where}, and this UPDATE gives it {kind}; "
+    "nothing was changed"
+)
+NOT_UTF8 = "refused: the new {where} is not valid UTF-8 text; nothing was changed"
+HAS_NUL = "refused: the new {where} contains a NUL character; nothing was changed"
+TOO_LONG = "refused: {where} is at most {cap:,} characters; nothing was changed"
+EMPTY_TEXT = "refused: {where} cannot be empty; nothing was changed"
+TOO_BIG = "one value may be at most {cap:,} bytes"
 TIME_LIMIT_ERROR = (
     "query stopped: it ran longer than {seconds:g} s (time limit); add a LIMIT or a narrower WHERE"
+)
+# SQLite's own words for a limit it enforced, and what the model should know about it.
+LIMIT_HINTS = (
+    (
+        "LIKE or GLOB pattern too complex",
+        f"LIKE and GLOB patterns are limited to {MAX_LIKE_PATTERN_BYTES} bytes",
+    ),
+    ("string or blob too big", TOO_BIG.format(cap=MAX_VALUE_BYTES)),
 )
 
 
 class SqlRefused(Exception):
     """The SQL was refused before running; the message names what was refused."""
+
+
+class _Stopped(Exception):
+    """Raised inside a guard function to stop the statement; the reason is recorded."""
 
 
 @dataclass(frozen=True)
@@ -181,14 +276,33 @@ def check_sql(sql: object) -> Checked:
     return Checked(text, kind)
 
 
+class _Deadline:
+    """Progress handler that stops a statement once its time is up."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self.hit = False
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.ends:
+            self.hit = True
+            return 1
+        return 0
+
+
 @dataclass
 class _Policy:
-    """The authorizer of one guarded run; remembers why it first said no."""
+    """The authorizer of one guarded run; remembers why it (or a guard function) first
+    said no, counts costly calls, and collects the rows an UPDATE would change."""
 
     hidden_view: str
-    edit_trigger: str
     pending_table: str
+    edit_counter: str
+    triggers: frozenset[str]
     denied: list[str] = field(default_factory=list)
+    costly_calls: int = 0
+    edited: set[tuple[str, Any]] = field(default_factory=set)
 
     def deny(self, reason: str) -> int:
         if not self.denied:
@@ -206,10 +320,7 @@ class _Policy:
         if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION:
-            name = (arg2 or "").lower()
-            if name in ALLOWED_FUNCTIONS:
-                return sqlite3.SQLITE_OK
-            return self.deny(REFUSED_FUNCTION.format(name=name))
+            return self._function((arg2 or "").lower(), source)
         if action == sqlite3.SQLITE_READ:
             return self._read(arg1 or "", database or "", source)
         if action == sqlite3.SQLITE_UPDATE:
@@ -218,10 +329,21 @@ class _Policy:
             action == sqlite3.SQLITE_INSERT
             and database == "temp"
             and arg1 == self.pending_table
-            and source == self.edit_trigger
+            and source in self.triggers
         ):
             return sqlite3.SQLITE_OK
         return self.deny(REFUSED_ACTION.format(action=_action_name(action, arg1)))
+
+    def _function(self, name: str, source: str | None) -> int:
+        if name == self.edit_counter and source in self.triggers:
+            return sqlite3.SQLITE_OK
+        if name not in ALLOWED_FUNCTIONS:
+            return self.deny(REFUSED_FUNCTION.format(name=name))
+        if name in COSTLY_FUNCTIONS:
+            self.costly_calls += 1
+            if self.costly_calls > MAX_COSTLY_CALLS:
+                return self.deny(REFUSED_COSTLY.format(cap=MAX_COSTLY_CALLS))
+        return sqlite3.SQLITE_OK
 
     def _read(self, table: str, database: str, source: str | None) -> int:
         if not database:
@@ -233,9 +355,9 @@ class _Policy:
                 return sqlite3.SQLITE_OK
             return self.deny(REFUSED_TABLE.format(table="main.messages directly (use messages)"))
         if database == "temp":
-            if table == "messages" or (table == self.hidden_view and source == "messages"):
+            if table in SHADOWED or (table == self.hidden_view and source == "messages"):
                 return sqlite3.SQLITE_OK
-            if source == self.edit_trigger:
+            if source in self.triggers:
                 return sqlite3.SQLITE_OK
             return self.deny(REFUSED_TABLE.format(table=f"temp.{table}"))
         if database == "main" and table in READABLE_TABLES:
@@ -246,16 +368,21 @@ class _Policy:
         if table == "sqlite_master":
             # SQLite also asks this while opening a virtual table (FTS, pragma_*, json_each).
             return self.deny(REFUSED_SCHEMA)
-        allowed = EDITABLE_COLUMNS.get(table, frozenset())
-        if table == "messages":
-            # The view (temp) is editable; the real table only through the guard itself.
-            if database == "temp" and column in allowed and source is None:
-                return sqlite3.SQLITE_OK
-            if database != "temp":
-                return self.deny(REFUSED_DIRECT_UPDATE)
-        elif database == "main" and column in allowed and source is None:
-            return sqlite3.SQLITE_OK
-        return self.deny(REFUSED_UPDATE_COLUMN.format(table=table, column=column))
+        if EDITABLE_COLUMNS.get(table) != column or source is not None:
+            return self.deny(REFUSED_UPDATE_COLUMN.format(table=table, column=column))
+        if database != "temp":
+            # Only the views are editable; their trigger records, the guard writes.
+            return self.deny(REFUSED_DIRECT_UPDATE.format(database=database, table=table))
+        return sqlite3.SQLITE_OK
+
+    def count_edit(self, table: str, row_id: Any) -> int:
+        """Called by the edit triggers for each row an UPDATE changes; stops the
+        statement past MAX_ROWS_CHANGED rows, before it records any more."""
+        self.edited.add((table, row_id))
+        if len(self.edited) > MAX_ROWS_CHANGED:
+            self.deny(TOO_MANY_ROWS.format(cap=MAX_ROWS_CHANGED))
+            raise _Stopped
+        return 0
 
 
 def _action_name(action: int, arg1: str | None) -> str:
@@ -270,29 +397,197 @@ def _action_name(action: int, arg1: str | None) -> str:
     return f"action {action}"
 
 
-def _prepare(conn: sqlite3.Connection, with_edits: bool) -> _Policy:
-    """Shadow ``messages`` with the filtered views (and the edit trigger) on ``conn``."""
+# Linear-time stand-ins for SQLite's instr, replace and trim, whose C versions compare
+# every position with the whole argument (4 s for one instr over 1 MB; 24 s for one trim
+# with 10,000 characters to strip) and cannot be interrupted. Same results as SQLite's.
+
+
+def _as_text(value: Any) -> str:
+    """A value as SQLite's text functions read it (a REAL as SQLite prints it)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "Inf" if value > 0 else "-Inf"
+        mantissa, e, exponent = f"{value:.15g}".partition("e")
+        return (mantissa if "." in mantissa else f"{mantissa}.0") + e + exponent
+    return str(value)
+
+
+def _instr(haystack: Any, needle: Any) -> int | None:
+    if haystack is None or needle is None:
+        return None
+    if isinstance(haystack, bytes) and isinstance(needle, bytes):
+        return haystack.find(needle) + 1
+    return _as_text(haystack).find(_as_text(needle)) + 1
+
+
+def _replace(policy: _Policy) -> Callable[[Any, Any, Any], Any]:
+    def replace(value: Any, old: Any, new: Any) -> Any:
+        if value is None or old is None:
+            return None
+        old_text = _as_text(old)
+        if not old_text:
+            return value
+        if new is None:
+            return None
+        text, new_text = _as_text(value), _as_text(new)
+        # Refuse before building a result SQLite would refuse anyway (its limit is in
+        # bytes, which are never fewer than characters).
+        if len(text) + text.count(old_text) * (len(new_text) - len(old_text)) > MAX_VALUE_BYTES:
+            policy.deny(f"replace(): {TOO_BIG.format(cap=MAX_VALUE_BYTES)}")
+            raise _Stopped
+        return text.replace(old_text, new_text)
+
+    return replace
+
+
+def _trim(left: bool, right: bool) -> Callable[..., str | None]:
+    def trim(value: Any, characters: Any = " ") -> str | None:
+        if value is None or characters is None:
+            return None
+        text, strip = _as_text(value), frozenset(_as_text(characters))
+        start, end = 0, len(text)
+        while left and start < end and text[start] in strip:
+            start += 1
+        while right and end > start and text[end - 1] in strip:
+            end -= 1
+        return text[start:end]
+
+    return trim
+
+
+def _on_time(deadline: _Deadline, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, refusing to start once the time limit has passed."""
+
+    def run(*args: Any) -> Any:
+        if deadline():
+            raise _Stopped
+        return function(*args)
+
+    return run
+
+
+def _install_functions(conn: sqlite3.Connection, policy: _Policy, deadline: _Deadline) -> None:
+    """The linear stand-ins (they take precedence over SQLite's built-ins)."""
+    for name, arity, function in (
+        ("instr", 2, _instr),
+        ("replace", 3, _replace(policy)),
+        ("trim", 1, _trim(True, True)),
+        ("trim", 2, _trim(True, True)),
+        ("ltrim", 1, _trim(True, False)),
+        ("ltrim", 2, _trim(True, False)),
+        ("rtrim", 1, _trim(False, True)),
+        ("rtrim", 2, _trim(False, True)),
+    ):
+        conn.create_function(name, arity, _on_time(deadline, function), deterministic=True)
+
+
+def _prepare(conn: sqlite3.Connection, deadline: _Deadline, with_edits: bool) -> _Policy:
+    """Shadow the tables with the filtered views (and edit triggers), install the guard
+    functions and the limits on ``conn``."""
     tag = secrets.token_hex(8)
-    policy = _Policy(f"guard_rows_{tag}", f"guard_edit_{tag}", f"guard_pending_{tag}")
+    triggers = {table: f"guard_edit_{table}_{tag}" for table in SHADOWED}
+    policy = _Policy(
+        hidden_view=f"guard_rows_{tag}",
+        pending_table=f"guard_pending_{tag}",
+        edit_counter=f"guard_count_{tag}",
+        triggers=frozenset(triggers.values()) if with_edits else frozenset(),
+    )
     conn.execute(
         f"CREATE TEMP VIEW {policy.hidden_view} AS SELECT * FROM main.messages "
         f"WHERE role != '{HIDDEN_ROLE}'"
     )
     conn.execute(f"CREATE TEMP VIEW messages AS SELECT * FROM {policy.hidden_view}")
+    conn.execute("CREATE TEMP VIEW memories AS SELECT * FROM main.memories")
+    conn.execute("CREATE TEMP VIEW sessions AS SELECT * FROM main.sessions")
     if with_edits:
+        # old/new have no type, so a BLOB or a number stays what it is until checked.
         conn.execute(
-            f"CREATE TEMP TABLE {policy.pending_table} (id INTEGER PRIMARY KEY, content TEXT)"
+            f"""CREATE TEMP TABLE {policy.pending_table} (
+                    tbl TEXT NOT NULL, row_id, old, new, PRIMARY KEY (tbl, row_id))"""
         )
-        conn.execute(
-            f"""CREATE TEMP TRIGGER {policy.edit_trigger} INSTEAD OF UPDATE ON messages
-                BEGIN
-                    INSERT OR REPLACE INTO {policy.pending_table} (id, content)
-                    VALUES (old.id, new.content);
-                END"""
-        )
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.create_function(policy.edit_counter, 2, policy.count_edit)
+        for table, trigger in triggers.items():
+            column = EDITABLE_COLUMNS[table]
+            conn.execute(
+                f"""CREATE TEMP TRIGGER {trigger} INSTEAD OF UPDATE ON {table}
+                    WHEN new.{column} IS NOT old.{column}
+                    BEGIN
+                        SELECT {policy.edit_counter}('{table}', old.id);
+                        INSERT OR REPLACE INTO {policy.pending_table} (tbl, row_id, old, new)
+                        VALUES ('{table}', old.id, old.{column}, new.{column});
+                    END"""
+            )
+    _install_functions(conn, policy, deadline)
+    # Text that is not valid UTF-8 (left by an older version) reads as text with U+FFFD
+    # instead of failing the whole query.
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    for limit, value in CONNECTION_LIMITS.items():
+        conn.setlimit(limit, value)
     return policy
+
+
+def run_sql(
+    db_path: Path | str,
+    sql: object,
+    *,
+    row_cap: int = ROW_CAP,
+    cell_cap: int = CELL_CAP,
+    time_limit: float = TIME_LIMIT_SECONDS,
+    clock: Callable[[], datetime] = utc_now,
+) -> dict[str, Any]:
+    """Run one guarded statement; SELECT -> {columns, rows, row_count, truncated},
+    UPDATE -> {updated}; any refusal or failure -> {"error": ...}. Never raises."""
+    try:
+        checked = check_sql(sql)
+    except SqlRefused as exc:
+        log.info("memory_sql refused: %s", exc)
+        return {"error": str(exc)}
+    try:
+        conn = connect(db_path, read_only=True)
+    except sqlite3.Error as exc:
+        log.exception("memory_sql could not open the database")
+        return {"error": f"could not open the database: {exc}"}
+    conn.isolation_level = None  # autocommit: the guard manages its own transactions
+    deadline = _Deadline(time_limit)
+    policy: _Policy | None = None
+    try:
+        policy = _prepare(conn, deadline, with_edits=checked.kind == "UPDATE")
+        conn.set_progress_handler(deadline, PROGRESS_STEPS)
+        if checked.kind == "SELECT":
+            return _select(conn, policy, checked.sql, row_cap, cell_cap)
+        edits = _planned_edits(conn, policy, checked.sql)
+        conn.close()  # end the read before the write begins (closing twice is harmless)
+        return _apply(db_path, edits, format_time(clock()))
+    except (SqlRefused, EditConflict) as exc:
+        log.info("memory_sql refused: %s", exc)
+        return {"error": str(exc)}
+    except (sqlite3.Error, MemoryError) as exc:  # a guard function's _Stopped arrives as
+        # sqlite3.OperationalError; the reason it recorded is in policy.denied
+        log.exception("memory_sql statement failed")
+        return {"error": _failure(exc, policy, deadline)}
+    except Exception as exc:  # the guard must answer with data whatever happened
+        log.exception("memory_sql failed")
+        return {"error": f"memory_sql failed: {type(exc).__name__}: {exc}"}
+    finally:
+        conn.close()
+
+
+def _failure(exc: BaseException, policy: _Policy | None, deadline: _Deadline) -> str:
+    """What the model is told about a statement SQLite (or a guard function) stopped."""
+    if policy is not None and policy.denied:
+        return policy.denied[0]
+    if deadline.hit:
+        return TIME_LIMIT_ERROR.format(seconds=deadline.seconds)
+    if isinstance(exc, MemoryError):
+        # SQLITE_LIMIT_VDBE_OP: SQLite reports a program over the limit as out of memory.
+        return REFUSED_TOO_COMPLEX.format(ops=MAX_PROGRAM_OPS)
+    message = f"SQL error: {exc}"
+    hints = [hint for words, hint in LIMIT_HINTS if words in str(exc)]
+    return "; ".join([message, *hints])
 
 
 def _cell(value: Any, cell_cap: int) -> Any:
@@ -303,100 +598,96 @@ def _cell(value: Any, cell_cap: int) -> Any:
     return value
 
 
-class _Deadline:
-    """Progress handler that stops a statement once its time is up."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.ends = time.monotonic() + seconds
-        self.hit = False
-
-    def __call__(self) -> int:
-        if time.monotonic() > self.ends:
-            self.hit = True
-            return 1
-        return 0
-
-
-def run_sql(
-    db_path: Path | str,
-    sql: object,
-    *,
-    row_cap: int = ROW_CAP,
-    cell_cap: int = CELL_CAP,
-    time_limit: float = TIME_LIMIT_SECONDS,
-) -> dict[str, Any]:
-    """Run one guarded statement; SELECT -> {columns, rows, row_count, truncated},
-    UPDATE -> {updated}; any refusal or failure -> {"error": ...}. Never raises."""
-    try:
-        checked = check_sql(sql)
-    except SqlRefused as exc:
-        return {"error": str(exc)}
-    try:
-        conn = connect(db_path, read_only=checked.kind == "SELECT")
-    except sqlite3.Error as exc:
-        return {"error": f"could not open the database: {exc}"}
-    conn.isolation_level = None  # the guard manages its one transaction itself
-    try:
-        policy = _prepare(conn, with_edits=checked.kind == "UPDATE")
-        deadline = _Deadline(time_limit)
-        conn.set_progress_handler(deadline, PROGRESS_STEPS)
-        try:
-            if checked.kind == "SELECT":
-                return _select(conn, policy, checked.sql, row_cap, cell_cap)
-            return _update(conn, policy, checked.sql)
-        except sqlite3.Error as exc:
-            if policy.denied:
-                return {"error": policy.denied[0]}
-            if deadline.hit:
-                return {"error": TIME_LIMIT_ERROR.format(seconds=time_limit)}
-            return {"error": f"SQL error: {exc}"}
-    except Exception as exc:  # the guard must answer with data whatever happened
-        return {"error": f"memory_sql failed: {type(exc).__name__}: {exc}"}
-    finally:
-        conn.close()
-
-
 def _select(
     conn: sqlite3.Connection, policy: _Policy, sql: str, row_cap: int, cell_cap: int
 ) -> dict[str, Any]:
+    # The authorizer stays on while rows are fetched: if SQLite recompiles the statement
+    # (the schema changed meanwhile), the new program is checked too.
     conn.set_authorizer(policy)
     try:
         cursor = conn.execute(sql)
-        columns = [column[0] for column in cursor.description or ()]
-        fetched = cursor.fetchmany(row_cap + 1)
+        columns = [_cell(str(c[0]), COLUMN_NAME_CAP) for c in cursor.description or ()]
+        budget = RESULT_CHAR_CAP - sum(len(name) for name in columns)
+        rows: list[list[Any]] = []
+        truncated = False
+        while (row := cursor.fetchone()) is not None:
+            cells = [_cell(value, cell_cap) for value in row]
+            size = sum(len(str(cell)) for cell in cells)
+            if len(rows) == row_cap or (rows and size > budget):
+                truncated = True
+                break
+            rows.append(cells)
+            budget -= size
     finally:
         conn.set_authorizer(None)
-    rows = [[_cell(value, cell_cap) for value in row] for row in fetched[:row_cap]]
-    return {
-        "columns": columns,
-        "rows": rows,
-        "row_count": len(rows),
-        "truncated": len(fetched) > row_cap,
-    }
+    return {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}
 
 
-def _update(conn: sqlite3.Connection, policy: _Policy, sql: str) -> dict[str, Any]:
-    conn.execute("BEGIN IMMEDIATE")
+def _planned_edits(conn: sqlite3.Connection, policy: _Policy, sql: str) -> list[Edit]:
+    """Run the UPDATE on the read-only connection, where the views' triggers only record
+    what it would change; those changes, checked."""
+    conn.set_authorizer(policy)
     try:
-        conn.set_authorizer(policy)
+        conn.execute(sql)
+    finally:
+        conn.set_authorizer(None)
+    recorded = conn.execute(
+        f"""SELECT tbl, row_id, typeof(old), CAST(old AS BLOB), typeof(new), CAST(new AS BLOB)
+            FROM temp.{policy.pending_table} ORDER BY rowid"""
+    ).fetchall()
+    return [_edit(*row) for row in recorded]
+
+
+def _edit(
+    table: str, row_id: Any, old_kind: str, old_raw: bytes, new_kind: str, new_raw: bytes | None
+) -> Edit:
+    column = EDITABLE_COLUMNS[table]
+    where = f"{table}.{column}"
+    if new_kind != "text" or new_raw is None:
+        raise SqlRefused(
+            NOT_TEXT.format(where=where, kind="NULL" if new_kind == "null" else new_kind)
+        )
+    try:
+        new = new_raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SqlRefused(NOT_UTF8.format(where=where)) from None
+    if "\x00" in new:
+        raise SqlRefused(HAS_NUL.format(where=where))
+    old = _stored(old_kind, old_raw)
+    if len(new) > max(MAX_WRITE_CHARS[table], len(old)):  # a long message may shrink
+        raise SqlRefused(TOO_LONG.format(where=where, cap=MAX_WRITE_CHARS[table]))
+    if table in NOT_EMPTY and not new.strip():
+        raise SqlRefused(EMPTY_TEXT.format(where=where))
+    return Edit(table, row_id, column, old, new)
+
+
+def _stored(kind: str, raw: bytes) -> str | bytes:
+    """The value a row holds now, as text when it is text (else its bytes)."""
+    if kind == "text":
         try:
-            cursor = conn.execute(sql)
-        finally:
-            conn.set_authorizer(None)
-        direct = max(cursor.rowcount, 0)
-        pending = conn.execute(f"SELECT id, content FROM temp.{policy.pending_table}").fetchall()
-        applied = 0
-        for row in pending:
-            applied += conn.execute(
-                "UPDATE main.messages SET content = ? WHERE id = ? AND role != ?",
-                (row["content"], row["id"], HIDDEN_ROLE),
-            ).rowcount
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+    return raw
+
+
+def _apply(db_path: Path | str, edits: list[Edit], now: str) -> dict[str, Any]:
+    """Write the planned edits by id in one short transaction, with their journal."""
+    if not edits:
+        return {"updated": 0}
+    conn = connect(db_path)
+    conn.isolation_level = None
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            apply_edits(conn, edits, new_batch_id(), now)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return {"updated": applied if pending else direct}
+    finally:
+        conn.close()
+    return {"updated": len(edits)}
 
 
 def format_result(result: dict[str, Any]) -> str:

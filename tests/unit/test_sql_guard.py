@@ -1,4 +1,5 @@
-"""memory_sql's guard: a table of attacks, hidden rows, limits, and property tests."""
+"""memory_sql's guard: a table of attacks (issue 12 #3-#8 included), hidden rows, limits,
+and property tests."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.memories import create_memory
-from memory.sql_guard import SqlRefused, check_sql, format_result, run_sql
+from memory.sql_guard import (
+    MAX_ROWS_CHANGED,
+    RESULT_CHAR_CAP,
+    SqlRefused,
+    check_sql,
+    format_result,
+    run_sql,
+)
 from memory.store import Store
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
@@ -45,6 +53,8 @@ def snapshot(path: Path) -> dict[str, object]:
     finally:
         conn.close()
 
+
+LONG_PATTERN = "printf('%.49000c', 'a')"
 
 REFUSED = [
     ("INSERT INTO memories VALUES ('x','identity','k','v','','',1,1,NULL,0)", "INSERT"),
@@ -103,6 +113,29 @@ REFUSED = [
     ),
     ("ＤＥＬＥＴＥ FROM messages", ""),
     ("SELECT\u00a01; DELETE FROM messages", ""),
+    # Issue 12 #3: a 49,000-character LIKE pattern ran 35 s (and, as an UPDATE, held the
+    # write lock); LIKE/GLOB patterns are capped, and so is the number of such calls.
+    (f"SELECT COUNT(*) FROM messages WHERE content LIKE '%' || {LONG_PATTERN} || 'b%'", "LIKE"),
+    (f"UPDATE messages SET content = 'x' WHERE content LIKE '%' || {LONG_PATTERN} || 'b%'", "LIKE"),
+    (f"SELECT 1 FROM messages WHERE content GLOB '*' || {LONG_PATTERN} || '*'", "GLOB"),
+    ("SELECT 1 FROM messages WHERE " + " OR ".join(["content LIKE '%a%'"] * 9), "at most 8"),
+    # #4: json_group_array over a recursive CTE grew by 1.3 GB within the time limit.
+    (
+        "SELECT json_group_array(n) FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL "
+        "SELECT n + 1 FROM r) SELECT n FROM r)",
+        "json_group_array",
+    ),
+    ("SELECT json_group_object(key, value) FROM memories", "json_group_object"),
+    ("SELECT json_array(" + ", ".join(["content"] * 20) + ") FROM messages", "arguments"),
+    # #5: 1,891 columns x 100 rows made a 95 MB result, stored in messages.meta.
+    ("SELECT id, " + ", ".join(["*"] * 210) + " FROM messages", "columns"),
+    # #6: a BLOB (or text that is not UTF-8) bricked every later turn of the session.
+    ("UPDATE messages SET content = x'00ff'", "only text"),
+    ("UPDATE messages SET content = CAST(x'ff' AS TEXT)", "UTF-8"),
+    ("UPDATE memories SET value = NULL", "only text"),
+    ("UPDATE messages SET content = 'a' || char(0) || 'b'", "NUL"),
+    ("UPDATE sessions SET title = '  '", "cannot be empty"),
+    ("UPDATE memories SET value = printf('%.5000c', 'x')", "at most 2,000"),
 ]
 
 
@@ -155,10 +188,18 @@ def test_select_returns_columns_rows_and_caps(store: Store) -> None:
     many = run_sql(
         store.path,
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
-        "SELECT i, printf('%.900c', 'x') FROM n",
+        "SELECT i, printf('%.90c', 'x') FROM n",
     )
     assert many["row_count"] == 100 and many["truncated"] is True
-    assert len(many["rows"][0][1]) == 501 and many["rows"][0][1].endswith("…")
+    wide = run_sql(
+        store.path,
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
+        "SELECT i, printf('%.900c', 'x') FROM n",
+    )
+    assert len(wide["rows"][0][1]) == 501 and wide["rows"][0][1].endswith("…")
+    # Rows stop once the result holds RESULT_CHAR_CAP characters.
+    assert wide["truncated"] is True and wide["row_count"] < 100
+    assert sum(len(str(cell)) for row in wide["rows"] for cell in row) <= RESULT_CHAR_CAP
 
 
 def test_runaway_recursive_cte_is_stopped(store: Store) -> None:
@@ -192,6 +233,66 @@ def test_update_edits_allowed_columns_only_on_visible_rows(store: Store) -> None
     assert run_sql(store.path, "UPDATE sessions SET title = 'Cooking' WHERE id = 's'") == {
         "updated": 1
     }
+
+
+@pytest.fixture
+def full_store(tmp_path: Path) -> Iterator[Store]:
+    """More rows than one memory_sql edit may change: 32 messages, 26 memories, 27 sessions."""
+    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    seed(s)
+    for n in range(30):
+        s.add_message(f"s{n % 25}", "user", f"message {n}")
+    for n in range(25):
+        create_memory(s, "signals", f"k{n}", f"v{n}")
+    yield s
+    s.close()
+
+
+# Issue 12 #7: one UPDATE wiped 300 of 300 messages (and memories and titles in two more).
+MASS_EDITS = [
+    "UPDATE messages SET content = ''",
+    "UPDATE memories SET value = 'gone'",
+    "UPDATE sessions SET title = 'gone'",
+    "WITH doomed AS (SELECT id FROM messages) UPDATE messages SET content = '' WHERE id IN doomed",
+    "UPDATE messages SET content = content || '.' WHERE id > 1",
+]
+
+
+@pytest.mark.parametrize("sql", MASS_EDITS)
+def test_mass_edits_are_refused_and_change_nothing(full_store: Store, sql: str) -> None:
+    before = snapshot(full_store.path)
+    result = run_sql(full_store.path, sql)
+    assert f"at most {MAX_ROWS_CHANGED} rows" in result["error"]
+    assert "nothing was changed" in result["error"]
+    assert snapshot(full_store.path) == before
+
+
+def test_an_edit_of_exactly_the_cap_goes_through(full_store: Store) -> None:
+    result = run_sql(
+        full_store.path,
+        f"UPDATE memories SET value = upper(value) WHERE category = 'signals' "
+        f"AND key IN (SELECT key FROM memories WHERE category = 'signals' ORDER BY key "
+        f"LIMIT {MAX_ROWS_CHANGED})",
+    )
+    assert result == {"updated": MAX_ROWS_CHANGED}
+    # Rows whose value does not change are not counted (nor written).
+    assert run_sql(full_store.path, "UPDATE messages SET content = content") == {"updated": 0}
+
+
+def test_with_update_reports_the_rows_it_changed(store: Store) -> None:
+    """Issue 12 #8: ``WITH … UPDATE memories`` changed rows but reported 0."""
+    result = run_sql(
+        store.path,
+        "WITH x AS (SELECT id FROM memories WHERE key = 'name') "
+        "UPDATE memories SET value = 'Budi S.' WHERE id IN (SELECT id FROM x)",
+    )
+    assert result == {"updated": 1}
+    assert store.conn.execute("SELECT value FROM memories").fetchone()[0] == "Budi S."
+    result = run_sql(
+        store.path,
+        "WITH s AS (SELECT id FROM sessions) UPDATE sessions SET title = 'Kitchen' WHERE id IN s",
+    )
+    assert result == {"updated": 2}
 
 
 def test_sql_errors_are_data(store: Store) -> None:
@@ -288,7 +389,10 @@ def test_no_input_raises_or_writes_beyond_update(store: Store, sql: str) -> None
     assert after["schema"] == before["schema"]
     for table, rows in before["rows"].items():  # type: ignore[union-attr]
         now_rows = after["rows"][table]  # type: ignore[index]
-        assert len(now_rows) == len(rows), (sql, table)
+        if table == "sql_edits":  # the journal keeps one entry per row an UPDATE changed
+            assert len(now_rows) <= len(rows) + result.get("updated", 0), sql
+        else:
+            assert len(now_rows) == len(rows), (sql, table)
     hidden = [r for r in after["rows"]["messages"] if r[2] == "memory_tool"]  # type: ignore[index]
     assert [r[3] for r in hidden] == ["SECRET tool result", "SECRET two"]
     if "rows" in result:
