@@ -2,8 +2,9 @@
 
 Everything that makes this safe lives in memory.sql_guard: one SELECT or UPDATE
 statement, checked by a parser and enforced by SQLite's authorizer, on a connection
-where memory_tool rows do not exist; time, row and cell limits. This module only
-declares the tool and unwraps what models wrap SQL in (code fences).
+where memory_tool rows do not exist; time, size and row limits; an UPDATE changes a
+few rows at most, text only, journalled so ``companion undo-sql`` can undo it. This
+module only declares the tool and unwraps what models wrap SQL in (code fences).
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ import asyncio
 import re
 from typing import Any
 
-from memory.sql_guard import SqlRefused, check_sql, format_result, run_sql
+from memory.sql_guard import (
+    CELL_CAP,
+    MAX_COLUMNS,
+    MAX_ROWS_CHANGED,
+    ROW_CAP,
+    SqlRefused,
+    check_sql,
+    format_result,
+    run_sql,
+)
 from tools.base import ToolContext, ToolSpec
 
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -25,8 +35,10 @@ DESCRIPTION = (
     "tool_name, meta, image_path), sessions(id, title, persona, created_at), "
     "memories(id, category, key, value, created_at, updated_at, last_recalled_at, "
     "recall_count), segments(id, session_id, start_at, end_at, summary), profile(key, value). "
-    "Editable: messages.content, memories.value, sessions.title. At most 100 rows and 500 "
-    "characters per cell come back. Example: SELECT created_at, content FROM messages "
+    "Editable: messages.content, memories.value, sessions.title; an UPDATE writes text "
+    f"only and changes at most {MAX_ROWS_CHANGED} rows (more: nothing changes). At most "
+    f"{ROW_CAP} rows, {MAX_COLUMNS} columns and {CELL_CAP} characters per cell come back. "
+    "Example: SELECT created_at, content FROM messages "
     "WHERE role = 'user' AND content LIKE '%cook%' ORDER BY id DESC LIMIT 10"
 )
 PARAMETERS: dict[str, Any] = {
@@ -54,7 +66,7 @@ async def memory_sql(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     sql = args.get("sql")
     if not isinstance(sql, str):
         return {"error": "memory_sql needs an `sql` string"}
-    return await asyncio.to_thread(run_sql, ctx.store.path, unfence(sql))
+    return await asyncio.to_thread(run_sql, ctx.store.path, unfence(sql), clock=ctx.clock)
 
 
 def parse_command(text: str) -> dict[str, Any]:
