@@ -11,13 +11,21 @@ same turn looks the same while it streams and after a reload:
 - an image made by image_generate goes into the assistant bubble that answers the turn;
 - a provider failure is an assistant message marked with a warning sign.
 
+Every text shown is made inert first (``neutralise_markdown``): a model can write
+``![](http://host/?pin=4321)`` or ``<img src=…>``, and the browser would fetch that URL the
+moment the reply renders. Images become links (a click away) and raw HTML shows as text;
+fenced code blocks are left as they are, since the browser shows them as text anyway. The
+app's own images (uploads, drawings) are file parts of a message, never Markdown, and
+keep showing. The Content-Security-Policy of ``app.security`` blocks what slips through.
+
 Only the app (and its tests) import this module: gradio stays out of the CLI's import path.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gradio import ChatMessage
@@ -32,6 +40,83 @@ SUMMARY_KEYS = ("location", "query", "prompt", "reference", "key", "sql", "text"
 MAX_SUMMARY_CHARS = 48
 MAX_RESULT_CHARS = 4000
 RUNNING = "running…"
+
+FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*\r?$", re.MULTILINE)
+IMAGE_START = re.compile(r"(?<!\\)((?:\\\\)*)!\[(\])?")  # "![" not escaped; "![]" too
+TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+NOT_A_TAG = "<\u200b"  # looks like "<", in prose and in code, but starts no tag
+HARMLESS_TAG = re.compile(
+    r"</?(?:b|i|em|strong|u|s|del|sub|sup|kbd|mark|code|br|details|summary)\s{0,4}/?>",
+    re.IGNORECASE,
+)
+BACKTICKS = re.compile(r"`+")
+
+
+def _fenced_blocks(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each fenced code block; an unclosed fence runs to the end.
+
+    Only fences at the start of a line count. An indented one may sit in a list item,
+    where a less indented line ends the block before its closing fence: from the first
+    indented fence on, nothing more is taken for code (so nothing escapes neutralising).
+    """
+    pos = 0
+    while (opener := FENCE_LINE.search(text, pos)) is not None:
+        indent, fence, info = opener.groups()
+        pos = opener.end()
+        if fence[0] == "`" and "`" in info:  # not a fence: an inline code span
+            continue
+        if indent:
+            return
+        end = len(text)
+        while (closer := FENCE_CLOSE.search(text, pos)) is not None:
+            pos = closer.end()
+            if closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence):
+                end = closer.end()
+                break
+        yield opener.start(), end
+        pos = end
+
+
+def _inert(prose: str) -> str:
+    def as_link(found: re.Match[str]) -> str:
+        return f"{found.group(1)}[image]" if found.group(2) else f"{found.group(1)}["
+
+    def as_text(found: re.Match[str]) -> str:
+        return "<" if HARMLESS_TAG.match(linked, found.start()) else NOT_A_TAG
+
+    linked = IMAGE_START.sub(as_link, prose)
+    return TAG_START.sub(as_text, linked)
+
+
+def neutralise_markdown(text: str) -> str:
+    """Markdown that loads nothing by itself: images become links, raw HTML shows as text.
+
+    Text in fenced code blocks is kept as is (its copy button copies the real code); a few
+    attribute-less formatting tags (``<b>``, ``<br>``…) stay HTML.
+    """
+    parts: list[str] = []
+    pos = 0
+    for start, end in _fenced_blocks(text):
+        parts += [_inert(text[pos:start]), text[start:end]]
+        pos = end
+    parts.append(_inert(text[pos:]))
+    return "".join(parts)
+
+
+def code(text: str) -> str:
+    """``text`` shown verbatim: an inline code span, or a fenced block if it has line breaks.
+
+    The fence is longer than any run of backticks inside, so nothing in ``text`` can
+    close it early and have the rest read as Markdown.
+    """
+    longest = max((len(run) for run in BACKTICKS.findall(text)), default=0)
+    if "\n" in text or "\r" in text:
+        fence = "`" * max(3, longest + 1)
+        return f"{fence}\n{text}\n{fence}"
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _short(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
@@ -62,7 +147,7 @@ def tool_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | N
     summary = _summary(args or {})
     if summary:
         title += f" · {summary}"
-    return f"{title} · failed" if _failed(result) else title
+    return neutralise_markdown(f"{title} · failed" if _failed(result) else title)
 
 
 def _json_block(value: Any) -> str:
@@ -76,7 +161,7 @@ def tool_body(
     args: Mapping[str, Any], command: str | None, result: Mapping[str, Any] | None
 ) -> str:
     """The inside of a tool step: what was asked (command or arguments) and the raw output."""
-    asked = f"`{command}`" if command else f"arguments: `{json.dumps(args, ensure_ascii=False)}`"
+    asked = code(command) if command else f"arguments: {code(json.dumps(args, ensure_ascii=False))}"
     if result is None:
         return f"{asked}\n\n{RUNNING}"
     return f"{asked}\n\n{_json_block(result)}"
@@ -110,6 +195,7 @@ def _image(path: str) -> Any:
 
 def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
     """The user's message: image and text in one bubble."""
+    text = neutralise_markdown(text)
     if not image_path:
         return ChatMessage(role="user", content=text)
     parts: list[Any] = [_image(image_path)]
@@ -118,6 +204,7 @@ def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
 
 def answer_bubble(text: str, images: Iterable[str] = (), *, error: bool = False) -> ChatMessage:
     """An assistant bubble: generated images first, then the text (marked on an error)."""
+    text = neutralise_markdown(text)
     shown = f"{ERROR_MARK} {text}" if error and text else text
     parts: list[Any] = [_image(path) for path in images]
     if not parts:
@@ -184,11 +271,13 @@ class TurnView:
     def __init__(self, history: list[ChatMessage]) -> None:
         self.messages: list[ChatMessage] = list(history)
         self._streaming: int | None = None  # bubble of the model call now writing
+        self._written = ""  # what that model call wrote so far, before neutralising
         self._last_call: int | None = None  # bubble of the last finished model call
         self._steps: dict[str, int] = {}  # tool call id -> index of its step
         self._images: list[str] = []
         self.error: str | None = None
         self.answer: str | None = None
+        self.user_message_id: int | None = None  # set once the user's message is stored
         self.state: dict[str, Any] = {}
 
     def apply(self, kind: str, data: Mapping[str, Any]) -> None:
@@ -198,21 +287,22 @@ class TurnView:
             handler(data)
 
     def _on_user(self, data: Mapping[str, Any]) -> None:
+        self.user_message_id = data.get("message_id")
         self.messages.append(user_bubble(str(data.get("content") or ""), data.get("image_path")))
 
     def _on_text(self, data: Mapping[str, Any]) -> None:
-        delta = str(data.get("delta") or "")
         if self._streaming is None:
             self._streaming = len(self.messages)
+            self._written = ""
             self.messages.append(ChatMessage(role="assistant", content=""))
-        bubble = self.messages[self._streaming]
-        bubble.content = f"{bubble.content}{delta}"
+        # The whole text again: an image's "![" may arrive split over two deltas.
+        self._written += str(data.get("delta") or "")
+        self.messages[self._streaming].content = neutralise_markdown(self._written)
 
     def _on_model_done(self, data: Mapping[str, Any]) -> None:
         self._last_call, self._streaming = self._streaming, None
         if self._last_call is not None:
-            bubble = self.messages[self._last_call]
-            bubble.content = str(bubble.content).strip()
+            self.messages[self._last_call].content = neutralise_markdown(self._written.strip())
 
     def _on_tool_start(self, data: Mapping[str, Any]) -> None:
         self._last_call = None

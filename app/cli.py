@@ -32,7 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    parser.add_argument("--password", help="require this password (user 'companion')")
+    parser.add_argument(
+        "--password",
+        help="require this password (user 'companion'); prefer COMPANION_PASSWORD, "
+        "since other users of this machine see command lines in `ps`",
+    )
     _common(parser)
     sub = parser.add_subparsers(dest="command")
 
@@ -137,9 +141,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evals.runner import run_from_cli
 
         return run_from_cli(args)
+    flags = _flags(args)
+    if args.password is not None:
+        if not args.password.strip():
+            print("companion: --password is empty, which would turn the login off", file=sys.stderr)
+            return 2
+        print(
+            "companion: warning: other users of this machine can read --password in `ps`; "
+            "set COMPANION_PASSWORD instead",
+            file=sys.stderr,
+        )
+        flags["password"] = args.password
     from app.ui import serve
 
-    return serve(host=args.host, port=args.port, password=args.password, flags=_flags(args))
+    return serve(host=args.host, port=args.port, flags=flags)
 
 
 if __name__ == "__main__":

@@ -3,16 +3,22 @@
 The trace is the answer event's ``state["trace"]``: one entry per node run ("node"),
 model call ("model", with the model used), tool call ("tool", with arguments, result and
 timing), guard decision ("guard") and provider failure ("error"). Pure text functions.
+
+What a cell shows came from the model, tools and the web (a reply, arguments, results),
+so every cell is plain text: each ASCII punctuation mark is backslash-escaped, and no
+image, link or HTML tag in it ever renders (``plain``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 NO_TRACE = "_No turn yet: send a message in the Chat tab and its path shows up here._"
 MAX_CELL_CHARS = 300
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # all ASCII punctuation
 
 
 def mermaid_markdown(mermaid_text: str) -> str:
@@ -54,7 +60,7 @@ def describe(entry: Mapping[str, Any]) -> str:
         calls = ", ".join(
             f"{c['name']}({_compact(c.get('args') or {})})" for c in detail.get("calls", [])
         )
-        text = f"model `{detail.get('model')}` ({detail.get('model_role', 'chat')})"
+        text = f"model {detail.get('model')} ({detail.get('model_role', 'chat')})"
         text += f"; calls {calls}" if calls else f"; replied: {detail.get('text', '')}"
         return text
     if kind == "tool":
@@ -64,13 +70,18 @@ def describe(entry: Mapping[str, Any]) -> str:
         tools = ", ".join(detail.get("tools") or []) or "none"
         return f"{detail.get('messages', 0)} messages in context; tools offered: {tools}"
     if kind == "error":
-        return f"model `{detail.get('model')}` failed: {detail.get('error')}"
+        return f"model {detail.get('model')} failed: {detail.get('error')}"
     return _compact(dict(detail))
 
 
+def plain(text: str) -> str:
+    """``text`` as Markdown that shows exactly ``text``: every ASCII punctuation escaped."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
 def _cell(text: str) -> str:
-    line = " ".join(str(text).split()).replace("|", "\\|")
-    return line if len(line) <= MAX_CELL_CHARS else f"{line[: MAX_CELL_CHARS - 1]}…"
+    line = " ".join(str(text).split())
+    return plain(line if len(line) <= MAX_CELL_CHARS else f"{line[: MAX_CELL_CHARS - 1]}…")
 
 
 def trace_markdown(trace: Iterable[Mapping[str, Any]]) -> str:

@@ -6,6 +6,12 @@ to the next message. ``launch_app`` starts it without blocking (tests launch it 
 scripted model); ``serve`` is what ``companion`` runs. Each browser keeps its own
 session id in a ``gr.State``, handlers are async and the queue runs many at once, so two
 browsers chat side by side and a running tool never freezes the page.
+
+The server trusts no stranger (``app.security``): it answers only to its own Host names,
+serves a Content-Security-Policy, throttles failed logins and caps uploads at
+``MAX_UPLOAD_BYTES``; ``serve`` refuses to listen beyond loopback without a password.
+A message that cannot be sent (too long, or the database cannot take it) stays in the
+composer, and the chat says why.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import dataclasses
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -28,10 +35,11 @@ from app import memories_view, settings_view
 from app.attachments import AttachmentError, attach
 from app.chat_view import TurnView, answer_bubble, history_messages, user_bubble
 from app.graph_view import NO_TRACE, mermaid_markdown, trace_markdown
+from app.security import exposure_problem, middleware, trusted_hosts
 from graph.builder import mermaid
 from graph.context import ConfigError, Context, Settings, load_settings
 from graph.models import LOCAL_BANNER
-from graph.runner import stream_turn
+from graph.runner import stream_turn, too_long
 from graph.setup import context_for, open_settings
 from memory.store import Store, StoreError
 
@@ -42,6 +50,10 @@ USER = "companion"
 CONCURRENCY = 16
 NEW_TITLE = "New chat"
 TITLE_CHARS = 40
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
+# SQLite's primary result codes for a database that cannot take a write.
+WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
+WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
 CSS = "#model-line { opacity: 0.7; font-size: 0.9em; } #local-banner { color: #b45309; }"
 
 
@@ -111,6 +123,25 @@ def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None)
 
 def _history(store: Store, session_id: str | None) -> list[Any]:
     return history_messages(store.messages(session_id)) if session_id else []
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """What to tell the user when the database refused a write (read-only, full), or None."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(exc, sqlite3.Error) and isinstance(name, str) and name.startswith(WRITE_FAILURES):
+        return WRITE_FAILURE.format(error=exc)
+    return None
+
+
+def failure_bubble(exc: Exception) -> Any:
+    """The chat's account of an exception that stopped a turn (call it where it is caught)."""
+    problem = write_failure(exc)
+    if problem:
+        log.exception("the database refused a write")
+        return answer_bubble(problem, error=True)
+    # A bug below must not leave the chat frozen: show it instead.
+    log.exception("turn failed")
+    return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
 
 
 def build_app(make_context: ContextFactory) -> gr.Blocks:
@@ -216,7 +247,17 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
                 return
             # A copy: the factory's Context is shared, the style note is this turn's only.
             ctx = dataclasses.replace(make_context(), style_note=style_note)
-            session_id = ensure_session(store, session_id, text)
+            # Refused before the composer is cleared: the message stays there to be fixed.
+            refusal = too_long(text, ctx.settings.max_message_chars)
+            if refusal:
+                refused = answer_bubble(refusal, error=True)
+                yield {chatbot: [*_history(store, session_id), refused], box: message}
+                return
+            try:
+                session_id = ensure_session(store, session_id, text)
+            except Exception as exc:
+                yield {chatbot: [*_history(store, session_id), failure_bubble(exc)], box: message}
+                return
             view = TurnView(_history(store, session_id))
             yield {
                 chatbot: [*view.messages, user_bubble(text)],
@@ -227,9 +268,10 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
             }
             async for update in _turn(ctx, session_id, text, files, view):
                 yield {chatbot: update}
+            unsaved = view.user_message_id is None  # it never reached the store: give it back
             yield {
                 chatbot: view.messages,
-                box: gr.update(interactive=True),
+                box: gr.update(value=message if unsaved else None, interactive=True),
                 line: model_line(ctx.settings, view.state.get("trace")),
                 trace: trace_markdown(view.state.get("trace") or []),
             }
@@ -268,11 +310,8 @@ async def _turn(
             view.apply(event.kind, event.data)
             if event.kind != "model_done":
                 yield view.messages
-    except Exception as exc:  # a bug below must not leave the chat frozen: show it instead
-        log.exception("turn failed")
-        view.messages.append(
-            answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
-        )
+    except Exception as exc:
+        view.messages.append(failure_bubble(exc))
         yield view.messages
 
 
@@ -282,9 +321,19 @@ def launch_app(
     host: str = "127.0.0.1",
     port: int | None = None,
     password: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
     prevent_thread_lock: bool = True,
 ) -> tuple[gr.Blocks, str]:
-    """Build and start the app; returns the running Blocks and its local URL."""
+    """Build and start the app; returns the running Blocks and its local URL.
+
+    It answers only to loopback names, ``host`` and ``allowed_hosts`` (anything else gets
+    400). Raises ValueError for an empty password or a non-loopback host without one.
+    """
+    if password is not None and not password:
+        raise ValueError("an empty password would turn the login off")
+    problem = exposure_problem(host, password)
+    if problem:
+        raise ValueError(problem)
     media = make_context().store.media_dir
     demo = build_app(make_context)
     demo.queue(default_concurrency_limit=CONCURRENCY)
@@ -294,6 +343,9 @@ def launch_app(
         auth=(USER, password) if password else None,
         prevent_thread_lock=prevent_thread_lock,
         allowed_paths=[str(media)],
+        max_file_size=MAX_UPLOAD_BYTES,
+        app_kwargs={"middleware": middleware(trusted_hosts(host, allowed_hosts))},
+        num_workers=0,  # static-file workers (GRADIO_NUM_WORKERS) would bypass the middleware
         quiet=True,
         show_error=True,
         ssr_mode=False,
@@ -306,22 +358,38 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 7860,
-    password: str | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> int:
-    """Serve the app until interrupted (``companion`` with no sub-command)."""
+    """Serve the app until interrupted (``companion`` with no sub-command).
+
+    The password and the extra Host names come from the settings (COMPANION_PASSWORD,
+    COMPANION_ALLOWED_HOSTS, or a ``password`` flag).
+    """
     try:
         make_context = context_factory(flags)
+        settings = make_context().settings
     except ConfigError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
+    problem = exposure_problem(host, settings.password)
+    if problem:
+        print(f"companion: {problem}", file=sys.stderr)
+        return 2
     try:
-        demo, url = launch_app(make_context, host=host, port=port, password=password)
+        demo, url = launch_app(
+            make_context,
+            host=host,
+            port=port,
+            password=settings.password,
+            allowed_hosts=settings.allowed_hosts,
+        )
     except OSError as exc:
         print(f"companion: cannot serve on {host}:{port}: {exc}", file=sys.stderr)
         return 1
-    login = f" (user '{USER}' and your password)" if password else ""
+    login = f" (user '{USER}' and your password)" if settings.password else ""
     print(f"Companion is running at {url}{login} — press Ctrl+C to stop.", flush=True)
+    names = ", ".join(trusted_hosts(host, settings.allowed_hosts))
+    print(f"It answers to the host names {names} (more: COMPANION_ALLOWED_HOSTS).", flush=True)
     # SIGTERM stops like Ctrl+C, so exit handlers run (they stop the local model server).
     signal.signal(signal.SIGTERM, _interrupt)
     demo.block_thread()

@@ -67,6 +67,9 @@ class Settings:
     request_timeout: float = 60.0
     tool_timeout: float = 30.0
     max_retries: int = 2
+    password: str | None = field(default=None, repr=False)  # the app's login password
+    allowed_hosts: tuple[str, ...] = ()  # Host names the app answers to besides loopback
+    max_message_chars: int = 100_000  # the longest message a turn accepts
 
     @property
     def is_local(self) -> bool:
@@ -124,6 +127,9 @@ _ENV = {
     "allowed_image_dir": "COMPANION_ALLOWED_IMAGE_DIR",
     "request_timeout": "COMPANION_REQUEST_TIMEOUT",
     "tool_timeout": "COMPANION_TOOL_TIMEOUT",
+    "password": "COMPANION_PASSWORD",
+    "allowed_hosts": "COMPANION_ALLOWED_HOSTS",
+    "max_message_chars": "COMPANION_MAX_MESSAGE_CHARS",
 }
 
 
@@ -141,6 +147,12 @@ def _coerce(name: str, value: Any) -> Any:
             return number
         if name == "max_retries":
             return int(value)
+        if name == "max_message_chars":
+            if int(value) < 1:
+                raise ConfigError(f"max_message_chars must be at least 1, got {value}")
+            return int(value)
+        if name == "allowed_hosts":
+            return _host_names(value)
         if name == "allow_private_urls":
             return str(value).lower() in ("1", "true", "yes", "on")
         if name in ("home", "allowed_image_dir"):
@@ -158,6 +170,17 @@ def _coerce(name: str, value: Any) -> Any:
             f"image_backend must be one of {', '.join(IMAGE_BACKENDS)}, got {value!r}"
         )
     return str(value)
+
+
+def _host_names(value: Any) -> tuple[str, ...]:
+    """Comma-separated Host names (``*.example.com`` wildcards allowed, never ``*`` alone)."""
+    names = [n.strip().lower() for n in (value.split(",") if isinstance(value, str) else value)]
+    for name in filter(None, names):
+        if "*" in name[1:] or (name.startswith("*") and not name.startswith("*.")):
+            raise ConfigError(
+                f"allowed_hosts: {name!r} is not a host name or a '*.example.com' pattern"
+            )
+    return tuple(filter(None, names))
 
 
 def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:

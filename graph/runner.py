@@ -84,6 +84,16 @@ def _config(session_id: str, user_message_id: int) -> dict[str, Any]:
     }
 
 
+def too_long(text: str, limit: int) -> str | None:
+    """Why a message cannot be sent (it is longer than ``limit`` characters), or None."""
+    if len(text) <= limit:
+        return None
+    return (
+        f"That message is {len(text):,} characters long; the limit is {limit:,} "
+        "(COMPANION_MAX_MESSAGE_CHARS). Shorten it or send it in parts."
+    )
+
+
 async def stream_turn(
     ctx: Context,
     session_id: str,
@@ -93,7 +103,16 @@ async def stream_turn(
     graph: Any = None,
     user_meta: dict[str, Any] | None = None,
 ) -> AsyncIterator[TurnEvent]:
-    """Store the user's message, run the graph, and yield events as they come."""
+    """Store the user's message, run the graph, and yield events as they come.
+
+    A message over ``max_message_chars`` is refused before anything is stored: an
+    "error" event, then an "answer" event whose text says why.
+    """
+    refusal = too_long(text, ctx.settings.max_message_chars)
+    if refusal:
+        yield TurnEvent("error", {"detail": refusal, "answer": refusal})
+        yield TurnEvent("answer", {"text": refusal, "message_id": None, "state": {}})
+        return
     graph = graph or default_graph()
     user = ctx.store.add_message(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}

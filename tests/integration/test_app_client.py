@@ -2,91 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gradio_client import Client, handle_file
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from app.settings_view import FORM_KEYS
-from app.ui import context_factory, launch_app
-from evals.fixtures import ImageFixture, OpenMeteoFixture, cat_image
-from graph.fake import ScriptedChatModel, tool_call
+from evals.fixtures import ImageFixture, cat_image
 from memory.memories import create_memory
-from memory.store import Store
-
-
-def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
-    """Weather and drawing requests call their tools; tool results and other text are echoed."""
-    last = messages[-1]
-    if isinstance(last, HumanMessage) and "weather" in str(last.content).lower():
-        return tool_call("weather", {})
-    if isinstance(last, HumanMessage) and "draw" in str(last.content).lower():
-        return tool_call("image_generate", {"prompt": "a black cat"})
-    if isinstance(last, ToolMessage):
-        return f"Tool says: {last.content.splitlines()[2]}"
-    if isinstance(last, HumanMessage) and "fail" in str(last.content):
-        return ConnectionError("provider down")
-    return f"You said: {last.content if isinstance(last.content, str) else 'an image'}"
-
-
-@dataclass
-class Running:
-    """A launched app and what the test needs to look inside it."""
-
-    url: str
-    model: ScriptedChatModel
-    store: Store
-    home: Path
-
-    def client(self, **kwargs: Any) -> Client:
-        return Client(self.url, analytics_enabled=False, verbose=False, **kwargs)
-
-    def system_message(self, call: int = -1) -> str:
-        return str(self.model.calls[call]["messages"][0].content)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def open_meteo() -> Iterator[OpenMeteoFixture]:
-    with OpenMeteoFixture() as fixture:
-        yield fixture
-
-
-@pytest.fixture
-def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..., Running]]:
-    """Start the app (as often as a test asks) in one home; everything stops afterwards."""
-    demos: list[Any] = []
-
-    def start(password: str | None = None, **flags: Any) -> Running:
-        home = tmp_path / "home"
-        flags = {
-            "home": home,
-            "provider": "openai-compatible",
-            "base_url": "http://127.0.0.1:9/v1",
-            **open_meteo.settings_overrides(),
-            **flags,
-        }
-        model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        make = context_factory(flags, env={}, chat_model=model)
-        store = make().store
-        store.set_profile({"chat_model": "scripted-chat"})
-        demo, url = launch_app(make, port=free_port(), password=password)
-        demos.append(demo)
-        return Running(url, model, store, home)
-
-    yield start
-    for demo in demos:
-        demo.close()
 
 
 def send(client: Client, text: str, files: list[str] | None = None) -> tuple[Any, ...]:
@@ -305,3 +229,46 @@ def test_password_protects_the_app(launch) -> None:
         app.client()
     chat, *_ = send(app.client(auth=("companion", "s3cret")), "hi")
     assert text_of(chat[-1]) == "You said: hi"
+
+
+def test_a_too_long_message_stays_in_the_composer_and_nothing_is_stored(launch) -> None:
+    app = launch(max_message_chars=50)
+    client = app.client()
+    chat, box, *_ = send(client, "x" * 51)
+    assert [text_of(m) for m in chat] == [
+        "⚠️ That message is 51 characters long; the limit is 50 (COMPANION_MAX_MESSAGE_CHARS). "
+        "Shorten it or send it in parts."
+    ]
+    assert box["text"] == "x" * 51
+    assert app.store.list_sessions() == [] and app.model.calls == []
+    chat, box, *_ = send(client, "x" * 50)
+    assert text_of(chat[-1]) == f"You said: {'x' * 50}"
+    assert box["value"]["text"] == ""  # sent: the composer is cleared
+
+
+@pytest.mark.parametrize(
+    ("pragma", "error"),
+    [
+        ("PRAGMA query_only = ON", "attempt to write a readonly database"),
+        ("PRAGMA max_page_count = {pages}", "database or disk is full"),
+    ],
+)
+def test_a_database_that_cannot_write_says_so_and_keeps_the_message(
+    launch, pragma: str, error: str
+) -> None:
+    app = launch()
+    client = app.client()
+    send(client, "first")
+    pages = app.store.conn.execute("PRAGMA page_count").fetchone()[0]
+    # Every connection the app's store opened (one per server thread) refuses writes from
+    # now on: read-only, or no room for one more page, as a full disk would.
+    for conn in app.store._connections:
+        conn.execute(pragma.format(pages=pages))
+    text = "second " * 3000  # needs new pages, so even the "full" database refuses it
+    chat, box, *_ = send(client, text)
+    assert text_of(chat[-1]) == (
+        f"⚠️ Companion can't write to its database (disk full or read-only): {error}"
+    )
+    assert box["value"]["text"] == text
+    stored = app.store.messages(app.store.list_sessions()[0].id)
+    assert [m.content for m in stored] == ["first", "You said: first"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from app.attachments import AttachmentError, image_url_in, save_upload
-from app.graph_view import NO_TRACE, path, trace_markdown
+from app.graph_view import NO_TRACE, describe, path, trace_markdown
 from app.settings_view import form_values, profile_update
 from evals.fixtures import cat_image
 from graph.context import LOCAL_MODEL_NAME, ConfigError, Settings
@@ -79,10 +80,26 @@ def test_trace_shows_the_path_and_each_step() -> None:
         "call_model",
     ]
     text = trace_markdown(trace)
-    assert "model `m1` (chat); calls weather" in text and "`m2`" in text
+    assert describe(trace[1]) == 'model m1 (chat); calls weather({"location": "Oslo"})'
+    assert "model m1 \\(chat\\)\\; calls weather" in text and "m2" in text
     assert "cap \\| reached" in text  # pipes cannot break the table
     assert "**Time in nodes:** 27 ms" in text
     assert trace_markdown([]) == NO_TRACE
+
+
+def test_the_graph_tab_shows_model_and_tool_text_as_plain_text() -> None:
+    image = "![](http://127.0.0.1:9/?pin=4321)"
+    trace = [
+        {"kind": "model", "name": "call_model", "ms": 1.0, "detail": {"text": image}},
+        {"kind": "tool", "name": "web_search", "detail": {"args": {"q": f"<img src=x>{image}"}}},
+        {"kind": "tool", "name": f"[evil]({image})", "detail": {"ok": True, "result": "`a|b`"}},
+    ]
+    # Rendered by a CommonMark renderer with raw HTML and tables on, as gr.Markdown does.
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(trace_markdown(trace))
+    assert "<img" not in html and "<a " not in html and "<code>" not in html
+    assert "replied: ![](http://127.0.0.1:9/?pin=4321)" in html
+    assert "&lt;img src=x&gt;" in html and "`a|b`" in html
+    assert html.count("<tr>") == 4  # the header and three steps: no cell broke the table
 
 
 @pytest.mark.parametrize(

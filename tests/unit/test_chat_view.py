@@ -5,14 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from langchain_core.messages import AIMessage
 
 from app.chat_view import (
     ERROR_MARK,
     TurnView,
+    answer_bubble,
+    code,
     history_messages,
+    neutralise_markdown,
     tool_step,
     tool_title,
+    user_bubble,
 )
 from graph.fake import tool_call
 from graph.runner import stream_turn
@@ -258,3 +263,90 @@ async def test_live_turn_looks_like_its_history_after_reload(
     assert all("TOOL RESULT" not in text for m in reloaded for text in texts(m))
     if image:
         assert files(answer) == [str(ctx.store.media_dir / "gen.png")]
+
+
+PIN_URL = "http://127.0.0.1:9/?pin=4321"
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        (f"Done ![]({PIN_URL})", f"Done [image]({PIN_URL})"),
+        (f'![a cat]({PIN_URL} "title")', f'[a cat]({PIN_URL} "title")'),
+        ("![ref][r]\n\n[r]: http://e.example/x.png", "[ref][r]\n\n[r]: http://e.example/x.png"),
+        ("\\![not an image](x)", "\\![not an image](x)"),  # an escaped "!" is text already
+        (f'<img src="{PIN_URL}">', f'<\u200bimg src="{PIN_URL}">'),
+        (
+            '<div style="background:url(x)">hi</div>',
+            '<\u200bdiv style="background:url(x)">hi<\u200b/div>',
+        ),
+        ("<b>bold</b>, line<br/>break", "<b>bold</b>, line<br/>break"),
+        ("if a < b and c<d", "if a < b and c<\u200bd"),
+    ],
+)
+def test_model_written_markdown_loads_nothing(written: str, shown: str) -> None:
+    assert neutralise_markdown(written) == shown
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        f"![]({PIN_URL})",
+        f"  ```\nx\n```\n![]({PIN_URL})",
+        f"- a\n  ```\nx\n```\n![](p)\n```\n![]({PIN_URL})",
+        f"`x\ny` ![]({PIN_URL}) `z`",
+        f"| a | b |\n|---|---|\n| `x | ![]({PIN_URL}) | y` |",
+        f"[x](`) ![]({PIN_URL}) ` `z`",
+        f"> ```\n> code\n```\n![]({PIN_URL})",
+        f'<p><img src="{PIN_URL}"></p>',
+        f'<svg><image href="{PIN_URL}"/></svg>',
+        f"<{PIN_URL}>",
+    ],
+)
+def test_no_neutralised_text_renders_an_image_or_a_tag(written: str) -> None:
+    html = (
+        MarkdownIt("commonmark", {"html": True})
+        .enable("table")
+        .render(neutralise_markdown(written))
+    )
+    assert "<img" not in html and "<svg" not in html and "<image" not in html
+
+
+def test_fenced_code_is_shown_as_written_and_text_after_it_is_not() -> None:
+    code_block = "```html\n<img src=x>\n![](y)\n```"
+    assert neutralise_markdown(f"{code_block}\n![](z)") == f"{code_block}\n[image](z)"
+    # An indented fence may belong to a list item that ends before it: nothing after it
+    # counts as code, so a later fence cannot shelter an image.
+    tricky = "- a\n  ```\nx\n```\n![](p)\n```\n![](q)"
+    assert "![" not in neutralise_markdown(tricky)
+
+
+def test_code_spans_cannot_be_broken_out_of() -> None:
+    assert code("/weather") == "`/weather`"
+    assert code("a`b") == "``a`b``"
+    assert code("`x") == "`` `x ``"
+    fenced = code("/memory_sql\n```\n\n![](y)")
+    assert fenced.startswith("````\n") and fenced.endswith("\n````")
+
+
+def test_every_bubble_and_step_title_is_neutralised() -> None:
+    image = f"![]({PIN_URL})"
+    step = tool_step("web_search", {"query": image}, f"/web_search {image}\n\nmore", {"r": image})
+    answer, user = answer_bubble(f"look {image}"), user_bubble(f"see {image}")
+    assert "![" not in step.metadata["title"] and "![" not in answer.content
+    assert "![" not in user.content
+    # The command's lines are a fenced block: the image in it is code, shown as written.
+    assert step.content.startswith("```\n/web_search")
+    view = history_messages([msg("user", image), msg("assistant", image)])
+    assert all("![" not in m.content for m in view)
+
+
+def test_an_image_split_over_two_tokens_is_still_a_link() -> None:
+    view = TurnView([])
+    view.apply("user", {"content": "hi", "message_id": 1})
+    for delta in ["Look !", "[](", PIN_URL, ")"]:
+        view.apply("text", {"delta": delta})
+        assert "![" not in view.messages[-1].content
+    assert view.messages[-1].content == f"Look [image]({PIN_URL})"
+    view.apply("model_done", {})
+    assert view.messages[-1].content == f"Look [image]({PIN_URL})"

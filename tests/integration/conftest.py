@@ -1,0 +1,91 @@
+"""Integration fixtures: the app launched on a free port around a scripted policy."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gradio_client import Client
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from app.ui import context_factory, launch_app
+from evals.fixtures import OpenMeteoFixture
+from graph.fake import ScriptedChatModel, tool_call
+from memory.store import Store
+
+
+def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
+    """Weather and drawing requests call their tools; tool results and other text are echoed."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and "weather" in str(last.content).lower():
+        return tool_call("weather", {})
+    if isinstance(last, HumanMessage) and "draw" in str(last.content).lower():
+        return tool_call("image_generate", {"prompt": "a black cat"})
+    if isinstance(last, ToolMessage):
+        return f"Tool says: {last.content.splitlines()[2]}"
+    if isinstance(last, HumanMessage) and "fail" in str(last.content):
+        return ConnectionError("provider down")
+    return f"You said: {last.content if isinstance(last.content, str) else 'an image'}"
+
+
+@dataclass
+class Running:
+    """A launched app and what the test needs to look inside it."""
+
+    url: str
+    model: ScriptedChatModel
+    store: Store
+    home: Path
+
+    def client(self, **kwargs: Any) -> Client:
+        return Client(self.url, analytics_enabled=False, verbose=False, **kwargs)
+
+    def system_message(self, call: int = -1) -> str:
+        return str(self.model.calls[call]["messages"][0].content)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def open_meteo() -> Iterator[OpenMeteoFixture]:
+    with OpenMeteoFixture() as fixture:
+        yield fixture
+
+
+@pytest.fixture
+def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..., Running]]:
+    """Start the app (as often as a test asks) in one home; everything stops afterwards."""
+    demos: list[Any] = []
+
+    def start(
+        password: str | None = None, allowed_hosts: tuple[str, ...] = (), **flags: Any
+    ) -> Running:
+        home = tmp_path / "home"
+        flags = {
+            "home": home,
+            "provider": "openai-compatible",
+            "base_url": "http://127.0.0.1:9/v1",
+            **open_meteo.settings_overrides(),
+            **flags,
+        }
+        model = ScriptedChatModel(script=policy, name_="scripted-chat")
+        make = context_factory(flags, env={}, chat_model=model)
+        store = make().store
+        store.set_profile({"chat_model": "scripted-chat"})
+        demo, url = launch_app(
+            make, port=free_port(), password=password, allowed_hosts=allowed_hosts
+        )
+        demos.append(demo)
+        return Running(url, model, store, home)
+
+    yield start
+    for demo in demos:
+        demo.close()

@@ -1,0 +1,148 @@
+"""The running app against strangers, over raw HTTP: Host check, CSP, login throttle,
+upload cap; and the real ``companion`` command refusing unsafe ways to serve."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from app.security import CONTENT_SECURITY_POLICY, FIRST_LOCK_SECONDS, FREE_LOGIN_FAILURES
+from app.ui import MAX_UPLOAD_BYTES
+
+EVIL = "evil.example"
+PASSWORD = "s3cret"
+
+
+def http(url: str, host: str | None = None) -> httpx.Client:
+    """A client on the app that sends ``Host: host`` (and a matching Origin), as a
+    DNS-rebinding page in a browser would."""
+    headers = {"Host": host, "Origin": f"http://{host}"} if host else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def history_via_api(client: httpx.Client) -> httpx.Response:
+    """The latest conversation, read through the public API (Gradio's /call route)."""
+    started = client.post("/gradio_api/call/load", json={"data": []})
+    if started.status_code != 200:
+        return started
+    return client.get(f"/gradio_api/call/load/{started.json()['event_id']}")
+
+
+def test_a_stranger_host_is_refused_on_every_route(launch) -> None:
+    app = launch()
+    app.store.add_message("victim", "user", "my PIN is 4321")
+    with http(app.url, EVIL) as evil:
+        for route in ("/", "/config", "/gradio_api/info", "/gradio_api/queue/data?session_hash=x"):
+            refused = evil.get(route)
+            assert refused.status_code == 400, route
+            assert refused.text == "Invalid host header"
+        assert evil.post("/gradio_api/queue/join", json={}).status_code == 400
+        assert history_via_api(evil).status_code == 400
+    with http(app.url, urlsplit(app.url).netloc) as own:
+        assert own.get("/").status_code == 200
+        assert "my PIN is 4321" in history_via_api(own).text
+
+
+def test_allowed_hosts_and_localhost_are_answered(launch) -> None:
+    app = launch(allowed_hosts=("companion.lan",))
+    port = urlsplit(app.url).port
+    for host in (f"companion.lan:{port}", f"localhost:{port}", f"[::1]:{port}", "127.0.0.1"):
+        with http(app.url, host) as client:
+            assert client.get("/config").status_code == 200, host
+    with http(app.url, f"companion.lan.{EVIL}") as evil:
+        assert evil.get("/config").status_code == 400
+
+
+def test_every_response_carries_the_content_security_policy(launch) -> None:
+    app = launch()
+    with http(app.url) as client:
+        for route in ("/", "/config", "/gradio_api/info"):
+            policy = client.get(route).headers["content-security-policy"]
+            assert policy == CONTENT_SECURITY_POLICY
+    assert "img-src 'self' data: blob:" in CONTENT_SECURITY_POLICY
+
+
+def login(client: httpx.Client, password: str) -> httpx.Response:
+    return client.post("/login", data={"username": "companion", "password": password})
+
+
+def test_failed_logins_lock_the_address_even_for_the_right_password(launch) -> None:
+    app = launch(password=PASSWORD)
+    with http(app.url) as client:
+        failures = [login(client, "guess").status_code for _ in range(FREE_LOGIN_FAILURES)]
+        assert failures == [400] * FREE_LOGIN_FAILURES
+        refused = login(client, PASSWORD)  # the sixth attempt, well within the lock
+        assert refused.status_code == 429
+        assert "Too many failed logins" in refused.json()["detail"]
+        time.sleep(FIRST_LOCK_SECONDS + 0.2)
+        assert login(client, PASSWORD).status_code == 200
+
+
+def upload_until_answered(url: str, total: int) -> tuple[int, bytes]:
+    """Stream a ``total``-byte image upload over a raw socket, as a browser does (with a
+    Content-Length), and stop at the server's first answer; (bytes sent, answer)."""
+    parts = urlsplit(url)
+    head = (
+        b'--B\r\nContent-Disposition: form-data; name="files"; filename="big.png"\r\n'
+        b"Content-Type: image/png\r\n\r\n\x89PNG\r\n\x1a\n"
+    )
+    tail = b"\r\n--B--\r\n"
+    request = (
+        f"POST /gradio_api/upload HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        "Content-Type: multipart/form-data; boundary=B\r\n"
+        f"Content-Length: {len(head) + total + len(tail)}\r\n\r\n"
+    ).encode()
+    chunk, sent = b"\0" * (1 << 20), 0
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(request + head)
+        try:
+            while sent < total:
+                if select.select([sock], [], [], 0)[0]:
+                    break
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except OSError:  # the server hung up: it answered before reading everything
+            pass
+        return sent, sock.recv(65536)
+
+
+def test_an_upload_over_the_cap_is_refused_before_it_is_read_whole(launch) -> None:
+    app = launch()
+    total = 300 * (1 << 20)
+    sent, answer = upload_until_answered(app.url, total)
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert f"maximum allowed size of {MAX_UPLOAD_BYTES} bytes".encode() in answer
+    assert sent < 2 * MAX_UPLOAD_BYTES < total
+
+
+def companion(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The real ``companion`` command (it must refuse before it binds anything)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **env},
+    )
+
+
+def test_serving_beyond_loopback_without_a_password_is_refused(tmp_path: Path) -> None:
+    done = companion(tmp_path, "--host", "0.0.0.0", "--port", "9")
+    assert done.returncode == 2
+    assert "refusing to serve on 0.0.0.0 without a password" in done.stderr
+
+
+@pytest.mark.parametrize("password", ["", "  "])
+def test_an_empty_password_flag_is_refused(tmp_path: Path, password: str) -> None:
+    done = companion(tmp_path, "--password", password)
+    assert done.returncode == 2 and "--password is empty" in done.stderr

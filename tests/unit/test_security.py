@@ -1,0 +1,140 @@
+"""The server's guards and their settings: Host names, exposure, login throttle, size limit."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from app.security import (
+    FIRST_LOCK_SECONDS,
+    FREE_LOGIN_FAILURES,
+    MAX_LOCK_SECONDS,
+    LoginThrottle,
+    exposure_problem,
+    is_loopback,
+    trusted_hosts,
+)
+from graph.context import ConfigError, load_settings
+from graph.runner import stream_turn
+
+PASSWORD = "s3cret"
+
+
+def test_password_hosts_and_message_limit_come_from_the_environment() -> None:
+    settings = load_settings(
+        env={
+            "COMPANION_PASSWORD": PASSWORD,
+            "COMPANION_ALLOWED_HOSTS": " Companion.LAN, *.tail.example ,",
+            "COMPANION_MAX_MESSAGE_CHARS": "500",
+        }
+    )
+    assert settings.password == PASSWORD and PASSWORD not in repr(settings)
+    assert settings.allowed_hosts == ("companion.lan", "*.tail.example")
+    assert settings.max_message_chars == 500
+    defaults = load_settings(env={})
+    assert defaults.password is None and defaults.allowed_hosts == ()
+    assert defaults.max_message_chars == 100_000
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"COMPANION_ALLOWED_HOSTS": "*"}, "not a host name"),
+        ({"COMPANION_ALLOWED_HOSTS": "a*.example"}, "not a host name"),
+        ({"COMPANION_MAX_MESSAGE_CHARS": "0"}, "at least 1"),
+        ({"COMPANION_MAX_MESSAGE_CHARS": "lots"}, "not a valid value"),
+    ],
+)
+def test_unusable_values_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(env=env)
+
+
+def test_the_profile_cannot_set_the_password_or_the_host_names() -> None:
+    settings = load_settings(env={}, profile={"password": "x", "allowed_hosts": "evil.example"})
+    assert settings.password is None and settings.allowed_hosts == ()
+
+
+def test_trusted_hosts_are_loopback_the_bound_name_and_the_allowed_ones() -> None:
+    assert trusted_hosts("127.0.0.1") == ["localhost", "127.0.0.1", "[::1]"]
+    assert trusted_hosts("0.0.0.0", ("pi.lan",)) == ["localhost", "127.0.0.1", "[::1]", "pi.lan"]
+    assert trusted_hosts("fd00::5")[-1] == "[fd00::5]"
+    assert trusted_hosts("Box.lan")[-1] == "box.lan"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("localhost", True), ("::1", True), ("[::1]", True),
+     ("127.0.0.2", True), ("0.0.0.0", False), ("::", False), ("192.168.1.5", False),
+     ("box.lan", False)],
+)  # fmt: skip
+def test_only_loopback_may_go_without_a_password(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    assert (exposure_problem(host, None) is None) is loopback
+    assert exposure_problem(host, PASSWORD) is None
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def login_app(clock: Clock) -> Starlette:
+    """A login route that answers like Gradio's: 200 for the password, 400 otherwise."""
+
+    async def login(request: Request) -> JSONResponse:
+        form = await request.form()
+        ok = form.get("password") == PASSWORD
+        return JSONResponse({"success": ok}, status_code=200 if ok else 400)
+
+    return Starlette(
+        routes=[Route("/login", login, methods=["POST"])],
+        middleware=[Middleware(LoginThrottle, clock=clock)],
+    )
+
+
+def attempt(client: TestClient, password: str) -> int:
+    return client.post("/login", data={"username": "companion", "password": password}).status_code
+
+
+def test_after_five_failures_even_the_right_password_waits_and_the_wait_grows() -> None:
+    clock = Clock()
+    client = TestClient(login_app(clock))
+    assert [attempt(client, "guess") for _ in range(FREE_LOGIN_FAILURES)] == [400] * 5
+    refused = client.post("/login", data={"username": "companion", "password": PASSWORD})
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == str(int(FIRST_LOCK_SECONDS))
+    clock.now += FIRST_LOCK_SECONDS
+    assert attempt(client, "guess") == 400  # sixth failure: locked twice as long
+    clock.now += FIRST_LOCK_SECONDS
+    assert attempt(client, PASSWORD) == 429
+    clock.now += FIRST_LOCK_SECONDS
+    assert attempt(client, PASSWORD) == 200
+    assert attempt(client, "typo") == 400  # a success forgives the earlier failures
+
+
+def test_the_lock_is_capped() -> None:
+    throttle = LoginThrottle(app=login_app(Clock()))
+    assert throttle.lock_seconds(FREE_LOGIN_FAILURES - 1) == 0
+    assert throttle.lock_seconds(FREE_LOGIN_FAILURES + 1) == 2 * FIRST_LOCK_SECONDS
+    assert throttle.lock_seconds(1000) == MAX_LOCK_SECONDS
+
+
+async def test_a_too_long_message_is_refused_before_anything_is_stored(make_context) -> None:
+    ctx = make_context(["never asked"], max_message_chars=10)
+    events = [(e.kind, e.data) async for e in stream_turn(ctx, "s1", "x" * 11)]
+    assert [kind for kind, _ in events] == ["error", "answer"]
+    assert events[1][1]["text"].startswith("That message is 11 characters long; the limit is 10")
+    assert ctx.store.messages("s1") == [] and ctx.chat_model.calls == []
+    kinds = [e.kind async for e in stream_turn(ctx, "s1", "x" * 10)]
+    assert kinds[-1] == "answer" and len(ctx.store.messages("s1")) == 2
