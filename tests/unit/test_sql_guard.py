@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,7 +43,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def snapshot(path: Path) -> dict[str, object]:
+def snapshot(path: Path) -> dict[str, Any]:
     """Schema and every row of every table, read with a plain connection."""
     conn = sqlite3.connect(path)
     try:
@@ -131,7 +132,7 @@ REFUSED = [
     ("SELECT id, " + ", ".join(["*"] * 210) + " FROM messages", "columns"),
     # #6: a BLOB (or text that is not UTF-8) bricked every later turn of the session.
     ("UPDATE messages SET content = x'00ff'", "only text"),
-    ("UPDATE messages SET content = CAST(x'ff' AS TEXT)", "UTF-8"),
+    ("UPDATE memories SET value = CAST(x'ff' AS TEXT)", "UTF-8"),
     ("UPDATE memories SET value = NULL", "only text"),
     ("UPDATE messages SET content = 'a' || char(0) || 'b'", "NUL"),
     ("UPDATE sessions SET title = '  '", "cannot be empty"),
@@ -387,13 +388,13 @@ def test_no_input_raises_or_writes_beyond_update(store: Store, sql: str) -> None
     assert isinstance(result, dict)
     after = snapshot(store.path)
     assert after["schema"] == before["schema"]
-    for table, rows in before["rows"].items():  # type: ignore[union-attr]
-        now_rows = after["rows"][table]  # type: ignore[index]
+    for table, rows in before["rows"].items():
+        now_rows = after["rows"][table]
         if table == "sql_edits":  # the journal keeps one entry per row an UPDATE changed
             assert len(now_rows) <= len(rows) + result.get("updated", 0), sql
         else:
             assert len(now_rows) == len(rows), (sql, table)
-    hidden = [r for r in after["rows"]["messages"] if r[2] == "memory_tool"]  # type: ignore[index]
+    hidden = [r for r in after["rows"]["messages"] if r[2] == "memory_tool"]
     assert [r[3] for r in hidden] == ["SECRET tool result", "SECRET two"]
     if "rows" in result:
         assert all("SECRET" not in str(cell) for row in result["rows"] for cell in row)
