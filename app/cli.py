@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--limit", type=int, help="run only the first N cases")
 
     sub.add_parser("graph", help="print the compiled graph as Mermaid text")
+
+    undo_sql = sub.add_parser(
+        "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
+    )
+    _common(undo_sql)
     return parser
 
 
@@ -127,9 +132,34 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
             return 1
 
 
+def _undo_sql(args: argparse.Namespace) -> int:
+    import os
+
+    from graph.setup import resolve_home
+    from memory.sql_journal import EditConflict, undo_last_edit
+    from memory.store import Store
+
+    store = Store.open_home(resolve_home(_flags(args), os.environ))
+    try:
+        batch = undo_last_edit(store)
+    except EditConflict as exc:
+        print(f"companion: not undone: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    if batch is None:
+        print("Nothing to undo: no memory_sql edit is left in the journal.")
+        return 0
+    rows = ", ".join(edit.label for edit in batch.edits)
+    print(f"Undid the memory_sql edit of {batch.created_at} UTC; restored {rows}.")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``companion`` console script."""
     args = build_parser().parse_args(argv)
+    if args.command == "undo-sql":
+        return _undo_sql(args)
     if args.command == "chat":
         return asyncio.run(_chat(args))
     if args.command == "graph":
