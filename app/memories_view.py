@@ -2,7 +2,8 @@
 
 Rows come from ``memory.memories.list_memories``; an edit or a deletion is written to
 the store at once, so the next turn's system message ("Your current memories") has it.
-Deleting asks for a confirmation first.
+Deleting asks for a confirmation first. "Undo last SQL edit" puts back what the newest
+memory_sql UPDATE replaced (memory.sql_journal), unless those rows changed since.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from memory.memories import (
     update_memory_by_id,
 )
 from memory.segments import recent_segments
+from memory.sql_journal import EditConflict, undo_last_edit
 from memory.store import Store
 
 COLUMNS = ["category", "key", "value", "last recalled", "retrievability", "id"]
@@ -86,6 +88,7 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
             "Yes, delete it", variant="stop", visible=False, elem_id="confirm-delete-memory"
         )
         cancel = gr.Button("Cancel", visible=False, elem_id="cancel-delete-memory")
+        undo_sql = gr.Button("Undo last SQL edit", elem_id="undo-sql-edit")
     status = gr.Markdown(elem_id="memories-status")
     episodes = gr.Dataframe(
         headers=EPISODE_COLUMNS,
@@ -125,6 +128,19 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
             return gr.skip(), hidden, hidden, f"❌ {exc}", memory
         return memory_rows(store, clock()), hidden, hidden, "🗑️ Deleted.", ""
 
+    def on_undo_sql() -> tuple[Any, str]:
+        try:
+            batch = undo_last_edit(store)
+        except EditConflict as exc:
+            return gr.skip(), f"❌ Not undone: {exc}"
+        if batch is None:
+            return gr.skip(), "Nothing to undo: no memory_sql edit is left."
+        restored = ", ".join(edit.label for edit in batch.edits)
+        return (
+            memory_rows(store, clock()),
+            f"↩️ Undid the SQL edit of {batch.created_at} UTC ({restored}).",
+        )
+
     gr.on(refresh, rows, None, [table, status], api_name="memories")
     gr.on(refresh, lambda: episode_rows(store), None, episodes, api_name="episodes")
     table.select(on_select, None, [memory_id, category, key, value], api_visibility="private")
@@ -135,6 +151,7 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
     confirm.click(
         on_delete, memory_id, [table, confirm, cancel, status, memory_id], api_name="delete_memory"
     )
+    undo_sql.click(on_undo_sql, None, [table, status], api_name="undo_sql_edit")
     cancel.click(
         lambda: (gr.update(visible=False), gr.update(visible=False), "Not deleted."),
         None,
