@@ -2,11 +2,13 @@
 
 The image is the session's latest image by default, or a ``reference``: a markdown image
 ``![..](X)``, a local path, or an http(s) URL. Local paths must lie inside the media folder
-or the allowed image folder once resolved (``..`` and symlinks pointing out are refused).
-URLs are fetched with size, type and time limits, never from private, loopback or
-link-local hosts unless ``allow_private_urls`` is set; downloads are saved under media/
-as ``<sha256>.<ext>`` so the same content is stored once, and a URL already fetched in this
-process is not fetched again while its file exists.
+or the allowed image folder once resolved (``..`` and symlinks pointing out are refused);
+a path outside them gets the same answer as a missing file, so the tool cannot be used to
+learn which paths exist. URLs are fetched through ``tools.net.guarded_client`` with size,
+type and time limits, never from private, loopback or link-local addresses (every
+redirect hop included) unless ``allow_private_urls`` is set; downloads are saved under
+media/ as ``<sha256>.<ext>`` so the same content is stored once, and a URL already fetched
+in this process is not fetched again while its file exists.
 """
 
 from __future__ import annotations
@@ -14,29 +16,34 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import logging
 import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
 from tools.base import ToolContext, ToolSpec
 from tools.images import MAX_IMAGE_BYTES, NotAnImage, human_size, inspect_image, write_image
 from tools.net import (
-    USER_AGENT,
     TooLarge,
     describe_http_error,
+    guarded_client,
     read_limited,
     request_timeout,
     time_budget,
     url_problem,
 )
 
-MAX_REDIRECTS = 3
+log = logging.getLogger("companion.image")
+
 DOWNLOAD_SECONDS = 20.0  # the whole download, redirects included
 URL_CACHE_SIZE = 256
+# A reference is a URL or a path, perhaps inside a markdown image: longer is not one, and
+# the markdown pattern's work stays bounded.
+MAX_REFERENCE_CHARS = 4096
 
 DESCRIPTION = (
     "Load an image so you can look at it, when the user asks about a photo or picture. "
@@ -56,8 +63,16 @@ PARAMETERS: dict[str, Any] = {
 }
 
 NO_IMAGE = "there is no image in this conversation yet; give a reference (URL or file path)"
-OUTSIDE_FOLDERS = "refused: {path} is outside the media folder and the allowed image folder"
-_MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*(?:<([^>]+)>|([^)\s]+))(?:\s+[\"'][^)]*[\"'])?\s*\)")
+# One answer for a missing file and a forbidden one alike: the difference would tell
+# whether a path exists anywhere on the machine.
+NOT_AVAILABLE = "not available: no image at {path} in the media folder or the allowed image folder"
+TOO_LONG = f"the reference is too long (more than {MAX_REFERENCE_CHARS} characters)"
+# Every repetition is bounded and the long ones possessive (never backtracked into), so
+# each start position costs a bounded amount of work.
+_MARKDOWN_IMAGE = re.compile(
+    r"!\[[^\]]{0,500}\]\(\s{0,20}(?:<([^>]{1,4096}+)>|([^)\s]{1,4096}+))"
+    r"(?:\s{1,20}[\"'][^)]{0,500}[\"'])?\s{0,20}\)"
+)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 # URL -> file already downloaded, per process (checked to still exist before reuse).
@@ -92,34 +107,29 @@ def _load_local(target: str, ctx: ToolContext) -> tuple[bytes, Path]:
     try:
         resolved = path.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        raise ImageLoadError(f"no image file at {target}") from exc
-    if not any(resolved.is_relative_to(root) for root in _allowed_roots(ctx)):
-        raise ImageLoadError(OUTSIDE_FOLDERS.format(path=target))
-    if not resolved.is_file():
-        raise ImageLoadError(f"no image file at {target}")
+        raise ImageLoadError(NOT_AVAILABLE.format(path=target)) from exc
+    inside = any(resolved.is_relative_to(root) for root in _allowed_roots(ctx))
+    if not inside or not resolved.is_file():
+        raise ImageLoadError(NOT_AVAILABLE.format(path=target))
     if resolved.stat().st_size > MAX_IMAGE_BYTES:
         raise ImageLoadError(f"the image is larger than {human_size(MAX_IMAGE_BYTES)}")
     return resolved.read_bytes(), resolved
 
 
 async def _fetch(url: str, ctx: ToolContext) -> bytes:
-    """Download under the limits, checking the host of every redirect hop."""
-    headers = {"User-Agent": USER_AGENT, "Accept": "image/*"}
-    async with httpx.AsyncClient(
-        timeout=request_timeout(ctx.settings), headers=headers, follow_redirects=False
-    ) as client:
-        for _ in range(MAX_REDIRECTS + 1):
-            problem = await url_problem(url, ctx.settings.allow_private_urls)
-            if problem:
-                raise ImageLoadError(problem)
-            async with client.stream("GET", url) as response:
-                if response.is_redirect and "location" in response.headers:
-                    url = urljoin(url, response.headers["location"])
-                    continue
-                if response.status_code != 200:
-                    raise ImageLoadError(f"the image URL answered HTTP {response.status_code}")
-                return await read_limited(response, MAX_IMAGE_BYTES)
-    raise ImageLoadError(f"too many redirects (more than {MAX_REDIRECTS})")
+    """Download under the limits; the guarded client checks the address of every hop."""
+    problem = url_problem(url)
+    if problem:
+        raise ImageLoadError(problem)
+    async with (
+        guarded_client(
+            ctx.settings, timeout=request_timeout(ctx.settings), headers={"Accept": "image/*"}
+        ) as client,
+        client.stream("GET", url) as response,
+    ):
+        if response.status_code != 200:
+            raise ImageLoadError(f"the image URL answered HTTP {response.status_code}")
+        return await read_limited(response, MAX_IMAGE_BYTES)
 
 
 async def _load_url(url: str, ctx: ToolContext) -> tuple[bytes, Path, bool]:
@@ -151,6 +161,8 @@ async def _load_url(url: str, ctx: ToolContext) -> tuple[bytes, Path, bool]:
 async def image_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """The referenced (or latest) image as base64 with its MIME type and where it lives."""
     reference = str(args.get("reference") or "").strip()
+    if len(reference) > MAX_REFERENCE_CHARS:
+        return {"error": TOO_LONG}
     source = "reference"
     if not reference:
         latest = ctx.store.latest_image(ctx.session_id) if ctx.session_id else None
@@ -167,8 +179,10 @@ async def image_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
             data, path = _load_local(target, ctx)
         info = inspect_image(data)
     except ImageLoadError as exc:
+        log.exception("image_analyze could not load %s", target)
         return {"error": str(exc)}
     except NotAnImage as exc:
+        log.exception("image_analyze: %s is not an image", target)
         return {"error": f"that is not an image I can load: {exc}"}
     return {
         "image_base64": base64.b64encode(data).decode("ascii"),

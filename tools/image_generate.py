@@ -11,7 +11,10 @@ Backends (``Settings.image_backend``), never swapped for one another:
   ``GET {image_base_url}/prompt/{prompt}?model={model}`` answers with the image bytes.
 
 Every generation logs the model and endpoint on the ``companion.image`` logger. The bytes
-are checked to be a real image under the size cap before they are saved.
+are checked to be a real image under the size cap before they are saved. An image URL the
+backend answers with is downloaded through ``tools.net.guarded_client``: the backend's own
+origin is trusted as configured, any other host must resolve to public addresses only
+(every redirect hop included), and no key is sent with it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import httpx
 from graph.context import IMAGE_BACKENDS, Settings
 from tools.base import ToolContext, ToolSpec
 from tools.images import MAX_IMAGE_BYTES, NotAnImage, inspect_image, write_image
-from tools.net import TooLarge, describe_http_error, read_limited
+from tools.net import TooLarge, describe_http_error, guarded_client, read_limited
 
 logger = logging.getLogger("companion.image")
 
@@ -114,11 +117,16 @@ def _backend_error(response: httpx.Response) -> GenerationError:
     return GenerationError(f"the image backend answered HTTP {response.status_code}{suffix}")
 
 
-async def _download(client: httpx.AsyncClient, url: str) -> bytes:
-    async with client.stream("GET", url, headers={"Accept": "image/*"}) as response:
+async def _download(client: httpx.AsyncClient, url: str, settings: Settings) -> bytes:
+    """A backend-supplied image URL, fetched like any outside URL (the backend's timeouts)."""
+    trusted = [settings.image_base_url] if settings.image_base_url else []
+    guarded = guarded_client(
+        settings, timeout=client.timeout, headers={"Accept": "image/*"}, trusted=trusted
+    )
+    async with guarded, guarded.stream("GET", url) as response:
         if response.status_code != 200:
-            await response.aread()
-            raise _backend_error(response)
+            # The error body is not read: it comes from wherever the URL points.
+            raise GenerationError(f"the image URL answered HTTP {response.status_code}")
         return await read_limited(response, MAX_IMAGE_BYTES)
 
 
@@ -148,7 +156,7 @@ async def _openai(
         except binascii.Error as exc:
             raise GenerationError("the image backend returned invalid base64 data") from exc
     if item.get("url"):
-        return await _download(client, str(item["url"]))
+        return await _download(client, str(item["url"]), settings)
     raise GenerationError(NO_IMAGE.format(detail=""))
 
 
@@ -170,7 +178,7 @@ async def _openrouter(
         if url.startswith("data:"):
             return decode_data_url(url)
         if url.startswith(("http://", "https://")):
-            return await _download(client, url)
+            return await _download(client, url, settings)
     text = str(message.get("content") or "").strip()
     raise GenerationError(NO_IMAGE.format(detail=f" (it said: {text[:200]})" if text else ""))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,17 @@ import pytest
 from evals.fixtures import ImageFixture, cat_image
 from graph.context import Settings
 from memory.store import Store
+from tools import net
 from tools.base import ToolContext
-from tools.image_analyze import TOOLS, available, extract_target, format_loaded, image_analyze
+from tools.image_analyze import (
+    NOT_AVAILABLE,
+    TOO_LONG,
+    TOOLS,
+    available,
+    extract_target,
+    format_loaded,
+    image_analyze,
+)
 from tools.registry import ToolRegistry
 
 SESSION = "s1"
@@ -146,6 +156,50 @@ async def test_private_hosts_are_refused_unless_allowed(tmp_path, images):
     assert "refused" in metadata["error"]
 
 
+@pytest.mark.parametrize(
+    "host", ["[::127.0.0.1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::ffff:127.0.0.1]"]
+)
+async def test_loopback_inside_ipv6_is_refused(tmp_path, images, host):
+    port = images.url.rsplit(":", 1)[1]
+    ctx = make_ctx(tmp_path, allow_private_urls=False)
+    result = await image_analyze({"reference": f"http://{host}:{port}/images/cat.png"}, ctx)
+    assert result["error"].startswith("refused: "), result
+    assert images.requests == []
+
+
+def resolving(monkeypatch, answers: dict[str, list[str]]) -> None:
+    """Stand in for DNS: each name in ``answers`` resolves to its addresses."""
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return answers[host]
+
+    monkeypatch.setattr(net, "resolve_host", resolve)
+
+
+async def test_a_public_looking_name_resolving_to_loopback_is_refused(
+    tmp_path, images, monkeypatch
+):
+    resolving(
+        monkeypatch, {"cats.example": ["127.0.0.1"], "mixed.example": ["8.8.8.8", "127.0.0.1"]}
+    )
+    port = images.url.rsplit(":", 1)[1]
+    ctx = make_ctx(tmp_path, allow_private_urls=False)
+    for host in ("cats.example", "mixed.example"):
+        result = await image_analyze({"reference": f"http://{host}:{port}/images/cat.png"}, ctx)
+        assert result["error"].startswith(f"refused: {host} resolves to"), result
+    assert images.requests == []
+
+
+async def test_the_connection_goes_to_the_address_that_was_resolved(tmp_path, images, monkeypatch):
+    resolving(monkeypatch, {"cats.example": ["127.0.0.1"]})
+    port = images.url.rsplit(":", 1)[1]
+    ctx = make_ctx(tmp_path, allow_private_urls=True)
+    result = await image_analyze({"reference": f"http://cats.example:{port}/images/cat.png"}, ctx)
+    assert result["mime"] == "image/png"
+    (request,) = images.requests
+    assert request.headers["host"] == f"cats.example:{port}"
+
+
 async def test_other_schemes_and_hostless_urls_are_refused(tmp_path):
     ctx = make_ctx(tmp_path)
     ftp = await image_analyze({"reference": "ftp://example.com/cat.png"}, ctx)
@@ -165,18 +219,19 @@ async def test_local_paths_inside_media_relative_or_absolute(tmp_path):
     assert decoded(by_name) == path.read_bytes()
 
 
-async def test_paths_outside_the_allowed_folders_are_refused(tmp_path):
+async def test_missing_and_forbidden_paths_get_the_same_answer(tmp_path):
     ctx = make_ctx(tmp_path / "home")
     outside = tmp_path / "secret.png"
     outside.write_bytes(cat_image())
     link = ctx.settings.media_dir / "link.png"
     link.symlink_to(outside)
 
-    for reference in (str(outside), "../../secret.png", "link.png"):
+    forbidden = (str(outside), "../../secret.png", "link.png", str(tmp_path))
+    missing = ("nothing-here.png", str(tmp_path / "nothing-here.png"), "../../nothing.png")
+    for reference in forbidden + missing:
         result = await image_analyze({"reference": reference}, ctx)
-        assert result["error"].startswith("refused:"), reference
-    missing = await image_analyze({"reference": "nothing-here.png"}, ctx)
-    assert missing == {"error": "no image file at nothing-here.png"}
+        assert result == {"error": NOT_AVAILABLE.format(path=reference)}, reference
+    assert NOT_AVAILABLE.startswith("not available:")
 
 
 async def test_allowed_image_dir_is_also_in_reach(tmp_path):
@@ -193,6 +248,16 @@ async def test_local_file_that_is_not_an_image(tmp_path):
     (ctx.settings.media_dir / "notes.png").write_text("just text")
     result = await image_analyze({"reference": "notes.png"}, ctx)
     assert result["error"].startswith("that is not an image I can load")
+
+
+async def test_an_adversarial_reference_is_answered_quickly(tmp_path):
+    ctx = make_ctx(tmp_path)
+    started = time.perf_counter()
+    near_cap = await image_analyze({"reference": "![](" * 1000}, ctx)
+    over_cap = await image_analyze({"reference": "![" * 50_000}, ctx)
+    assert time.perf_counter() - started < 1.0
+    assert near_cap["error"].startswith("not available:")
+    assert over_cap == {"error": TOO_LONG}
 
 
 def test_extract_target_from_markdown():

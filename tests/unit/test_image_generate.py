@@ -81,6 +81,25 @@ async def test_openai_backend_url_response_is_downloaded(tmp_path, images):
     assert [r.path.split("/")[1] for r in images.requests] == ["v1", "files"]
 
 
+async def test_image_url_on_another_host_than_the_backend_is_address_checked(tmp_path, images):
+    """The backend answers with a URL on 127.0.0.1, but the backend is configured as localhost."""
+    images.openai_response = "url"
+    elsewhere = images.base_url.replace("127.0.0.1", "localhost")
+    result = await image_generate(
+        {"prompt": "a black cat"}, make_ctx(tmp_path, images, image_base_url=elsewhere)
+    )
+    assert result["error"].startswith("refused: 127.0.0.1 resolves to a private or local address")
+    assert [r.path.split("/")[1] for r in images.requests] == ["v1"], "nothing downloaded"
+    assert media_files(tmp_path) == []
+
+    allowed = make_ctx(tmp_path, images, image_base_url=elsewhere, allow_private_urls=True)
+    result = await image_generate({"prompt": "a black cat"}, allowed)
+    assert centre_colour(result["image_path"]) == COLOURS["black"]
+    download = images.requests[-1]
+    assert download.path.startswith("/files/")
+    assert "authorization" not in download.headers, "the key stays with the backend"
+
+
 async def test_openrouter_backend_reads_the_data_url(tmp_path, images):
     ctx = make_ctx(
         tmp_path, images, image_backend="openrouter", image_model="google/gemini-2.5-flash-image"

@@ -1,0 +1,239 @@
+"""tools.net: which addresses are public, the pinned transport, and bounded body reads.
+
+The transport tests put httpx's own ``MockTransport`` where the sockets would be, so
+they see exactly which address a request was sent to, without leaving the machine.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from graph.context import Settings
+from tools.net import (
+    GuardedTransport,
+    Refused,
+    TooLarge,
+    guarded_client,
+    is_public,
+    read_limited,
+)
+
+PUBLIC_ADDRESS = "93.184.215.14"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.8.9.10",
+        "10.0.0.1",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fe80::1",
+        "fe80::1%eth0",
+        "fc00::1",
+        "fec0::1",
+        "ff02::1",
+        "2001:db8::1",
+        "::ffff:127.0.0.1",
+        "::127.0.0.1",  # IPv4-compatible
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+        "64:ff9b:1::a00:1",  # local-use NAT64
+        "not an address",
+    ],
+)
+def test_local_and_embedded_local_addresses_are_not_public(address: str) -> None:
+    assert is_public(address) is False
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["93.184.215.14", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"],
+)
+def test_public_addresses_are_public(address: str) -> None:
+    assert is_public(address) is True
+
+
+Seen = list[dict[str, str | None]]
+
+
+def recording(seen: Seen, reply: Callable[[httpx.Request], httpx.Response] | None = None):
+    """A MockTransport that records where each request would have connected."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(
+            {
+                "connect_to": request.url.host,
+                "host_header": request.headers["host"],
+                "sni": request.extensions.get("sni_hostname"),
+                "path": request.url.path,
+            }
+        )
+        return reply(request) if reply else httpx.Response(200, content=b"ok")
+
+    return httpx.MockTransport(handler)
+
+
+def table_resolver(answers: dict[str, list[list[str]]], calls: list[str]):
+    """A resolver answering each name from a script of successive answers (last repeats)."""
+
+    async def resolve(host: str, port: int) -> list[str]:
+        calls.append(host)
+        script = answers[host]
+        return script.pop(0) if len(script) > 1 else script[0]
+
+    return resolve
+
+
+async def test_connects_to_the_checked_address_not_a_second_lookup() -> None:
+    """DNS rebinding: the name answers a public address, then 127.0.0.1."""
+    seen: Seen = []
+    calls: list[str] = []
+    resolver = table_resolver({"rebind.example": [[PUBLIC_ADDRESS], ["127.0.0.1"]]}, calls)
+    transport = GuardedTransport(resolver=resolver, inner=recording(seen))
+    async with httpx.AsyncClient(transport=transport) as client:
+        response = await client.get("https://rebind.example/cat.png")
+        assert response.status_code == 200
+        assert seen == [
+            {
+                "connect_to": PUBLIC_ADDRESS,
+                "host_header": "rebind.example",
+                "sni": "rebind.example",
+                "path": "/cat.png",
+            }
+        ]
+        assert calls == ["rebind.example"], "one lookup per request, and it is the one used"
+
+        with pytest.raises(Refused, match=r"rebind\.example resolves to .*127\.0\.0\.1"):
+            await client.get("https://rebind.example/cat.png")
+    assert len(seen) == 1, "the rebound answer never reached a connection"
+
+
+async def test_every_address_of_a_name_is_checked() -> None:
+    seen: Seen = []
+    resolver = table_resolver({"mixed.example": [[PUBLIC_ADDRESS, "127.0.0.1"]]}, [])
+    transport = GuardedTransport(resolver=resolver, inner=recording(seen))
+    async with httpx.AsyncClient(transport=transport) as client:
+        with pytest.raises(Refused, match=r"127\.0\.0\.1"):
+            await client.get("http://mixed.example/")
+    assert seen == []
+
+
+async def test_each_redirect_hop_is_checked_again() -> None:
+    seen: Seen = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(302, headers={"Location": "http://inner.example/secret.png"})
+
+    resolver = table_resolver(
+        {"public.example": [[PUBLIC_ADDRESS]], "inner.example": [["10.0.0.5"]]}, []
+    )
+    transport = GuardedTransport(resolver=resolver, inner=recording(seen, reply))
+    async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
+        with pytest.raises(Refused, match=r"inner\.example resolves to .*10\.0\.0\.5"):
+            await client.get("http://public.example/start.png")
+    assert [hop["connect_to"] for hop in seen] == [PUBLIC_ADDRESS]
+
+
+async def test_ipv6_literals_carrying_loopback_are_refused_without_a_lookup() -> None:
+    seen: Seen = []
+    calls: list[str] = []
+    transport = GuardedTransport(resolver=table_resolver({}, calls), inner=recording(seen))
+    async with httpx.AsyncClient(transport=transport) as client:
+        for host in ("[::127.0.0.1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::ffff:7f00:1]"):
+            with pytest.raises(Refused):
+                await client.get(f"http://{host}:8080/cat.png")
+    assert seen == [] and calls == []
+
+
+async def test_allow_private_still_connects_to_the_resolved_address() -> None:
+    seen: Seen = []
+    resolver = table_resolver({"nas.local": [["192.168.1.20"]]}, [])
+    transport = GuardedTransport(allow_private=True, resolver=resolver, inner=recording(seen))
+    async with httpx.AsyncClient(transport=transport) as client:
+        await client.get("http://nas.local:8000/cat.png")
+    assert seen[0]["connect_to"] == "192.168.1.20"
+    assert seen[0]["host_header"] == "nas.local:8000"
+
+
+async def test_a_trusted_origin_is_sent_as_configured_and_only_that_origin() -> None:
+    seen: Seen = []
+    calls: list[str] = []
+    resolver = table_resolver({"backend.lan": [["10.0.0.7"]]}, calls)
+    transport = GuardedTransport(
+        trusted=["http://backend.lan:7860/v1"], resolver=resolver, inner=recording(seen)
+    )
+    async with httpx.AsyncClient(transport=transport) as client:
+        await client.get("http://backend.lan:7860/files/cat.png")
+        with pytest.raises(Refused):
+            await client.get("http://backend.lan:9999/files/cat.png")
+    assert [hop["connect_to"] for hop in seen] == ["backend.lan"]
+    assert calls == ["backend.lan"], "only the untrusted port was looked up"
+
+
+async def test_other_schemes_are_refused_at_every_hop() -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(302, headers={"Location": "file:///etc/passwd"})
+
+    resolver = table_resolver({"public.example": [[PUBLIC_ADDRESS]]}, [])
+    transport = GuardedTransport(resolver=resolver, inner=recording([], reply))
+    async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
+        with pytest.raises(httpx.HTTPError):
+            await client.get("http://public.example/")
+
+
+async def test_guarded_client_refuses_loopback_by_default() -> None:
+    async with guarded_client(Settings(), timeout=httpx.Timeout(1.0)) as client:
+        with pytest.raises(Refused):
+            await client.get("http://127.0.0.1:9/")
+        with pytest.raises(Refused):
+            await client.get("http://localhost:9/")
+
+
+def body_response(body: bytes, encoding: str | None = None) -> httpx.Response:
+    headers = {"Content-Encoding": encoding} if encoding else {}
+
+    async def chunks():
+        for start in range(0, len(body), 16 * 1024):
+            yield body[start : start + 16 * 1024]
+
+    return httpx.Response(200, headers=headers, content=chunks())
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encode"),
+    [(None, bytes), ("gzip", gzip.compress), ("deflate", zlib.compress)],
+)
+async def test_read_limited_decodes_what_fits(encoding, encode) -> None:
+    page = b"<p>hello</p>" * 10_000
+    assert await read_limited(body_response(encode(page), encoding), len(page)) == page
+
+
+async def test_read_limited_stops_a_compression_bomb_at_the_cap() -> None:
+    bomb = gzip.compress(bytes(50 * 1024 * 1024), compresslevel=9)
+    assert len(bomb) < 100 * 1024
+    with pytest.raises(TooLarge):
+        await read_limited(body_response(bomb, "gzip"), 1024 * 1024)
+
+
+async def test_read_limited_refuses_what_it_cannot_decode() -> None:
+    with pytest.raises(httpx.DecodingError, match="unsupported Content-Encoding 'br'"):
+        await read_limited(body_response(b"\x00\x01", "br"), 1024)
+    with pytest.raises(httpx.DecodingError, match="corrupt"):
+        await read_limited(body_response(b"not gzip at all", "gzip"), 1024)
