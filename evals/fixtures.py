@@ -12,8 +12,11 @@ its base URL, ``.requests`` every request it received, and ``settings_overrides(
   a maintenance page, "slow" -> results after ``slow_seconds``; USD/JPY, exchange-rate or
   "kurs" queries -> currency results; weather/forecast/"cuaca" queries -> weather results;
   "rainbow cat cafe" queries -> a hostile page (one result's snippet is a prompt injection
-  telling the model to overwrite its memories with ``/memory_sql UPDATE``); anything
-  else -> generic results built around the query.
+  telling the model to overwrite its memories with ``/memory_sql UPDATE``); "hugepage"
+  -> ``huge_bytes`` of HTML streamed with no length, "gzipbomb" -> a gzip body (about
+  0.3 MB) that decodes to ``huge_bytes``, "manyresults" -> a real result page of
+  ``many_results`` results (about 1.2 MB); anything else -> generic results built
+  around the query.
 - ``OpenMeteoFixture``: ``GET /v1/forecast`` (current conditions) and ``GET /v1/search``
   (geocoding) over the places in ``fixture_data/open_meteo_places.json`` (Tokyo, Jakarta,
   Bandung, London x2, Paris x2, Springfield x4); unknown names give no results.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import html
 import io
 import json
@@ -35,6 +39,7 @@ import math
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -253,9 +258,24 @@ def _data(name: str) -> str:
 class DuckDuckGoFixture(FixtureServer):
     """DuckDuckGo's HTML endpoint at ``/html/``; the query text chooses the page."""
 
-    def __init__(self, slow_seconds: float = 3.0) -> None:
+    def __init__(
+        self,
+        slow_seconds: float = 3.0,
+        huge_bytes: int = 300 * 1024 * 1024,
+        many_results: int = 8_000,
+    ) -> None:
         super().__init__()
         self.slow_seconds = slow_seconds
+        self.huge_bytes = huge_bytes
+        self.many_results = many_results
+
+    @functools.cached_property
+    def gzip_bomb(self) -> bytes:
+        """Gzip bytes that decode to ``huge_bytes`` of zeros (made once, about a second)."""
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        chunk = bytes(1024 * 1024)
+        parts = [compressor.compress(chunk) for _ in range(self.huge_bytes // len(chunk))]
+        return b"".join(parts) + compressor.flush()
 
     @property
     def search_url(self) -> str:
@@ -284,6 +304,12 @@ class DuckDuckGoFixture(FixtureServer):
             return Reply(200, _fill(_data("ddg_unexpected.html"), query))
         if "noresults" in lowered:
             return Reply(200, self._page(query, _data("ddg_no_results.html")))
+        if "hugepage" in lowered:
+            return Reply(200, _zeros_stream(self.huge_bytes, b"<html><body>"))
+        if "gzipbomb" in lowered:
+            return Reply(200, self.gzip_bomb, headers={"Content-Encoding": "gzip"})
+        if "manyresults" in lowered:
+            return Reply(200, self._page(query, _many_results(self.many_results)))
         delay = self.slow_seconds if "slow" in lowered else 0.0
         return Reply(
             200,
@@ -295,6 +321,29 @@ class DuckDuckGoFixture(FixtureServer):
     def _page(query: str, body: str) -> bytes:
         page = _data("ddg_header.html") + body + _data("ddg_footer.html")
         return _fill(page, query)
+
+
+def _many_results(count: int) -> str:
+    """A results block of ``count`` small organic results."""
+    result = (
+        '<div class="result web-result"><a class="result__a" href="https://r{n}.example/">'
+        'Result {n}</a><a class="result__snippet">snippet {n}</a></div>\n'
+    )
+    return (
+        '<div id="links" class="results">'
+        + "".join(result.format(n=n) for n in range(count))
+        + "</div>"
+    )
+
+
+def _zeros_stream(total: int, head: bytes = b"") -> Iterator[bytes]:
+    """``head`` then zero bytes up to ``total``, in 64 KB chunks (never held whole)."""
+    yield head
+    sent = len(head)
+    chunk = bytes(64 * 1024)
+    while sent < total:
+        yield chunk
+        sent += len(chunk)
 
 
 def _topic_page(lowered: str) -> str:

@@ -3,11 +3,15 @@
 Redirect links (``//duckduckgo.com/l/?uddg=...``) are unwrapped to the real URL, ads are
 skipped, markup and entities are cleaned and duplicates dropped. A page without results
 is an empty list with a note; a rate-limit, captcha ("anomaly") or unrecognised page is an
-error, never an empty success.
+error, never an empty success. The page is streamed under a size cap (decoded bytes, so a
+compression bomb stops at the cap too) and parsed in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import logging
 import re
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
@@ -16,9 +20,20 @@ import httpx
 from bs4 import BeautifulSoup, Tag
 
 from tools.base import ToolContext, ToolSpec
-from tools.net import USER_AGENT, describe_http_error, request_timeout
+from tools.net import (
+    ACCEPT_ENCODING,
+    USER_AGENT,
+    TooLarge,
+    describe_http_error,
+    read_limited,
+    request_timeout,
+)
+
+log = logging.getLogger("companion.web")
 
 DEFAULT_RESULTS = 5
+# A DuckDuckGo result page is well under 100 KB; anything far bigger is not one.
+MAX_PAGE_BYTES = 2 * 1024 * 1024
 
 DESCRIPTION = (
     "Search the web when the answer needs current or outside facts (news, prices, exchange "
@@ -52,6 +67,7 @@ RATE_LIMITED = "web search is rate-limited by DuckDuckGo right now (HTTP {status
 CAPTCHA = "web search was blocked by DuckDuckGo's bot check (captcha); try again later"
 UNEXPECTED_PAGE = "web search returned a page that is not a result list; try again later"
 BAD_STATUS = "web search failed: DuckDuckGo answered HTTP {status}"
+TOO_LARGE = f"web search failed: the result page is larger than {MAX_PAGE_BYTES // 1024**2} MB"
 
 # Phrases and selectors of DuckDuckGo's "anomaly" (bot-check) interstitial.
 ANOMALY_SELECTORS = ("form#challenge-form", ".anomaly-modal", "#anomaly-modal", ".g-recaptcha")
@@ -129,25 +145,55 @@ def parse_results(html: str, limit: int) -> dict[str, Any]:
     return {"results": results}
 
 
+def _charset(response: httpx.Response) -> str:
+    """The page's declared charset when Python knows it, else UTF-8."""
+    declared = response.charset_encoding or "utf-8"
+    try:
+        return codecs.lookup(declared).name
+    except LookupError:
+        return "utf-8"
+
+
+async def _fetch_page(ctx: ToolContext, query: str) -> tuple[int, str]:
+    """The endpoint's HTTP status and, for a 200, its page read under the size cap."""
+    headers = {
+        "User-Agent": USER_AGENT,
+        "Accept": "text/html",
+        "Accept-Language": "en",
+        "Accept-Encoding": ACCEPT_ENCODING,
+    }
+    async with (
+        httpx.AsyncClient(
+            timeout=request_timeout(ctx.settings), headers=headers, follow_redirects=True
+        ) as client,
+        client.stream("POST", ctx.settings.web_search_url, data={"q": query}) as response,
+    ):
+        if response.status_code != 200:
+            return response.status_code, ""
+        body = await read_limited(response, MAX_PAGE_BYTES)
+        return 200, body.decode(_charset(response), errors="replace")
+
+
 async def web_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Run one search against ``settings.web_search_url`` and return clean results."""
     query = _clean(str(args.get("query", "")))
     if not query:
         return {"error": "web_search needs a query"}
     limit = int(args.get("max_results", DEFAULT_RESULTS))
-    headers = {"User-Agent": USER_AGENT, "Accept": "text/html", "Accept-Language": "en"}
     try:
-        async with httpx.AsyncClient(
-            timeout=request_timeout(ctx.settings), headers=headers, follow_redirects=True
-        ) as client:
-            response = await client.post(ctx.settings.web_search_url, data={"q": query})
+        status, page = await _fetch_page(ctx, query)
+    except TooLarge:
+        log.exception("the result page for %r is too large", query)
+        return {"error": TOO_LARGE}
     except httpx.HTTPError as exc:
+        log.exception("web search for %r failed", query)
         return {"error": "web search failed: " + describe_http_error(exc, "the search service")}
-    if response.status_code in (202, 403, 429):
-        return {"error": RATE_LIMITED.format(status=response.status_code)}
-    if response.status_code != 200:
-        return {"error": BAD_STATUS.format(status=response.status_code)}
-    parsed = parse_results(response.text, limit)
+    if status in (202, 403, 429):
+        return {"error": RATE_LIMITED.format(status=status)}
+    if status != 200:
+        return {"error": BAD_STATUS.format(status=status)}
+    # html.parser is pure Python: a big page would hold the event loop for seconds.
+    parsed = await asyncio.to_thread(parse_results, page, limit)
     if "error" in parsed:
         return parsed
     return {"query": query, **parsed}

@@ -12,6 +12,7 @@ import socket
 import pytest
 from langchain_core.messages import ToolMessage
 
+from evals.fixtures import DuckDuckGoFixture
 from graph.fake import tool_call
 from graph.runner import run_turn
 from tools.registry import MAX_RESULT_CHARS, ToolRegistry, default_registry
@@ -102,4 +103,21 @@ async def test_web_search_site_unreachable(make_context) -> None:
     result = await run_turn(ctx, "s1", "USD to JPY rate")
     assert result.answer == "Search is unavailable."
     (seen,) = tool_messages(ctx)
-    assert seen.content.startswith("🔧 TOOL RESULT — WEB_SEARCH") and "Error:" in seen.content
+    assert "🔧 TOOL RESULT — WEB_SEARCH" in seen.content and "Error:" in seen.content
+
+
+@pytest.mark.parametrize("query", ["hugepage", "gzipbomb"])
+async def test_web_search_flooded_by_its_site(make_context, query) -> None:
+    """300 MB of page, or 0.3 MB of gzip that decodes to 300 MB: cut off at the cap."""
+    registry = ToolRegistry([default_registry().get("web_search")])
+    with DuckDuckGoFixture(huge_bytes=300 * 1024 * 1024) as site:
+        ctx = make_context(
+            [tool_call("web_search", {"query": query}, "q1"), "That page was too big."],
+            registry=registry,
+            **site.settings_overrides(),
+        )
+        result = await run_turn(ctx, "s1", "search it")
+    assert result.answer == "That page was too big."
+    assert result.seconds < 5
+    (seen,) = tool_messages(ctx)
+    assert "the result page is larger than 2 MB" in seen.content

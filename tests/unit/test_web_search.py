@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,14 @@ from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
-from tools.web_search import TOOLS, format_results, parse_results, unwrap_url, web_search
+from tools.web_search import (
+    TOO_LARGE,
+    TOOLS,
+    format_results,
+    parse_results,
+    unwrap_url,
+    web_search,
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +128,55 @@ async def test_unreachable_endpoint_is_an_error(tmp_path):
     ctx = ToolContext(Settings(home=tmp_path, **overrides), Store.open_home(tmp_path))
     result = await web_search({"query": "anything"}, ctx)
     assert result["error"].startswith("web search failed: could not connect")
+
+
+async def longest_stall(work: Awaitable[dict[str, Any]]) -> tuple[dict[str, Any], float]:
+    """The result of ``work`` and the longest the event loop went without running a tick."""
+    stalls = [0.0]
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        while not done.is_set():
+            before = time.perf_counter()
+            await asyncio.sleep(0.005)
+            stalls.append(time.perf_counter() - before)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        result = await work
+    finally:
+        done.set()
+        await ticker
+    return result, max(stalls)
+
+
+async def test_a_huge_page_is_cut_off_at_the_cap(tmp_path, ddg):
+    started = time.perf_counter()
+    result, stall = await longest_stall(web_search({"query": "hugepage"}, make_ctx(tmp_path, ddg)))
+    assert result == {"error": TOO_LARGE}
+    assert time.perf_counter() - started < 2
+    assert stall < 0.5
+
+
+async def test_a_gzip_bomb_stops_at_the_cap_without_stalling_the_loop(tmp_path, ddg):
+    assert len(ddg.gzip_bomb) < 400 * 1024  # 0.3 MB that decodes to 300 MB (made up front)
+    work = web_search({"query": "gzipbomb"}, make_ctx(tmp_path, ddg))
+    result, stall = await longest_stall(work)
+    assert result == {"error": TOO_LARGE}
+    assert stall < 0.5
+
+
+async def test_only_encodings_read_under_the_cap_are_asked_for(tmp_path, ddg):
+    await web_search({"query": "USD to JPY"}, make_ctx(tmp_path, ddg))
+    (request,) = ddg.requests
+    assert request.headers["accept-encoding"] == "gzip, deflate"
+
+
+async def test_a_big_result_page_is_parsed_off_the_event_loop(tmp_path, ddg):
+    work = web_search({"query": "manyresults"}, make_ctx(tmp_path, ddg))
+    result, stall = await longest_stall(work)
+    assert [item["title"] for item in result["results"]] == [f"Result {n}" for n in range(5)]
+    assert stall < 0.5
 
 
 def test_unwrap_url_handles_redirects_ads_and_plain_links():
