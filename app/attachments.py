@@ -4,6 +4,10 @@ Both end as a file in the store's media folder whose path goes to ``stream_turn`
 user message's ``image_path`` — one pipeline. Uploads are checked by their bytes (not
 their name); URLs are fetched by image_analyze's downloader, with its size, type, time
 and private-address limits, and its cache.
+
+Finding a pasted URL takes time linear in the message: the text is split on whitespace,
+tokens longer than any URL we would fetch are skipped, and each token is read with string
+operations only (a backtracking pattern over a long run of ``http://`` took seconds).
 """
 
 from __future__ import annotations
@@ -11,16 +15,22 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from graph.context import Context
 from nodes.build_context import tool_context
 from tools.image_analyze import image_analyze
 from tools.images import NotAnImage, inspect_image, write_image
 
-IMAGE_URL = re.compile(
-    r"https?://[^\s<>()\"']+?\.(?:png|jpe?g|gif|webp)(?:\?[^\s<>()\"']*)?(?=$|[\s)\"'>,;!])",
-    re.IGNORECASE,
-)
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+# Longer tokens are not taken for URLs: a pasted link is far shorter, and the work per token
+# stays small.
+MAX_URL_CHARS = 2048
+# Characters that end a URL in pasted text: brackets and quotes around it.
+_URL_BOUNDARY = re.compile(r"[<>()\"']")
+_SCHEME = re.compile(r"https?://", re.IGNORECASE)
+# Sentence punctuation after a URL belongs to the sentence: "see …/cat.jpg."
+TRAILING_PUNCTUATION = ".,;:!?"
 
 
 class AttachmentError(Exception):
@@ -29,8 +39,27 @@ class AttachmentError(Exception):
 
 def image_url_in(text: str) -> str | None:
     """The first http(s) URL in ``text`` that names an image file, or None."""
-    found = IMAGE_URL.search(text or "")
-    return found.group(0) if found else None
+    for token in (text or "").split():
+        if len(token) <= MAX_URL_CHARS:
+            url = _image_url_in_token(token)
+            if url is not None:
+                return url
+    return None
+
+
+def _image_url_in_token(token: str) -> str | None:
+    for piece in _URL_BOUNDARY.split(token):
+        start = _SCHEME.search(piece)
+        if start is None:
+            continue
+        url = piece[start.start() :].rstrip(TRAILING_PUNCTUATION)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # e.g. an unclosed IPv6 bracket
+            continue
+        if parts.netloc and parts.path.lower().endswith(IMAGE_EXTENSIONS):
+            return url
+    return None
 
 
 def save_upload(upload: str | Path, media_dir: Path) -> str:

@@ -1,0 +1,64 @@
+"""Finding an image URL pasted into a message: what is found, and in linear time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.attachments import MAX_URL_CHARS, image_url_in
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("look https://example.com/cat.PNG please", "https://example.com/cat.PNG"),
+        ("see https://example.com/cat.jpg.", "https://example.com/cat.jpg"),
+        ("is it https://example.com/cat.jpg?", "https://example.com/cat.jpg"),
+        ("https://example.com/a.gif, https://example.com/b.png", "https://example.com/a.gif"),
+        ("(http://x.org/a/b.jpeg?size=2)", "http://x.org/a/b.jpeg?size=2"),
+        ("https://cdn.example/cat.jpg?w=200&h=100!", "https://cdn.example/cat.jpg?w=200&h=100"),
+        ("![cat](https://example.com/c.webp)", "https://example.com/c.webp"),
+        ('he sent "https://example.com/c.png"', "https://example.com/c.png"),
+        ("<https://example.com/c.jpeg>", "https://example.com/c.jpeg"),
+        ("link:https://example.com/c.png", "https://example.com/c.png"),
+        (
+            "https://example.com/page.html then https://example.com/z.png",
+            "https://example.com/z.png",
+        ),
+        ("https://example.com/page.html", None),
+        ("http:// .png", None),
+        ("http://[::1/cat.png", None),
+        ("no link here", None),
+        ("", None),
+    ],
+)
+def test_pasted_image_urls_are_found(text: str, url: str | None) -> None:
+    assert image_url_in(text) == url
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://" * 20_000,  # the 140 KB message that took 15.8 s
+        ("http://" * 290 + " ") * 70,  # just under the token cap, many times
+        "https://a.png?" * 10_000,
+        "![](" * 35_000,
+        ("x" * (MAX_URL_CHARS + 1) + " ") * 68,
+    ],
+)
+def test_an_adversarial_message_is_scanned_quickly(text: str) -> None:
+    assert len(text) > 100_000
+    started = time.perf_counter()
+    image_url_in(text + " https://example.com/cat.png")
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_url_after_a_long_adversarial_token_is_still_found() -> None:
+    text = "http://" * 20_000 + " and https://example.com/cat.png."
+    assert image_url_in(text) == "https://example.com/cat.png"
+
+
+def test_tokens_longer_than_any_url_are_skipped() -> None:
+    long_url = "https://example.com/" + "a" * MAX_URL_CHARS + ".png"
+    assert image_url_in(long_url) is None
