@@ -488,6 +488,9 @@ def _install_functions(conn: sqlite3.Connection, policy: _Policy, deadline: _Dea
 def _prepare(conn: sqlite3.Connection, deadline: _Deadline, with_edits: bool) -> _Policy:
     """Shadow the tables with the filtered views (and edit triggers), install the guard
     functions and the limits on ``conn``."""
+    # Sorts, DISTINCT/UNION sets and materialised CTEs spill to a temp file beyond a
+    # small page cache, however the SQLite library was built (set before any temp object).
+    conn.execute("PRAGMA temp_store = FILE")
     tag = secrets.token_hex(8)
     triggers = {table: f"guard_edit_{table}_{tag}" for table in SHADOWED}
     policy = _Policy(
