@@ -15,7 +15,18 @@ from typing import Any
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        dest="log_level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=argparse.SUPPRESS,
+        help="what reaches stderr (default WARNING; the log file always gets INFO)",
+    )
     parser.add_argument("--home", help="folder for companion.db and media/ (COMPANION_HOME)")
     parser.add_argument("--provider", choices=["local", "openai-compatible"])
     parser.add_argument("--base-url", dest="base_url", help="OpenAI-compatible base URL")
@@ -66,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--limit", type=int, help="run only the first N cases")
 
     sub.add_parser("graph", help="print the compiled graph as Mermaid text")
+
+    doctor = sub.add_parser("doctor", help="check the set-up and say how to fix what fails")
+    _common(doctor)
 
     undo_sql = sub.add_parser(
         "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
@@ -132,6 +146,27 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
             return 1
 
 
+def _configure_logging(args: argparse.Namespace) -> None:
+    """stderr at --log-level (WARNING), and the rotating file under the home at INFO."""
+    import os
+
+    from app.logs import configure_logging
+    from graph.context import Settings
+    from graph.setup import resolve_home
+
+    log_file = Settings(home=resolve_home(_flags(args), os.environ)).log_file
+    configure_logging(log_file, getattr(args, "log_level", "WARNING"))
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from app.doctor import doctor
+    from graph.setup import open_settings
+
+    settings, store = open_settings(_flags(args))
+    store.close()
+    return doctor(settings)
+
+
 def _undo_sql(args: argparse.Namespace) -> int:
     import os
 
@@ -158,6 +193,10 @@ def _undo_sql(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``companion`` console script."""
     args = build_parser().parse_args(argv)
+    if args.command != "graph":
+        _configure_logging(args)
+    if args.command == "doctor":
+        return _doctor(args)
     if args.command == "undo-sql":
         return _undo_sql(args)
     if args.command == "chat":

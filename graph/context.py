@@ -86,6 +86,11 @@ class Settings:
         """Where images live."""
         return self.home / "media"
 
+    @property
+    def log_file(self) -> Path:
+        """The rotating log file that app.logs writes."""
+        return self.home / "logs" / "companion.log"
+
 
 # Keys a user may edit in the Settings tab (persisted to the profile table); the only
 # keys load_settings reads from the profile. The chat endpoint and its key, the tool

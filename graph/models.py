@@ -70,51 +70,90 @@ class LocalServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None
         self.log_path: Path | None = None
+        self.log_dir: Path | None = None  # COMPANION_HOME/logs once settings are known
         self._lock = threading.Lock()
+        self._atexit = False
 
     def ensure(self, timeout: float = 180.0) -> str:
-        """Start the server if needed and return its base URL (``.../v1``)."""
+        """Start the server if needed and return its base URL (``.../v1``).
+
+        A server found dead (crash, OOM, kill) since the last call is logged with its
+        exit cause and started again, so the next message gets an answer.
+        """
         with self._lock:
-            if self.process is not None and self.process.poll() is None and self.url:
-                return self.url
-            path = self.model_path or local_model_path()
-            port = _free_port()
-            command = [
-                sys.executable,
-                "-m",
-                "llama_cpp.server",
-                "--model",
-                str(path),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--n_ctx",
-                str(self.n_ctx),
-            ]
-            log.info("starting local model server on port %s", port)
-            # llama.cpp logs a lot: a file, not a pipe nobody drains (a full pipe blocks it)
-            self.log_path = Path(tempfile.gettempdir()) / f"companion-llama-{port}.log"
-            log_file = self.log_path.open("wb")
+            if self.process is not None and self.url:
+                if self.process.poll() is None:
+                    return self.url
+                log.warning("%s; restarting it", self.stopped_reason())
+            return self._start(timeout)
+
+    def _start(self, timeout: float) -> str:
+        path = self.model_path or local_model_path()
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+        ]
+        self.url = None
+        log_dir = self.log_dir or Path(tempfile.gettempdir())
+        log_dir.mkdir(parents=True, exist_ok=True)
+        # llama.cpp logs a lot: a file, not a pipe nobody drains (a full pipe blocks it)
+        self.log_path = log_dir / f"llama-server-{port}.log"
+        log.info("starting local model server on port %s (log: %s)", port, self.log_path)
+        with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-            log_file.close()
+        if not self._atexit:
             atexit.register(self.stop)
-            base = f"http://127.0.0.1:{port}/v1"
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    output = self.log_path.read_text(errors="replace")[-500:]
-                    raise ProviderError(f"local model server exited: {output}")
-                try:
-                    response = httpx.get(f"{base}/models", timeout=1.0, trust_env=False)
-                    if response.status_code == 200:
-                        self.url = base
-                        return base
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
-            self.stop()
-            raise ProviderError(f"local model server did not answer within {timeout:.0f} s")
+            self._atexit = True
+        base = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ProviderError(f"{self.stopped_reason()} while starting:\n{self.log_tail()}")
+            try:
+                response = httpx.get(f"{base}/models", timeout=1.0, trust_env=False)
+                if response.status_code == 200:
+                    self.url = base
+                    return base
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise ProviderError(
+            f"the local model server did not answer within {timeout:.0f} s; "
+            f"its log is at {self.log_path}"
+        )
+
+    def dead(self) -> bool:
+        """True when a server was started and its process has exited since."""
+        return self.process is not None and self.process.poll() is not None
+
+    def stopped_reason(self) -> str:
+        """'the local model server stopped (signal 11); its log is at PATH'."""
+        code = self.process.poll() if self.process is not None else None
+        if code is None:
+            cause = "is not running"
+        elif code < 0:
+            cause = f"stopped (signal {-code})"
+        else:
+            cause = f"stopped (exit status {code})"
+        return f"the local model server {cause}; its log is at {self.log_path}"
+
+    def log_tail(self, lines: int = 8) -> str:
+        """The last lines of the server's log, for an error message."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").strip().splitlines()
+        return "\n".join(text[-lines:])
 
     def stop(self) -> None:
         """Stop the server process."""
@@ -170,6 +209,14 @@ def make_vision_model(settings: Settings) -> BaseChatModel | None:
     if settings.is_local or not settings.vision_model:
         return None
     return make_chat_model(settings, settings.vision_model)
+
+
+def is_provider_error(exc: BaseException) -> bool:
+    """True for a failure of the model provider (HTTP, connection, its process, its
+    configuration); False for a bug in Companion's own code."""
+    import openai
+
+    return isinstance(exc, openai.APIError | httpx.HTTPError | ProviderError | ConfigError)
 
 
 def describe_provider_error(exc: BaseException) -> str:
@@ -229,6 +276,7 @@ def _lazy_model_class() -> Any:
         model_config = ConfigDict(arbitrary_types_allowed=True)
         settings: Settings
         _inner: Any = PrivateAttr(default=None)
+        _url: str | None = PrivateAttr(default=None)
 
         @property
         def _llm_type(self) -> str:
@@ -247,8 +295,11 @@ def _lazy_model_class() -> Any:
             return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
         def _model(self) -> Any:
-            if self._inner is None:
+            """The client for the running server, (re)started if it is not running."""
+            url = local_server().ensure()
+            if self._inner is None or self._url != url:
                 self._inner = make_chat_model(self.settings)
+                self._url = url
             return self._inner
 
         def _generate(
@@ -258,7 +309,11 @@ def _lazy_model_class() -> Any:
             run_manager: Any = None,
             **kwargs: Any,
         ) -> ChatResult:
-            reply = self._model().invoke(messages, stop=stop, **kwargs)
+            try:
+                reply = self._model().invoke(messages, stop=stop, **kwargs)
+            except Exception as exc:
+                _raise_if_server_died(exc)
+                raise
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
         async def _agenerate(
@@ -270,8 +325,12 @@ def _lazy_model_class() -> Any:
         ) -> ChatResult:
             import asyncio
 
-            inner = self._inner or await asyncio.to_thread(self._model)
-            reply = await inner.ainvoke(messages, stop=stop, **kwargs)
+            inner = await asyncio.to_thread(self._model)
+            try:
+                reply = await inner.ainvoke(messages, stop=stop, **kwargs)
+            except Exception as exc:
+                _raise_if_server_died(exc)
+                raise
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
         async def _astream(
@@ -283,20 +342,37 @@ def _lazy_model_class() -> Any:
         ) -> AsyncIterator[ChatGenerationChunk]:
             import asyncio
 
-            inner = (
-                self._model() if self._inner is not None else await asyncio.to_thread(self._model)
-            )
-            async for chunk in inner.astream(messages, stop=stop, **kwargs):
-                assert isinstance(chunk, AIMessageChunk)
-                generation = ChatGenerationChunk(message=chunk)
-                if run_manager and isinstance(chunk.content, str) and chunk.content:
-                    await run_manager.on_llm_new_token(chunk.content, chunk=generation)
-                yield generation
+            inner = await asyncio.to_thread(self._model)
+            try:
+                async for chunk in inner.astream(messages, stop=stop, **kwargs):
+                    assert isinstance(chunk, AIMessageChunk)
+                    generation = ChatGenerationChunk(message=chunk)
+                    if run_manager and isinstance(chunk.content, str) and chunk.content:
+                        await run_manager.on_llm_new_token(chunk.content, chunk=generation)
+                    yield generation
+            except Exception as exc:
+                _raise_if_server_died(exc)
+                raise
+            if local_server().dead():  # a crash can end the stream without an error
+                raise ProviderError(local_server().stopped_reason())
 
     return LazyLocalChatModel
 
 
+def _raise_if_server_died(exc: Exception) -> None:
+    """Explain a failed local request by the server's death when that is the cause.
+
+    The openai client reports a crashed server as a connection error, which would send
+    the user looking at the network; the process's exit status says what happened.
+    """
+    server = local_server()
+    if server.dead():
+        log.error("%s (request failed with %s)", server.stopped_reason(), type(exc).__name__)
+        raise ProviderError(server.stopped_reason()) from exc
+
+
 def lazy_local_model(settings: Settings) -> BaseChatModel:
     """The local chat model, its server started on the first call (not at construction)."""
+    local_server().log_dir = settings.home / "logs"
     model: BaseChatModel = _lazy_model_class()(settings=settings)
     return model

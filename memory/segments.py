@@ -15,6 +15,7 @@ into episodic memory. Summaries are indexed by ``segments_fts`` for search.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from memory.retrieval import fts_query
 from memory.store import Message, Store, format_time, parse_time
 from memory.temporal import TemporalCue, zone_of
 from memory.text import content_words
+
+log = logging.getLogger("companion.segments")
 
 GAP = timedelta(minutes=30)
 MAX_MESSAGES = 40
@@ -147,6 +150,7 @@ async def refresh_segments(
             try:
                 summary, kind = (await summarize(speakers)).strip(), "model"
             except Exception:  # a failing model must not lose the segment: fall back
+                log.exception("summarising a segment of %s failed; extractive fallback", session_id)
                 summary = ""
         if not summary:
             summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"

@@ -160,6 +160,12 @@ class Store:
             raise
         conn.execute("COMMIT")
 
+    def health(self) -> tuple[str, int]:
+        """``PRAGMA integrity_check``'s verdict ("ok" when sound) and the schema version."""
+        verdict = "; ".join(row[0] for row in self.conn.execute("PRAGMA integrity_check"))
+        version = self.conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+        return verdict, int(version or 0)
+
     def now(self) -> str:
         """The store clock's current time, formatted."""
         return format_time(self.clock())

@@ -10,6 +10,7 @@ a clear assistant-side message; the user's message is already stored.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -19,9 +20,11 @@ from langgraph.runtime import Runtime
 
 from graph.commands import parse_reply
 from graph.context import Context
-from graph.models import describe_provider_error
+from graph.models import ProviderError, describe_provider_error, is_provider_error
 from graph.state import State, ToolCall
-from prompts.templates import EMPTY_ANSWER, MODEL_ERROR, STREAM_CUT
+from prompts.templates import EMPTY_ANSWER, INTERNAL_ERROR, MODEL_ERROR, STREAM_CUT
+
+log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
 
@@ -98,7 +101,7 @@ async def stream_reply(
         if isinstance(chunk.content, str) and chunk.content:
             runtime.stream_writer({"type": "token", "text": chunk.content})
     if not chunks:
-        raise ValueError("No generations found in stream.")
+        raise ProviderError("the model returned an empty stream")
     merged = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
     reply = message_chunk_to_message(merged)
     assert isinstance(reply, AIMessage)
@@ -112,12 +115,22 @@ def _failed(
     started: float,
     detail: str,
     partial: str = "",
+    *,
+    internal: bool = False,
 ) -> dict[str, Any]:
-    """End the turn on a provider failure: a clear assistant-side message, stored."""
-    text = STREAM_CUT.format(partial=partial) if partial else MODEL_ERROR.format(detail=detail)
-    stored = ctx.store.add_message(
-        session_id, "assistant", text, meta={"error": True, "detail": detail, "model": model}
-    )
+    """End the turn on a failure: a clear assistant-side message, stored.
+
+    ``internal`` marks a bug in Companion's own code, which is never reported as the
+    provider's failure.
+    """
+    if internal:
+        text = INTERNAL_ERROR.format(detail=detail, log=ctx.settings.log_file)
+    elif partial:
+        text = STREAM_CUT.format(partial=partial)
+    else:
+        text = MODEL_ERROR.format(detail=detail)
+    meta = {"error": True, "detail": detail, "model": model, "internal": internal}
+    stored = ctx.store.add_message(session_id, "assistant", text, meta=meta)
     ms = round((time.perf_counter() - started) * 1000, 2)
     return {
         "calls": [],
@@ -161,6 +174,11 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         else:
             reply = await runnable.ainvoke(state["context"])
     except Exception as exc:
+        if not is_provider_error(exc):
+            log.exception("call_model: a bug in Companion, not a provider failure")
+            detail = f"{type(exc).__name__}: {exc}"[:200]
+            return _failed(ctx, session_id, name, started, detail, internal=True)
+        log.exception("call_model: the provider failed (%s)", name)
         return _failed(ctx, session_id, name, started, describe_provider_error(exc))
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(getattr(reply, "content", reply)))

@@ -73,6 +73,10 @@ STREAM_CUT = (
     "{partial} …\n\n(My answer was cut off — the connection to the language model dropped. "
     "Your message is saved; ask again and I'll finish.)"
 )
+INTERNAL_ERROR = (
+    "Sorry — something went wrong inside Companion ({detail}), not with the language "
+    "model. Your message is saved; the details are in the log ({log})."
+)
 EMPTY_ANSWER = "Sorry, I lost my train of thought there. Could you say that again?"
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 import jsonschema
 
 from tools.base import ToolContext, ToolSpec
+
+log = logging.getLogger("companion.tools")
 
 BUILTIN_MODULES = (
     "tools.web_search",
@@ -79,6 +82,7 @@ class ToolRegistry:
                 if spec.available(ctx):
                     enabled.append(spec)
             except Exception:  # a broken gate closes the tool, it does not break the turn
+                log.exception("the gate of %s failed; the tool is not offered", spec.name)
                 continue
         return enabled
 
@@ -104,8 +108,10 @@ class ToolRegistry:
         try:
             result = await asyncio.wait_for(spec.run(args, ctx), timeout=seconds)
         except TimeoutError:
+            log.warning("%s timed out after %s s", name, seconds)
             return {"error": TOOL_TIMEOUT.format(name=name, seconds=seconds)}
         except Exception as exc:
+            log.exception("%s crashed", name)
             return {"error": TOOL_FAILED.format(name=name, detail=f"{type(exc).__name__}: {exc}")}
         if not isinstance(result, dict):
             return {"error": TOOL_FAILED.format(name=name, detail="returned no result")}
@@ -116,7 +122,8 @@ class ToolRegistry:
         spec = self._tools.get(name)
         try:
             body = spec.format(result) if spec and "error" not in result else None
-        except Exception:
+        except Exception:  # a broken formatter still shows the raw result
+            log.exception("formatting the result of %s failed", name)
             body = None
         if body is None:
             body = (

@@ -7,6 +7,7 @@ ChatOpenAI path as any endpoint, stopped at the end. Also drives the real CLI.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,15 @@ import httpx
 import pytest
 
 from graph.context import load_settings
-from graph.models import LOCAL_BANNER, LocalServer, local_model_path, local_server
+from graph.local_smoke import REBUILD_HINT, describe_exit, run_smoke
+from graph.models import (
+    LOCAL_BANNER,
+    LocalServer,
+    ProviderError,
+    lazy_local_model,
+    local_model_path,
+    local_server,
+)
 from graph.runner import run_turn
 from graph.setup import context_for
 from memory.store import Store
@@ -73,3 +82,72 @@ def test_cli_one_shot_prints_banner_and_answer(tmp_path: Path) -> None:
     store = Store.open_home(tmp_path)
     session = store.list_sessions()[0]
     assert store.messages(session.id)[0].role == "user"
+
+
+def _kill_local_server() -> int:
+    """SIGKILL the running local server, as a crash or the OOM killer would; its pid."""
+    server = local_server()
+    server.ensure()
+    assert server.process is not None
+    pid = server.process.pid
+    os.kill(pid, signal.SIGKILL)
+    server.process.wait(timeout=10)
+    return pid
+
+
+async def test_server_killed_between_turns_is_restarted(tmp_path: Path) -> None:
+    settings = load_settings({"home": str(tmp_path)}, {}, {})
+    ctx = context_for(settings, Store.open_home(tmp_path))
+    for turn in ("Say hi.", "Say hi again."):
+        killed = _kill_local_server()
+        result = await run_turn(ctx, "s1", turn)
+        answer = ctx.store.get_message(result.state["answer_message_id"])
+        assert answer is not None and not answer.meta.get("error"), answer.content
+        process = local_server().process
+        assert process is not None and process.pid != killed and process.poll() is None
+
+
+async def test_server_killed_mid_answer_is_named_in_the_error(tmp_path: Path) -> None:
+    settings = load_settings({"home": str(tmp_path)}, {}, {})
+    model = lazy_local_model(settings)
+    server = local_server()
+    _kill_local_server()  # a fresh port: pooled connections belong to earlier event loops
+    chunks = 0
+    with pytest.raises(ProviderError) as caught:
+        async for _ in model.astream("Count from one to two hundred, in words."):
+            chunks += 1
+            if chunks == 1:
+                assert server.process is not None
+                os.kill(server.process.pid, signal.SIGKILL)
+    message = str(caught.value)
+    assert "the local model server stopped (signal 9)" in message
+    assert f"its log is at {server.log_path}" in message
+
+
+def test_server_that_exits_on_start_quotes_its_log(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf file at all")
+    server = LocalServer(broken)
+    server.log_dir = tmp_path
+    with pytest.raises(ProviderError) as caught:
+        server.ensure(timeout=120)
+    message = str(caught.value)
+    assert "the local model server stopped (exit status" in message
+    assert str(server.log_path) in message
+    tail = server.log_tail().splitlines()[-1]
+    assert tail and tail in message
+
+
+def test_smoke_test_generates_tokens() -> None:
+    result = run_smoke()
+    assert result.ok, result.detail
+    assert result.detail
+
+
+def test_smoke_test_names_a_crash_and_its_fix() -> None:
+    crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    result = run_smoke(child=crash)
+    assert not result.ok
+    assert "died while generating (signal 11 (SIGSEGV))" in result.detail
+    assert REBUILD_HINT in result.detail and "GGML_NATIVE=OFF" in REBUILD_HINT
+    assert describe_exit(3) == "exit status 3"

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from evals.fixtures import DuckDuckGoFixture
 from graph.fake import tool_call
+from graph.models import ProviderError
 from graph.routing import MAX_CALLS_PER_REPLY
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory
@@ -185,7 +186,7 @@ async def test_invalid_arguments_are_refused_by_schema(make_context) -> None:
     "exc",
     [
         openai.APIConnectionError(request=None),  # type: ignore[arg-type]
-        RuntimeError("stream cut"),
+        ProviderError("the model returned an empty stream"),
     ],
 )
 async def test_provider_failure_keeps_the_user_message(make_context, exc) -> None:

@@ -1,0 +1,249 @@
+"""``companion doctor``: what a user runs when something is wrong.
+
+Each check prints one line, ✓ or ✗ (or · for something merely not configured), and for a
+✗ the fix. The command exits non-zero when the configured chat path cannot answer; an
+unreachable web service or an unset location only limits a tool.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Literal
+
+import httpx
+
+from graph.context import Settings
+from graph.models import PLACEHOLDER_KEY, local_server
+from memory.store import Store
+
+Status = Literal["ok", "fail", "info"]
+MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
+PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "gradio", "openai", "httpx")
+PROBE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report; ``fatal`` marks a failure of the chat path itself."""
+
+    status: Status
+    name: str
+    detail: str
+    fix: str = ""
+    fatal: bool = False
+
+    def line(self) -> str:
+        """The printed line: mark, name, detail, and the fix for a failure."""
+        text = f"{MARKS[self.status]} {self.name}: {self.detail}"
+        return f"{text}\n    fix: {self.fix}" if self.fix and self.status == "fail" else text
+
+
+def versions() -> Check:
+    """Python and the versions of the packages Companion stands on."""
+    found = []
+    for name in (*PACKAGES, "llama-cpp-python"):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return Check("ok", "versions", f"Python {platform.python_version()}; " + ", ".join(found))
+
+
+def database(settings: Settings) -> Check:
+    """The database file opens, passes its integrity check, and has the current schema."""
+    try:
+        store = Store.open_home(settings.home)
+        verdict, version = store.health()
+        store.close()
+    except Exception as exc:
+        return Check(
+            "fail",
+            "database",
+            f"{settings.db_path}: {type(exc).__name__}: {exc}",
+            "check that COMPANION_HOME is writable and the disk has space",
+        )
+    if verdict != "ok":
+        return Check(
+            "fail",
+            "database",
+            f"{settings.db_path}: integrity check says {verdict[:200]}",
+            "restore from a backup, or move the file aside to start fresh",
+        )
+    return Check("ok", "database", f"{settings.db_path} (integrity ok, schema v{version})")
+
+
+def _headers(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key and key != PLACEHOLDER_KEY else {}
+
+
+def chat_provider(settings: Settings) -> Iterator[Check]:
+    """The chat endpoint: reachable, the model listed, and a one-token completion."""
+    if settings.is_local:
+        from graph.local_smoke import run_smoke
+
+        smoke = run_smoke()
+        if not smoke.ok:
+            yield Check("fail", "local model", smoke.detail, "see above", fatal=True)
+            return
+        yield Check("ok", "local model", f"generated {smoke.detail!r} in {smoke.seconds:.1f} s")
+        try:
+            base = local_server().ensure()
+        except Exception as exc:
+            yield Check(
+                "fail", "local server", str(exc), "run `companion doctor` again", fatal=True
+            )
+            return
+        key, model = None, "smollm2"
+    else:
+        if not settings.base_url:
+            yield Check(
+                "fail",
+                "chat endpoint",
+                "no endpoint configured",
+                "set COMPANION_BASE_URL (and COMPANION_API_KEY), or OPENROUTER_API_KEY",
+                fatal=True,
+            )
+            return
+        base, key, model = settings.base_url.rstrip("/"), settings.api_key, settings.chat_model
+    yield from _probe_endpoint(base, key, model)
+
+
+def _probe_endpoint(base: str, key: str | None, model: str) -> Iterator[Check]:
+    headers = _headers(key)
+    try:
+        listed = httpx.get(f"{base}/models", headers=headers, timeout=PROBE_TIMEOUT)
+    except httpx.HTTPError as exc:
+        fix = "check the URL and that the server is running"
+        yield Check("fail", "chat endpoint", f"{base} unreachable ({exc})", fix, fatal=True)
+        return
+    if listed.status_code in (401, 403):
+        detail = f"{base} refused the key (HTTP {listed.status_code})"
+        yield Check("fail", "chat endpoint", detail, advice(listed.status_code), fatal=True)
+        return
+    yield Check("ok", "chat endpoint", f"{base} reachable (HTTP {listed.status_code})")
+    names = _model_ids(listed)
+    if names and model not in names and model != "smollm2":
+        yield Check(
+            "fail",
+            "chat model",
+            f"{model!r} is not in the endpoint's model list",
+            "set COMPANION_CHAT_MODEL to one of: " + ", ".join(sorted(names)[:8]),
+        )
+    body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    try:
+        reply = httpx.post(f"{base}/chat/completions", json=body, headers=headers, timeout=60.0)
+    except httpx.HTTPError as exc:
+        yield Check("fail", "completion", f"no answer ({exc})", "see the log", fatal=True)
+        return
+    if reply.status_code != 200:
+        detail = f"HTTP {reply.status_code}: {reply.text[:160]}"
+        yield Check("fail", "completion", detail, advice(reply.status_code), fatal=True)
+        return
+    yield Check("ok", "completion", f"{model} answered a 1-token request")
+
+
+def advice(status: int) -> str:
+    """The fix an HTTP status points to."""
+    if status in (401, 403):
+        return "the key was refused: check COMPANION_API_KEY / OPENROUTER_API_KEY"
+    if status == 404:
+        return "wrong URL or model: check COMPANION_BASE_URL and COMPANION_CHAT_MODEL"
+    if status == 429 or status >= 500:
+        return "the provider is busy or failing: try again in a moment"
+    return "check the model name, the URL and the key"
+
+
+def _model_ids(response: httpx.Response) -> set[str]:
+    try:
+        return {str(m.get("id")) for m in response.json().get("data", [])}
+    except (ValueError, AttributeError):
+        return set()
+
+
+def vision(settings: Settings) -> Check:
+    """Whether images can be looked at."""
+    if settings.vision_model and not settings.is_local:
+        return Check("ok", "vision model", settings.vision_model)
+    return Check(
+        "info",
+        "vision model",
+        "none: Companion can't see the images it draws or you send "
+        "(set COMPANION_VISION_MODEL or choose one in Settings)",
+    )
+
+
+def image_backend(settings: Settings) -> Check:
+    """Whether image_generate is offered, and its endpoint answers."""
+    if not settings.image_backend:
+        return Check("info", "image backend", "none: drawing is not offered")
+    if not settings.image_base_url:
+        return Check(
+            "fail",
+            "image backend",
+            f"{settings.image_backend} has no base URL",
+            "set COMPANION_IMAGE_BASE_URL",
+        )
+    return _reachable("image backend", settings.image_base_url, "check COMPANION_IMAGE_BASE_URL")
+
+
+def _reachable(name: str, url: str, fix: str) -> Check:
+    try:
+        response = httpx.get(url, timeout=PROBE_TIMEOUT, follow_redirects=False)
+    except httpx.HTTPError as exc:
+        return Check("fail", name, f"{url} unreachable ({type(exc).__name__})", fix)
+    return Check("ok", name, f"{url} reachable (HTTP {response.status_code})")
+
+
+def web_services(settings: Settings) -> Iterator[Check]:
+    """DuckDuckGo (web_search) and Open-Meteo (weather)."""
+    offline = "web_search/weather need the internet; check the connection or the URL setting"
+    yield _reachable("web search", settings.web_search_url, offline)
+    yield _reachable("weather", settings.weather_url, offline)
+
+
+def location(settings: Settings) -> Check:
+    """Weather needs a location."""
+    if settings.latitude == 0 and settings.longitude == 0:
+        return Check(
+            "info",
+            "location",
+            "not set: the companion will ask where you are for the weather "
+            "(set latitude/longitude in Settings)",
+        )
+    return Check("ok", "location", f"{settings.latitude}, {settings.longitude}")
+
+
+def run_checks(settings: Settings) -> Iterator[Check]:
+    """Every check, in the order a person reads them."""
+    steps: list[Callable[[], Check | Iterator[Check]]] = [
+        versions,
+        lambda: database(settings),
+        lambda: chat_provider(settings),
+        lambda: vision(settings),
+        lambda: image_backend(settings),
+        lambda: web_services(settings),
+        lambda: location(settings),
+    ]
+    for step in steps:
+        result = step()
+        yield from ([result] if isinstance(result, Check) else result)
+
+
+def doctor(settings: Settings) -> int:
+    """Print the report; 1 when the chat path cannot answer, else 0."""
+    provider = (
+        "local model" if settings.is_local else f"{settings.chat_model} at {settings.base_url}"
+    )
+    print(f"Companion doctor — home {settings.home}, chat: {provider}")
+    fatal = False
+    for check in run_checks(settings):
+        print(check.line(), flush=True)
+        fatal = fatal or (check.fatal and check.status == "fail")
+    print(f"log file: {settings.log_file}")
+    if fatal:
+        print("✗ the chat path cannot answer: fix the line(s) marked above", file=sys.stderr)
+    return 1 if fatal else 0
