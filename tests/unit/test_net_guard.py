@@ -7,8 +7,14 @@ they see exactly which address a request was sent to, without leaving the machin
 from __future__ import annotations
 
 import gzip
+import shutil
+import ssl
+import subprocess
+import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -226,8 +232,8 @@ async def test_read_limited_decodes_what_fits(encoding, encode) -> None:
 
 
 async def test_read_limited_stops_a_compression_bomb_at_the_cap() -> None:
-    bomb = gzip.compress(bytes(50 * 1024 * 1024), compresslevel=9)
-    assert len(bomb) < 100 * 1024
+    bomb = gzip.compress(bytes(20 * 1024 * 1024), compresslevel=9)
+    assert len(bomb) < 40 * 1024
     with pytest.raises(TooLarge):
         await read_limited(body_response(bomb, "gzip"), 1024 * 1024)
 
@@ -237,3 +243,73 @@ async def test_read_limited_refuses_what_it_cannot_decode() -> None:
         await read_limited(body_response(b"\x00\x01", "br"), 1024)
     with pytest.raises(httpx.DecodingError, match="corrupt"):
         await read_limited(body_response(b"not gzip at all", "gzip"), 1024)
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def tls_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, list[str]]]:
+    """An HTTPS server on 127.0.0.1 whose certificate names only ``cats.example``.
+
+    Yields its port, the CA file that signed it, and the SNI names it was greeted with.
+    """
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    curve = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    _openssl("req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+             "-subj", "/CN=Test CA", cwd=folder)  # fmt: skip
+    _openssl("req", *curve, "-keyout", "site.key", "-out", "site.csr",
+             "-subj", "/CN=cats.example", cwd=folder)  # fmt: skip
+    (folder / "san.cnf").write_text("subjectAltName=DNS:cats.example\n")
+    _openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "site.pem", "-days", "1", "-extfile", "san.cnf",
+             cwd=folder)  # fmt: skip
+
+    greeted: list[str] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "site.pem", folder / "site.key")
+    context.sni_callback = lambda sock, name, ctx: greeted.append(str(name))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = self.headers["Host"].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], folder / "ca.pem", greeted
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_https_to_the_pinned_address_still_checks_the_certificate_for_the_name(
+    tls_site: tuple[int, Path, list[str]],
+) -> None:
+    port, ca_file, greeted = tls_site
+    resolver = table_resolver({"cats.example": [["127.0.0.1"]]}, [])
+    verify = ssl.create_default_context(cafile=str(ca_file))
+    transport = GuardedTransport(
+        allow_private=True, resolver=resolver, inner=httpx.AsyncHTTPTransport(verify=verify)
+    )
+    async with httpx.AsyncClient(transport=transport) as client:
+        response = await client.get(f"https://cats.example:{port}/cat.png")
+    assert response.text == f"cats.example:{port}"
+    assert greeted == ["cats.example"]
+
+    unpinned = httpx.AsyncClient(verify=ssl.create_default_context(cafile=str(ca_file)))
+    async with unpinned:
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await unpinned.get(f"https://127.0.0.1:{port}/cat.png")
