@@ -222,14 +222,19 @@ async def image_generate(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
             data = await BACKENDS[backend](client, endpoint, prompt, settings)
         info = inspect_image(data)
     except GenerationError as exc:
+        logger.exception("image generation failed")
         return {"error": str(exc)}
     except TooLarge:
+        logger.exception("the generated image is too large")
         return {"error": f"the generated image is larger than {MAX_IMAGE_BYTES} bytes"}
     except NotAnImage as exc:
+        logger.exception("the image backend did not return an image")
         return {"error": f"the image backend did not return a usable image: {exc}"}
     except httpx.HTTPError as exc:
+        logger.exception("the request to the image backend failed")
         return {"error": describe_http_error(exc, "the image backend")}
     except ValueError:
+        logger.exception("the image backend answered something that is not JSON")
         return {"error": "the image backend returned something that is not JSON"}
     path = write_image(data, _media_path(settings.media_dir, info.extension))
     logger.info("[IMAGE TOOL] Saved %s (%dx%d, %s)", path.name, info.width, info.height, info.mime)
