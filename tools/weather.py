@@ -12,13 +12,16 @@ made.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import httpx
 
 from tools.base import ToolContext, ToolSpec
-from tools.net import USER_AGENT, describe_http_error, request_timeout
+from tools.net import USER_AGENT, TooLarge, describe_http_error, read_limited, request_timeout
+
+MAX_BODY_BYTES = 1_000_000  # an Open-Meteo answer is a few kB; anything bigger is not one
 
 # Every code of the WMO weather interpretation table documented by Open-Meteo.
 WMO_WEATHER = {
@@ -136,6 +139,24 @@ def choose_place(asked: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     )
 
 
+async def _get_json(client: httpx.AsyncClient, url: str, params: dict[str, Any]) -> tuple[int, Any]:
+    """GET ``url``: its status and parsed JSON body, streamed under the size cap."""
+    async with client.stream("GET", url, params=params) as response:
+        try:
+            body = await read_limited(response, MAX_BODY_BYTES)
+        except TooLarge as exc:
+            raise WeatherError(f"the weather service sent too much ({exc})") from exc
+    try:
+        return response.status_code, json.loads(body)
+    except ValueError:
+        return response.status_code, None
+
+
+def _reason(body: Any) -> str:
+    """The ": reason" Open-Meteo gives with an error status, if any."""
+    return f": {body['reason']}" if isinstance(body, dict) and body.get("reason") else ""
+
+
 async def _geocode(client: httpx.AsyncClient, url: str, asked: str) -> dict[str, Any]:
     name = asked.split(",", 1)[0].strip()
     params: dict[str, str | int] = {
@@ -144,20 +165,12 @@ async def _geocode(client: httpx.AsyncClient, url: str, asked: str) -> dict[str,
         "language": "en",
         "format": "json",
     }
-    response = await client.get(url, params=params)
-    if response.status_code != 200:
-        raise WeatherError(f"geocoding failed: HTTP {response.status_code}")
-    results = response.json().get("results") or []
-    return choose_place(asked, results)
-
-
-def _reason(response: httpx.Response) -> str:
-    """The ": reason" Open-Meteo gives with an error status, if any."""
-    try:
-        body = response.json()
-    except ValueError:
-        return ""
-    return f": {body['reason']}" if isinstance(body, dict) and body.get("reason") else ""
+    status, body = await _get_json(client, url, params)
+    if status != 200:
+        raise WeatherError(f"geocoding failed: HTTP {status}")
+    if not isinstance(body, dict):
+        raise WeatherError("geocoding returned no JSON")
+    return choose_place(asked, body.get("results") or [])
 
 
 async def _current(client: httpx.AsyncClient, url: str, lat: float, lon: float) -> dict[str, Any]:
@@ -169,12 +182,10 @@ async def _current(client: httpx.AsyncClient, url: str, lat: float, lon: float) 
         "wind_speed_unit": "kmh",
         "timezone": "auto",
     }
-    response = await client.get(url, params=params)
-    if response.status_code != 200:
-        raise WeatherError(
-            f"weather service answered HTTP {response.status_code}{_reason(response)}"
-        )
-    current = response.json().get("current")
+    status, body = await _get_json(client, url, params)
+    if status != 200:
+        raise WeatherError(f"weather service answered HTTP {status}{_reason(body)}")
+    current = body.get("current") if isinstance(body, dict) else None
     if not isinstance(current, dict) or "temperature_2m" not in current:
         raise WeatherError("weather service returned no current conditions")
     return current

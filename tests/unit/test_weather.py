@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evals.fixtures import OpenMeteoFixture
+from evals.fixtures import OpenMeteoFixture, RecordedRequest, Reply
 from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
@@ -227,3 +227,19 @@ async def test_through_the_registry(tmp_path, meteo):
     assert invalid["error"].startswith("invalid arguments for weather: lat")
     unknown_key = await registry.execute("weather", {"city": "Tokyo"}, ctx)
     assert "invalid arguments" in unknown_key["error"]
+
+
+class FloodingMeteo(OpenMeteoFixture):
+    """An Open-Meteo stand-in whose forecast streams far more than any real answer."""
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.path == "/v1/forecast":
+            chunk = b" " * 65_536
+            return Reply(200, (chunk for _ in range(3_000)), "application/json")
+        return super().handle(request)
+
+
+async def test_a_flooding_service_is_cut_off_at_the_cap(tmp_path):
+    with FloodingMeteo() as flood:
+        result = await weather({"lat": 35.7, "lon": 139.7}, make_ctx(tmp_path, flood))
+    assert result["error"].startswith("the weather service sent too much")
