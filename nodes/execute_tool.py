@@ -15,6 +15,7 @@ can show a pending step.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -43,6 +44,20 @@ MEMORY_PAUSED_RESULT = (
     "turn; ask the user to confirm the change, and make it when they do"
 )
 STORED_WITHOUT = ("image_base64",)  # large payloads kept out of the stored meta
+MAX_META_CHARS = 32_000  # a result or arguments bigger than this is stored as a preview
+PREVIEW_CHARS = 2_000
+
+
+def meta_sized(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` itself when its JSON is small, else a marked preview of it.
+
+    Every tool result's raw form lands in ``messages.meta``; one huge result must not
+    grow the database by megabytes (the text the model sees is capped separately).
+    """
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= MAX_META_CHARS:
+        return value
+    return {"truncated": True, "chars": len(text), "preview": text[:PREVIEW_CHARS]}
 
 
 def _emit(runtime: Runtime[Context], event: dict[str, Any]) -> None:
@@ -149,7 +164,7 @@ async def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any
                     "detail": {"tool": call["name"], "args": call["args"]},
                 }
             )
-        stored_result = {k: v for k, v in result.items() if k not in STORED_WITHOUT}
+        stored_result = meta_sized({k: v for k, v in result.items() if k not in STORED_WITHOUT})
         message = ctx.store.add_message(
             session_id,
             ctx.registry.role_of(call["name"]),
@@ -157,7 +172,7 @@ async def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any
             tool_name=call["name"],
             tool_call_id=call["id"],
             meta={
-                "arguments": call["args"],
+                "arguments": meta_sized(call["args"]),
                 "result": stored_result,
                 "command": call["command"],
                 "native": call["native"],

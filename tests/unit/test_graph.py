@@ -173,6 +173,9 @@ async def test_oversized_tool_output_is_truncated_and_marked(make_context) -> No
     tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
     assert "[truncated:" in tool.content
     assert len(tool.content) < 17_000
+    stored = tool.meta["result"]  # the raw result is kept as a preview, not 50 kB of meta
+    assert stored["truncated"] is True and stored["chars"] > 50_000
+    assert len(stored["preview"]) == 2_000
 
 
 async def test_invalid_arguments_are_refused_by_schema(make_context) -> None:
