@@ -124,6 +124,11 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM sql_edits WHERE table_name = 'sessions' AND row_id = old.id;
     END;
     """,
+    # 3: memory_search's time windows span every session (memory.retrieval): the id range
+    # of a window comes from this index instead of a scan of every message.
+    """
+    CREATE INDEX messages_created_at ON messages(created_at);
+    """,
 )
 
 
