@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from markdown_it import MarkdownIt
 from langchain_core.messages import AIMessage
+from markdown_it import MarkdownIt
 
 from app.chat_view import (
     ERROR_MARK,
