@@ -216,7 +216,8 @@ def is_provider_error(exc: BaseException) -> bool:
     configuration); False for a bug in Companion's own code."""
     import openai
 
-    return isinstance(exc, openai.APIError | httpx.HTTPError | ProviderError | ConfigError)
+    provider_side = openai.APIError | httpx.HTTPError | ConnectionError | ProviderError | ConfigError
+    return isinstance(exc, provider_side)
 
 
 def describe_provider_error(exc: BaseException) -> str:
