@@ -216,7 +216,9 @@ def is_provider_error(exc: BaseException) -> bool:
     configuration); False for a bug in Companion's own code."""
     import openai
 
-    provider_side = openai.APIError | httpx.HTTPError | ConnectionError | ProviderError | ConfigError
+    provider_side = (
+        openai.APIError | httpx.HTTPError | ConnectionError | ProviderError | ConfigError
+    )
     return isinstance(exc, provider_side)
 
 
