@@ -1,17 +1,21 @@
-"""Raw message search: BM25 keyword match over a session's recent messages, by time too.
+"""Raw message search: BM25 keyword match over recent messages, by time too.
 
 This is the last stage of memory_search (DESIGN §4): the user's words become a safe FTS5
 query (content words only, each quoted, OR-joined, so no input can be an FTS syntax
 error); matches are limited to user and assistant messages (tool results, memory_tool
-ones above all, are never searched), to the session's last 1000 messages — or to a time
-window when the question names one — and ranked by BM25. When nothing matches by
-keyword but the question named a time ("kemarin", "last Thursday") or pointed back
-("last time"), the messages of that window, or the newest ones, are returned instead.
+ones above all, are never searched), to the newest 1000 messages — of every session by
+default, since every session belongs to the one person using this Companion, or of one
+session when asked — or to a time window when the question names one, and ranked by
+BM25, the preferred (current) session's messages first among equal scores. When nothing
+matches by keyword but the question named a time ("kemarin", "last Thursday") or
+pointed back ("last time"), the messages of that window, or the newest ones, are
+returned instead.
 
-Speed at scale: every query is bounded by message id (from the ``messages_session_id``
-and ``messages_session_time`` indexes) before FTS5 is asked, and FTS5 honours rowid ranges,
-so the cost follows the session's recent size, not the database's. ``naive_search`` is
-the LIKE-scan baseline the benchmark compares against.
+Speed at scale: every query is bounded by message id (from the rowid, the
+``messages_session_id`` index, or the ``messages_created_at`` /
+``messages_session_time`` indexes for a window) before FTS5 is asked, and FTS5 honours
+rowid ranges, so the cost follows the size of the recent slice or of the window, not the
+database's. ``naive_search`` is the LIKE-scan baseline the benchmark compares against.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ def search_messages(
     query: str,
     *,
     session_id: str | None = None,
+    prefer: str | None = None,
     cue: TemporalCue | None = None,
     before_id: int | None = None,
     scope: int = SCOPE,
@@ -101,8 +106,9 @@ def search_messages(
     """User/assistant messages matching ``query``, best first (newest first for a
     "recent" cue); messages of the cue's window, or the newest, when no keyword matches.
 
-    ``session_id`` None searches every session; ``before_id`` leaves out the question
-    being answered (and anything after it).
+    ``session_id`` None searches every session; ``prefer`` names the session whose
+    messages win ties of relevance (the current one); ``before_id`` leaves out the
+    question being answered (and anything after it).
     """
     upper = before_id if before_id is not None else MAX_ID
     window = (cue.start, cue.end) if cue and cue.start and cue.end else None
@@ -117,7 +123,7 @@ def search_messages(
         return []
     match = fts_query(query)
     if match:
-        hits = _keyword(store, match, session_id, low, high, window, cue, limit)
+        hits = _keyword(store, match, session_id, prefer, low, high, window, cue, limit)
         if hits:
             return hits
     if window or (cue and cue.recent):
@@ -129,6 +135,7 @@ def _keyword(
     store: Store,
     match: str,
     session_id: str | None,
+    prefer: str | None,
     low: int,
     high: int,
     window: tuple[datetime, datetime] | None,
@@ -149,11 +156,12 @@ def _keyword(
     # A "recent" cue ("last time I…") wants the newest occurrence, not the best-worded one.
     # Ordering by the FTS rowid keeps FTS5 as the outer loop (one index scan); ordering by
     # m.id would make SQLite probe FTS5 once per message, 40x slower at 1M messages.
-    sql += (
-        " ORDER BY messages_fts.rowid DESC"
-        if cue and cue.recent
-        else " ORDER BY bm25(messages_fts)"
-    )
+    if cue and cue.recent:
+        sql += " ORDER BY messages_fts.rowid DESC"
+    else:
+        # Equal scores: the preferred session first, then the newer message.
+        sql += " ORDER BY bm25(messages_fts), m.session_id IS ? DESC, messages_fts.rowid DESC"
+        params.append(prefer)
     sql += " LIMIT ?"
     params.append(limit)
     return [_message(row) for row in store.conn.execute(sql, params).fetchall()]

@@ -3,18 +3,26 @@
 A new segment starts after a silence of more than 30 minutes or once a segment holds 40
 messages. Only closed spans are cut: the newest span stays open while the conversation
 may still continue it (it is closed by the next gap — including the time since its last
-message — or by reaching 40 messages, or on request with ``force=True``).
+message — or by reaching 40 messages, or on request with ``force=True``, which the app
+uses when the person switches to or starts another session).
+
+Every conversation becomes episodes: ``refresh_segments`` runs after each turn for its
+session, and ``catch_up_segments`` (at app start) does every session's quiet spans, a
+bounded number per call. Deleting a session deletes its episodes with it (the foreign
+key cascades, and the FTS triggers follow): a chat the person deleted is not recalled.
 
 Each segment gets a summary from the injected ``summarize`` coroutine (the chat model,
-``summary_kind='model'``) or, without one or when it fails, a deterministic extractive
-summary (``summary_kind='extractive'``): a local date/time-of-day heading such as
-"Thu 20 Nov, evening:" followed by the most informative user lines. Summaries see only
-user and assistant messages, so tool output (memory_tool results above all) never leaks
-into episodic memory. Summaries are indexed by ``segments_fts`` for search.
+``summary_kind='model'``) or, without one or when it fails (logged), a deterministic
+extractive summary (``summary_kind='extractive'``): a local date/time-of-day heading
+such as "Thu 20 Nov, evening:" followed by the most informative user lines. Summaries
+see only user and assistant messages, so tool output (memory_tool results above all)
+never leaks into episodic memory. Summaries are indexed by ``segments_fts`` for search.
+The SQLite work runs in a worker thread, so a refresh never blocks the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -22,7 +30,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from memory.retrieval import fts_query
-from memory.store import Message, Store, format_time, parse_time
+from memory.store import Message, Store, _message, format_time, parse_time
 from memory.temporal import TemporalCue, zone_of
 from memory.text import content_words
 
@@ -34,6 +42,7 @@ SUMMARY_CHARS = 400
 SUMMARY_LINES = 3
 LINE_CHARS = 140
 SPEAKER_ROLES = ("user", "assistant")
+CATCH_UP_BUDGET = 20  # segments per catch_up_segments call (each may be a model call)
 
 Summarizer = Callable[[list[Message]], Awaitable[str]]
 
@@ -125,23 +134,31 @@ def _last_segmented_id(store: Store, session_id: str) -> int:
     return int(row[0] or 0)
 
 
-async def refresh_segments(
-    store: Store,
-    session_id: str,
-    summarize: Summarizer | None = None,
-    *,
-    force: bool = False,
-    tz: str = "UTC",
-) -> int:
-    """Cut and summarise the session's closed spans not yet segmented; returns how many
-    segments were added. ``force`` closes the newest span too."""
+def _closed_spans(
+    store: Store, session_id: str, force: bool, limit: int | None
+) -> list[list[Message]]:
+    """The session's spans not yet segmented and closed (all of them with ``force``),
+    oldest first, at most ``limit``; reads no more messages than those spans need."""
     after = _last_segmented_id(store, session_id)
-    spans = split_spans(store.messages_after(session_id, after))
-    if spans and not force:
+    cap = None if limit is None else limit * MAX_MESSAGES + 1
+    rows = store.conn.execute(
+        "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (session_id, after, -1 if cap is None else cap),
+    ).fetchall()
+    spans = split_spans([_message(row) for row in rows])
+    if cap is not None and len(rows) == cap:
+        spans.pop()  # cut short by the read cap: the messages after it may continue it
+    elif spans and not force:
         last = spans[-1]
         quiet = store.clock() - parse_time(last[-1].created_at) > GAP
         if len(last) < MAX_MESSAGES and not quiet:
             spans.pop()
+    return spans if limit is None else spans[:limit]
+
+
+async def _summaries(
+    spans: list[list[Message]], session_id: str, summarize: Summarizer | None, tz: str
+) -> list[tuple[list[Message], str, str]]:
     summaries: list[tuple[list[Message], str, str]] = []
     for span in spans:
         speakers = [m for m in span if m.role in SPEAKER_ROLES]
@@ -155,6 +172,10 @@ async def refresh_segments(
         if not summary:
             summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"
         summaries.append((span, summary, kind))
+    return summaries
+
+
+def _insert(store: Store, session_id: str, summaries: list[tuple[list[Message], str, str]]) -> int:
     added = 0
     with store.transaction() as conn:
         # Another refresh may have run while we were summarising: skip what it stored.
@@ -182,6 +203,58 @@ async def refresh_segments(
                 ),
             )
             added += 1
+    return added
+
+
+async def refresh_segments(
+    store: Store,
+    session_id: str,
+    summarize: Summarizer | None = None,
+    *,
+    force: bool = False,
+    tz: str = "UTC",
+    limit: int | None = None,
+) -> int:
+    """Cut and summarise the session's closed spans not yet segmented, oldest first (at
+    most ``limit`` of them); returns how many segments were added. ``force`` closes the
+    newest span too (the person switched to or started another session)."""
+    spans = await asyncio.to_thread(_closed_spans, store, session_id, force, limit)
+    if not spans:
+        return 0
+    summaries = await _summaries(spans, session_id, summarize, tz)
+    return await asyncio.to_thread(_insert, store, session_id, summaries)
+
+
+def pending_sessions(store: Store) -> list[str]:
+    """Sessions with messages not yet in a segment, least recently active first."""
+    rows = store.conn.execute(
+        """SELECT id FROM (
+               SELECT s.id,
+                      (SELECT MAX(m.id) FROM messages m WHERE m.session_id = s.id) AS last_id,
+                      (SELECT MAX(g.end_message_id) FROM segments g
+                       WHERE g.session_id = s.id) AS done
+               FROM sessions s)
+           WHERE last_id > COALESCE(done, 0) ORDER BY last_id"""
+    ).fetchall()
+    return [row["id"] for row in rows]
+
+
+async def catch_up_segments(
+    store: Store,
+    summarize: Summarizer | None = None,
+    *,
+    tz: str = "UTC",
+    budget: int = CATCH_UP_BUDGET,
+) -> int:
+    """Summarise every session's closed spans not yet segmented — a span is closed once
+    its last message is over 30 minutes old — least recently active sessions first, at
+    most ``budget`` segments per call. Returns how many were added: call again until it
+    returns 0 (app start does, in the background)."""
+    added = 0
+    for session_id in await asyncio.to_thread(pending_sessions, store):
+        if added >= budget:
+            break
+        added += await refresh_segments(store, session_id, summarize, tz=tz, limit=budget - added)
     return added
 
 

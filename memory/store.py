@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -203,6 +203,17 @@ class Store:
         ).fetchone()
         return Session(**dict(row)) if row else None
 
+    def session_titles(self, session_ids: Iterable[str]) -> dict[str, str]:
+        """Titles of the given sessions, by id (unknown ids are left out)."""
+        ids = sorted(set(session_ids))
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self.conn.execute(
+            f"SELECT id, title FROM sessions WHERE id IN ({marks})", ids
+        ).fetchall()
+        return {row["id"]: row["title"] for row in rows}
+
     def list_sessions(self) -> list[Session]:
         """All sessions, most recently active first."""
         rows = self.conn.execute(
@@ -313,10 +324,12 @@ class Store:
             ).fetchone()
         return int(row[0])
 
-    def has_history(self) -> bool:
-        """True when any message or memory exists (gates the memory tools)."""
+    def has_history(self, before_id: int | None = None) -> bool:
+        """True when any memory exists, or any message older than ``before_id`` (the
+        question being answered, which is not history yet); gates the memory tools."""
         row = self.conn.execute(
-            "SELECT EXISTS(SELECT 1 FROM messages) OR EXISTS(SELECT 1 FROM memories)"
+            "SELECT EXISTS(SELECT 1 FROM messages WHERE id < ?) OR EXISTS(SELECT 1 FROM memories)",
+            (before_id if before_id is not None else 2**62,),
         ).fetchone()
         return bool(row[0])
 

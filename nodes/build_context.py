@@ -46,7 +46,9 @@ IMAGE_FROM_TOOL = (
 IMAGE_NOT_VISIBLE = "[an image is attached here; you cannot see it directly]"
 
 
-def tool_context(ctx: Context, session_id: str | None) -> ToolContext:
+def tool_context(
+    ctx: Context, session_id: str | None, user_message_id: int | None = None
+) -> ToolContext:
     """The context tools run with (gates read it too)."""
     return ToolContext(
         settings=ctx.settings,
@@ -54,6 +56,7 @@ def tool_context(ctx: Context, session_id: str | None) -> ToolContext:
         session_id=session_id,
         clock=ctx.clock or ctx.store.clock,
         vision_available=ctx.vision_model is not None,
+        user_message_id=user_message_id,
     )
 
 
@@ -192,7 +195,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> dict[str, An
     reason = guard_reason(state)
     role = model_role(state)
     vision = role == "vision" and ctx.vision_model is not None
-    tools = [] if reason else ctx.registry.enabled(tool_context(ctx, session_id))
+    tools = [] if reason else ctx.registry.enabled(tool_context(ctx, session_id, user_id))
     settings = ctx.settings
     now = (ctx.clock or store.clock)()
     identity = ctx.style_note or settings.style_note or persona_text(settings.persona)

@@ -67,7 +67,9 @@ def _emit(runtime: Runtime[Context], event: dict[str, Any]) -> None:
         return
 
 
-async def _run(call: ToolCall, ctx: Context, session_id: str) -> tuple[dict[str, Any], float]:
+async def _run(
+    call: ToolCall, ctx: Context, session_id: str, user_id: int
+) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
     if call["raw_args"] is not None:
         result: dict[str, Any] = {
@@ -77,7 +79,7 @@ async def _run(call: ToolCall, ctx: Context, session_id: str) -> tuple[dict[str,
         }
     else:
         result = await ctx.registry.execute(
-            call["name"], call["args"], tool_context(ctx, session_id)
+            call["name"], call["args"], tool_context(ctx, session_id, user_id)
         )
     return result, (time.perf_counter() - started) * 1000
 
@@ -127,7 +129,8 @@ async def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any
             },
         )
     runnable = [call for call in fresh if call["id"] not in paused]
-    outcomes = await asyncio.gather(*(_run(call, ctx, session_id) for call in runnable))
+    user_id = state["user_message_id"]
+    outcomes = await asyncio.gather(*(_run(call, ctx, session_id, user_id) for call in runnable))
     by_id = {call["id"]: outcome for call, outcome in zip(runnable, outcomes, strict=True)}
     by_id.update({call_id: (result, 0.0) for call_id, result in paused.items()})
 

@@ -25,6 +25,7 @@ class ToolContext:
     session_id: str | None = None
     clock: Callable[[], datetime] = utc_now
     vision_available: bool = False
+    user_message_id: int | None = None  # the message this turn answers (None outside a turn)
 
     def now(self) -> datetime:
         """The injectable clock's current time (aware, UTC)."""

@@ -1,46 +1,33 @@
 """memory_search: recall facts, past episodes and past messages for a question.
 
-The pipeline of DESIGN §4, structured first:
-
-1. *semantic*: stored memories ranked by relevance × retrievability (those returned
-   count as recalled, which strengthens them); *episodic*: summaries of past
-   conversation segments matching the query or its time window; *segments*: those
-   spans themselves (ids, time range, a few lines).
-2. *raw_messages*: BM25 search of the session's recent user/assistant messages, run only
-   when the structured results are thin (fewer than two) or the query carries a time
-   cue ("last Thursday", "kemarin", "waktu itu") — then restricted to that window, or
-   newest first for "last time"-style cues.
-
-All data access goes through memory/; this module only orchestrates and shapes output.
+A thin adapter over ``memory.recall`` (DESIGN §4): the schema and description the model
+reads, argument handling, and the shape of the result — ``structured`` {semantic,
+episodic, segments} first, then ``raw_messages`` [{timestamp, content, session}], every
+time in the person's timezone and every session named by its title. The search covers
+all of the person's sessions; the question being answered is the turn's
+``user_message_id``, so it never comes back as a memory.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
 from typing import Any
 
-from memory.memories import mark_recalled, search_memories
-from memory.retrieval import latest_user_message_id, search_messages
-from memory.segments import heading, refresh_segments, search_segments, segment_lines
-from memory.store import Message, Store, parse_time
-from memory.temporal import parse_temporal, zone_of
+from memory.recall import Recollection, recall
+from memory.segments import heading, refresh_segments
+from memory.store import Message, parse_time
+from memory.temporal import zone_of
 from tools.base import ToolContext, ToolSpec
 
-SEMANTIC_LIMIT = 5
-SEGMENT_LIMIT = 3
-THIN = 2
 CONTENT_CHARS = 500
-# The user message asked this turn is not a memory: leave it out of raw results.
-QUESTION_AGE = timedelta(minutes=10)
 
 DESCRIPTION = (
-    "Search your long-term memory of this user: saved facts, summaries of past "
-    "conversations and past messages. Use it when the user refers to something that is "
-    "not in the recent conversation — past events, what they told you before, or a time "
-    'like "last Thursday", "yesterday", "last time", "kemarin", "minggu lalu", "waktu '
-    "itu\". `query`: the user's question in their words, time words included, e.g. "
-    '"what did I cook last Thursday".'
+    "Search your long-term memory of this user, across all your chats with them: saved "
+    "facts, summaries of past conversations and past messages. Use it when the user "
+    "refers to something that is not in the recent conversation — past events, what they "
+    'told you before, or a time like "last Thursday", "yesterday", "last time", '
+    '"kemarin", "minggu lalu", "waktu itu". `query`: the user\'s question in their words, '
+    'time words included, e.g. "what did I cook last Thursday".'
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -61,74 +48,73 @@ def _stamp(moment: str, tz: str) -> str:
     return f"{local:%a} {local.day} {local:%b %Y %H:%M}"
 
 
-def _raw(message: Message, tz: str) -> dict[str, str]:
+def _content(message: Message) -> str:
     text = " ".join(message.content.split())
     if len(text) > CONTENT_CHARS:
         text = text[: CONTENT_CHARS - 1] + "…"
-    return {"timestamp": _stamp(message.created_at, tz), "content": f"{message.role}: {text}"}
+    return f"{message.role}: {text}"
 
 
-def _question_id(store: Store, session_id: str, now: datetime) -> int | None:
-    """Id of this turn's user message, if the newest user message is that fresh."""
-    newest = latest_user_message_id(store, session_id)
-    if newest is None:
-        return None
-    message = store.get_message(newest)
-    if message and now - parse_time(message.created_at) <= QUESTION_AGE:
-        return newest
-    return None
-
-
-async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Run the recall pipeline for ``args["query"]``."""
-    query = str(args.get("query", "")).strip()
-    if not query:
-        return {"error": "memory_search needs a query"}
-    if ctx.session_id:
-        await refresh_segments(ctx.store, ctx.session_id, tz=ctx.settings.timezone)
-    # The searches are synchronous SQLite work (tens of ms on a large history): off the
-    # event loop, so other sessions keep streaming meanwhile.
-    return await asyncio.to_thread(recall, query, ctx)
-
-
-def recall(query: str, ctx: ToolContext) -> dict[str, Any]:
-    """The structured-then-raw search itself (blocking)."""
-    store, now, tz = ctx.store, ctx.now(), ctx.settings.timezone
-    cue = parse_temporal(query, now, tz)
-
-    found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
-    mark_recalled(store, [memory.id for memory, _ in found], now)
-    semantic = [{"category": m.category, "key": m.key, "value": m.value} for m, _ in found]
-
-    spans = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
+def shape(found: Recollection, tz: str) -> dict[str, Any]:
+    """The tool's JSON result for what was recalled."""
+    semantic = [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts]
     episodic = [
         s.summary if s.summary_kind == "extractive" else f"{heading(s.start_at, tz)}: {s.summary}"
-        for s in spans
+        for s in (episode.segment for episode in found.episodes)
     ]
     segments = [
         {
-            "id": s.id,
-            "session_id": s.session_id,
-            "start_message_id": s.start_message_id,
-            "end_message_id": s.end_message_id,
-            "start": _stamp(s.start_at, tz),
-            "end": _stamp(s.end_at, tz),
-            "lines": segment_lines(store, s, query),
+            "id": e.segment.id,
+            "session_id": e.segment.session_id,
+            "session": e.session_title,
+            "start_message_id": e.segment.start_message_id,
+            "end_message_id": e.segment.end_message_id,
+            "start": _stamp(e.segment.start_at, tz),
+            "end": _stamp(e.segment.end_at, tz),
+            "lines": e.lines,
         }
-        for s in spans
+        for e in found.episodes
     ]
-
-    raw: list[dict[str, str]] = []
-    if len(semantic) + len(episodic) < THIN or cue is not None:
-        before = _question_id(store, ctx.session_id, now) if ctx.session_id else None
-        messages = search_messages(
-            store, query, session_id=ctx.session_id, cue=cue, before_id=before
-        )
-        raw = [_raw(message, tz) for message in messages]
+    raw = [
+        {
+            "timestamp": _stamp(r.message.created_at, tz),
+            "content": _content(r.message),
+            "session": r.session_title,
+        }
+        for r in found.messages
+    ]
     return {
         "structured": {"semantic": semantic, "episodic": episodic, "segments": segments},
         "raw_messages": raw,
     }
+
+
+async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Recall what the person's whole history holds for ``args["query"]``."""
+    query = str(args.get("query", "")).strip()
+    if not query:
+        return {"error": "memory_search needs a query"}
+    tz = ctx.settings.timezone
+    if ctx.session_id:
+        await refresh_segments(ctx.store, ctx.session_id, tz=tz)
+    # The searches are synchronous SQLite work (tens of ms on a large history): off the
+    # event loop, so other sessions keep streaming meanwhile.
+    found = await asyncio.to_thread(
+        recall,
+        ctx.store,
+        query,
+        now=ctx.now(),
+        tz=tz,
+        session_id=ctx.session_id,
+        question_id=ctx.user_message_id,
+    )
+    return shape(found, tz)
+
+
+def _in(item: dict[str, Any]) -> str:
+    """', in "Dinner plans"' for an item said in a titled session."""
+    title = item.get("session")
+    return f', in "{title}"' if title else ""
 
 
 def format_search(result: dict[str, Any]) -> str:
@@ -144,17 +130,17 @@ def format_search(result: dict[str, Any]) -> str:
     if structured.get("segments"):
         lines.append("Conversation excerpts:")
         for segment in structured["segments"]:
-            lines.append(f"- {segment['start']} – {segment['end']}:")
+            lines.append(f"- {segment['start']} – {segment['end']}{_in(segment)}:")
             lines += [f"    {line}" for line in segment["lines"]]
     if result.get("raw_messages"):
         lines.append("Messages:")
-        lines += [f"- [{m['timestamp']}] {m['content']}" for m in result["raw_messages"]]
+        lines += [f"- [{m['timestamp']}{_in(m)}] {m['content']}" for m in result["raw_messages"]]
     return "\n".join(lines) if lines else "Nothing found in memory for this query."
 
 
 def has_history(ctx: ToolContext) -> bool:
-    """Gate: offered only when there is something to remember."""
-    return ctx.store.has_history()
+    """Gate: offered only when there is something to remember besides the question."""
+    return ctx.store.has_history(before_id=ctx.user_message_id)
 
 
 TOOLS = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,13 @@ def ctx(store: Store) -> ToolContext:
     return ToolContext(Settings(home=store.path.parent, timezone=TZ), store, "s", lambda: NOW)
 
 
-async def search(ctx: ToolContext, query: str) -> dict[str, Any]:
-    ctx.store.add_message("s", "user", query, created_at=NOW)  # the turn's question
-    return await ToolRegistry(tool.TOOLS).execute("memory_search", {"query": query}, ctx)
+async def search(
+    ctx: ToolContext, query: str, asked_at: datetime = NOW, session: str = "s"
+) -> dict[str, Any]:
+    """Ask ``query`` as this turn's question in ``session``, then run the tool for it."""
+    question = ctx.store.add_message(session, "user", query, created_at=asked_at)
+    turn = replace(ctx, session_id=session, user_message_id=question.id)
+    return await ToolRegistry(tool.TOOLS).execute("memory_search", {"query": query}, turn)
 
 
 def contents(result: dict[str, Any]) -> list[str]:
@@ -156,6 +161,54 @@ async def test_gate_and_errors(ctx: ToolContext) -> None:
     assert "error" in await registry.execute("memory_search", {"query": "x", "k": 1}, ctx)
 
 
+async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) -> None:
+    store = ctx.store
+    dinner = store.create_session("Dinner ideas")
+    store.add_message(dinner.id, "user", "Tonight I cooked nasi goreng", created_at=evening(6))
+    store.add_message(dinner.id, "memory_tool", "SECRET nasi goreng note", created_at=evening(6))
+    result = await search(ctx, "What did I cook last Thursday?", session="new")
+    assert result["raw_messages"] == [
+        {
+            "timestamp": "Thu 19 Nov 2026 19:00",
+            "content": "user: Tonight I cooked nasi goreng",
+            "session": "Dinner ideas",
+        }
+    ]
+    # That chat was never cut into episodes (the app's catch-up does it, not the tool):
+    # its messages are found all the same.
+    assert result["structured"]["segments"] == []
+    assert "SECRET" not in str(result)
+
+
+async def test_current_session_wins_ties(ctx: ToolContext) -> None:
+    store = ctx.store
+    store.add_message("s", "user", "my cat Miso is orange", created_at=evening(4))
+    other = store.create_session("Elsewhere")
+    store.add_message(other.id, "user", "my cat Miso is orange", created_at=evening(3))
+    result = await search(ctx, "Miso")  # equal BM25 scores; the other one is newer
+    assert [m["session"] for m in result["raw_messages"]] == ["New chat", "Elsewhere"]
+    assert result["raw_messages"][0]["timestamp"].startswith("Sat 21 Nov")
+
+
+async def test_the_question_is_left_out_however_old_it_is(ctx: ToolContext) -> None:
+    """The turn names its question: a turn that started 20 minutes ago (slow model,
+    earlier tool calls) still does not find its own question as a memory."""
+    ctx.store.add_message("s", "user", "I adopted a kitten called Miso", created_at=evening(9))
+    result = await search(ctx, "kitten Miso", asked_at=NOW - timedelta(minutes=20))
+    assert contents(result) == ["user: I adopted a kitten called Miso"]
+
+
+async def test_offered_only_with_history_beyond_the_question(ctx: ToolContext) -> None:
+    registry = ToolRegistry(tool.TOOLS)
+    question = ctx.store.add_message("s", "user", "what did I cook?")
+    turn = replace(ctx, user_message_id=question.id)
+    assert registry.enabled(turn) == []
+    after = ctx.store.add_message("s", "user", "and what about Friday?")
+    assert [spec.name for spec in registry.enabled(replace(ctx, user_message_id=after.id))] == [
+        "memory_search"
+    ]
+
+
 def test_format_search_reads_well() -> None:
     text = tool.format_search(
         {
@@ -164,8 +217,11 @@ def test_format_search_reads_well() -> None:
                 "episodic": ["Thu 19 Nov, evening: cooked rendang"],
                 "segments": [],
             },
-            "raw_messages": [{"timestamp": "Thu 19 Nov 2026 19:00", "content": "user: hi"}],
+            "raw_messages": [
+                {"timestamp": "Thu 19 Nov 2026 19:00", "content": "user: hi", "session": "Dinner"}
+            ],
         }
     )
-    assert "identity/name: Budi" in text and "[Thu 19 Nov 2026 19:00] user: hi" in text
+    assert "identity/name: Budi" in text
+    assert '[Thu 19 Nov 2026 19:00, in "Dinner"] user: hi' in text
     assert tool.format_search({"structured": {}, "raw_messages": []}).startswith("Nothing")

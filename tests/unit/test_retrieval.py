@@ -124,3 +124,31 @@ def test_naive_search_baseline(store: Store) -> None:
         "100% sure about the cat_toy"
     ]
     assert naive_search(store, "what did I", session_id="s") == []
+
+
+def test_every_session_newest_thousand_or_the_whole_window(store: Store) -> None:
+    store.add_message("a", "user", "I cooked rendang", created_at=day(6, 11))
+    store.add_message("b", "user", "hello", created_at=day(2))
+    with store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [("b", "user", f"filler {i}", "2026-11-24 10:00:00") for i in range(1000)],
+        )
+    # Beyond the newest 1000 messages of all sessions together...
+    assert search_messages(store, "rendang") == []
+    # ...but inside the window the question names, wherever it is.
+    thursday = parse_temporal("what did I cook last Thursday", NOW)
+    assert [m.content for m in search_messages(store, "cook", cue=thursday)] == ["I cooked rendang"]
+
+
+def test_preferred_session_wins_equal_scores(store: Store) -> None:
+    store.add_message("here", "user", "the blue bicycle", created_at=day(9))
+    store.add_message("there", "user", "the blue bicycle", created_at=day(2))
+    store.add_message("there", "user", "a blue bicycle bell, a blue bicycle", created_at=day(1))
+    found = search_messages(store, "blue bicycle", prefer="here")
+    assert [m.session_id for m in found] == ["there", "here", "there"]
+    assert found[0].content.startswith("a blue bicycle bell")  # relevance comes first
+    assert [m.session_id for m in search_messages(store, "blue bicycle")][1:] == [
+        "there",
+        "here",
+    ]  # no preference: the newer of equals first

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from memory.segments import (
+    catch_up_segments,
     extractive_summary,
     list_segments,
+    pending_sessions,
     refresh_segments,
     search_segments,
     segment_lines,
@@ -70,7 +72,9 @@ async def test_extractive_summary_heading_and_informative_lines(store: Store) ->
     assert "SECRET" not in first.summary
 
 
-async def test_model_summary_sees_only_speakers_and_failures_fall_back(store: Store) -> None:
+async def test_model_summary_sees_only_speakers_and_failures_fall_back(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     seed_two_evenings(store)
     seen: list[list[Message]] = []
 
@@ -85,6 +89,9 @@ async def test_model_summary_sees_only_speakers_and_failures_fall_back(store: St
     assert (first.summary, first.summary_kind) == ("Cooked spicy nasi goreng.", "model")
     assert second.summary_kind == "extractive" and "jogging" in second.summary
     assert all(m.role in ("user", "assistant") for m in seen[0])
+    failed = [r for r in caplog.records if r.name == "companion.segments"]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert failed[0].exc_info[0] is RuntimeError
 
 
 def test_extractive_summary_truncates() -> None:
@@ -108,3 +115,64 @@ async def test_search_by_keyword_window_and_lines(store: Store) -> None:
     lines = segment_lines(store, found[0], "cook")
     assert lines[0].startswith("user: I cooked nasi goreng")
     assert all("SECRET" not in line for line in lines)
+
+
+def seed_chats(store: Store, count: int, lines: int = 3) -> list[str]:
+    """``count`` chats, each a few lines one evening apart, the last one an hour ago."""
+    ids = []
+    for n in range(count):
+        session = store.create_session(f"chat {n}").id
+        start = NOW - timedelta(days=count - n - 1, hours=1)
+        for i in range(lines):
+            store.add_message(session, "user", f"chat {n} line {i}", created_at=start)
+        ids.append(session)
+    return ids
+
+
+async def test_forcing_closes_the_open_span_when_the_person_moves_on(store: Store) -> None:
+    store.add_message("a", "user", "Tonight I cooked nasi goreng", created_at=NOW)
+    assert await refresh_segments(store, "a") == 0  # still going on
+    assert await refresh_segments(store, "a", force=True) == 1  # switched to another chat
+    assert "nasi goreng" in list_segments(store, "a")[0].summary
+    assert pending_sessions(store) == []
+
+
+async def test_refresh_limit_bounds_spans_and_keeps_order(store: Store) -> None:
+    start = NOW - timedelta(days=1)
+    for i in range(130):  # 40 + 40 + 40 + 10, all closed by the day since
+        store.add_message("s", "user", f"line {i}", created_at=start + timedelta(seconds=i))
+    assert await refresh_segments(store, "s", limit=2) == 2
+    assert [sg.end_message_id for sg in list_segments(store, "s")] == [40, 80]
+    assert await refresh_segments(store, "s", limit=2) == 2
+    assert await refresh_segments(store, "s", limit=2) == 0
+    assert [sg.end_message_id for sg in list_segments(store, "s")] == [40, 80, 120, 130]
+
+
+async def test_catch_up_does_every_quiet_span_a_budget_at_a_time(store: Store) -> None:
+    ids = seed_chats(store, 5)
+    store.add_message(ids[0], "user", "back in the first chat", created_at=NOW)
+    calls: list[int] = []
+
+    async def summarize(messages: list[Message]) -> str:
+        calls.append(len(messages))
+        return f"talked: {messages[0].content}"
+
+    assert await catch_up_segments(store, summarize, budget=3) == 3
+    assert len(calls) == 3
+    assert await catch_up_segments(store, summarize, budget=3) == 2
+    assert await catch_up_segments(store, summarize, budget=3) == 0
+    # Every span older than 30 minutes is an episode; the one going on now is not.
+    assert [len(list_segments(store, s)) for s in ids] == [1, 1, 1, 1, 1]
+    assert pending_sessions(store) == [ids[0]]
+    assert all(sg.summary_kind == "model" for s in ids for sg in list_segments(store, s))
+
+
+async def test_deleting_a_session_deletes_its_episodes(store: Store) -> None:
+    seed_two_evenings(store)
+    store.add_message("t", "user", "I cooked soto", created_at=THURSDAY_EVENING)
+    await catch_up_segments(store)
+    assert len(search_segments(store, "cooked")) == 2
+    store.delete_session("s")
+    assert [sg.session_id for sg in search_segments(store, "cooked")] == ["t"]
+    assert search_segments(store, "nasi goreng") == []  # gone from the FTS index too
+    assert store.conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0] == 1

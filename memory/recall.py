@@ -1,0 +1,95 @@
+"""Recall: facts, past episodes and past messages for a question, from the whole history.
+
+Every session belongs to the one person using this Companion, so recall searches all of
+them (DESIGN §4, memory_search), structured first:
+
+1. *facts*: stored memories ranked by relevance × retrievability (those returned count
+   as recalled, which strengthens them); *episodes*: conversation segments of any
+   session whose summary matches the query or its time window, with a few of their
+   lines.
+2. *messages*: BM25 search of user/assistant messages — the newest 1000 of every
+   session, or everything inside the question's time window — run only when the
+   structured results are thin (fewer than two) or the query carries a time cue
+   ("last Thursday", "kemarin", "waktu itu"). The current session's messages win ties.
+   The question being answered (``question_id``) and anything after it is never
+   returned as a memory of itself.
+
+Each episode and message carries its session's title, so the model can say "in our chat
+about X". This module returns typed results; the memory_search tool shapes them for the
+model. It is blocking SQLite work: async callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.memories import Memory, mark_recalled, search_memories
+from memory.retrieval import search_messages
+from memory.segments import Segment, search_segments, segment_lines
+from memory.store import Message, Store
+from memory.temporal import TemporalCue, parse_temporal
+
+SEMANTIC_LIMIT = 5
+SEGMENT_LIMIT = 3
+THIN = 2  # fewer structured results than this: search raw messages too
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A matching segment, its session's title and the lines of it that fit the query."""
+
+    segment: Segment
+    session_title: str
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class RecalledMessage:
+    """A matching past message and the title of the session it was said in."""
+
+    message: Message
+    session_title: str
+
+
+@dataclass(frozen=True)
+class Recollection:
+    """Everything recalled for one question, best first within each part."""
+
+    facts: list[Memory]
+    episodes: list[Episode]
+    messages: list[RecalledMessage]
+    cue: TemporalCue | None
+
+
+def recall(
+    store: Store,
+    query: str,
+    *,
+    now: datetime,
+    tz: str = "UTC",
+    session_id: str | None = None,
+    question_id: int | None = None,
+) -> Recollection:
+    """Facts, episodes and (when those are thin or time is named) raw messages for
+    ``query``; ``session_id`` is the current session, ``question_id`` the message being
+    answered. Marks the returned facts as recalled."""
+    cue = parse_temporal(query, now, tz)
+
+    found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
+    facts = [memory for memory, _ in found]
+    mark_recalled(store, [memory.id for memory in facts], now)
+
+    spans = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
+    messages: list[Message] = []
+    if len(facts) + len(spans) < THIN or cue is not None:
+        messages = search_messages(store, query, prefer=session_id, cue=cue, before_id=question_id)
+    titles = store.session_titles([s.session_id for s in spans] + [m.session_id for m in messages])
+    return Recollection(
+        facts=facts,
+        episodes=[
+            Episode(s, titles.get(s.session_id, ""), segment_lines(store, s, query)) for s in spans
+        ],
+        messages=[RecalledMessage(m, titles.get(m.session_id, "")) for m in messages],
+        cue=cue,
+    )
