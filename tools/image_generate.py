@@ -19,8 +19,10 @@ origin is trusted as configured, any other host must resolve to public addresses
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -39,6 +41,8 @@ logger = logging.getLogger("companion.image")
 
 GENERATION_TIMEOUT = 120.0  # image models are slow; the tool gets more than the default
 CONNECT_TIMEOUT = 10.0
+MAX_JSON_BYTES = MAX_IMAGE_BYTES * 4 // 3 + 1_000_000  # a base64 image at the cap, plus envelope
+ERROR_BYTES = 64_000  # enough of an error body to quote its message
 
 DESCRIPTION = (
     'Generate an image when the user asks for a picture, drawing or photo (e.g. "send a '
@@ -105,16 +109,30 @@ def _headers(settings: Settings) -> dict[str, str]:
     return {}
 
 
-def _backend_error(response: httpx.Response) -> GenerationError:
+def _backend_error(status: int, body: bytes) -> GenerationError:
     detail = ""
     try:
-        body = response.json()
-        error = body.get("error") if isinstance(body, dict) else None
+        parsed = json.loads(body)
+        error = parsed.get("error") if isinstance(parsed, dict) else None
         detail = str(error.get("message", "")) if isinstance(error, dict) else str(error or "")
     except ValueError:
-        detail = response.text[:200]
-    suffix = f": {detail}" if detail else ""
-    return GenerationError(f"the image backend answered HTTP {response.status_code}{suffix}")
+        detail = body[:200].decode("utf-8", "replace")
+    suffix = f": {detail[:200]}" if detail else ""
+    return GenerationError(f"the image backend answered HTTP {status}{suffix}")
+
+
+async def _post_json(
+    client: httpx.AsyncClient, endpoint: str, payload: dict[str, Any], settings: Settings
+) -> Any:
+    """POST to the backend; its JSON answer, read under the size cap and parsed off the loop."""
+    async with client.stream("POST", endpoint, json=payload, headers=_headers(settings)) as reply:
+        body = await read_limited(reply, MAX_JSON_BYTES)
+    if reply.status_code != 200:
+        raise _backend_error(reply.status_code, body)
+    try:
+        return await asyncio.to_thread(json.loads, body)
+    except ValueError as exc:
+        raise GenerationError("the image backend answered with something that is not JSON") from exc
 
 
 async def _download(client: httpx.AsyncClient, url: str, settings: Settings) -> bytes:
@@ -145,10 +163,8 @@ async def _openai(
     client: httpx.AsyncClient, endpoint: str, prompt: str, settings: Settings
 ) -> bytes:
     payload = {"model": settings.image_model, "prompt": prompt, "n": 1}
-    response = await client.post(endpoint, json=payload, headers=_headers(settings))
-    if response.status_code != 200:
-        raise _backend_error(response)
-    items = response.json().get("data") or []
+    answer = await _post_json(client, endpoint, payload, settings)
+    items = (answer.get("data") if isinstance(answer, dict) else None) or []
     item = items[0] if items and isinstance(items[0], dict) else {}
     if item.get("b64_json"):
         try:
@@ -168,10 +184,8 @@ async def _openrouter(
         "messages": [{"role": "user", "content": prompt}],
         "modalities": ["image", "text"],
     }
-    response = await client.post(endpoint, json=payload, headers=_headers(settings))
-    if response.status_code != 200:
-        raise _backend_error(response)
-    choices = response.json().get("choices") or []
+    answer = await _post_json(client, endpoint, payload, settings)
+    choices = (answer.get("choices") if isinstance(answer, dict) else None) or []
     message = choices[0].get("message", {}) if choices else {}
     for image in message.get("images") or []:
         url = (image.get("image_url") or {}).get("url", "")
@@ -188,8 +202,7 @@ async def _url(client: httpx.AsyncClient, endpoint: str, prompt: str, settings: 
         "GET", endpoint, params={"model": settings.image_model}, headers={"Accept": "image/*"}
     ) as response:
         if response.status_code != 200:
-            await response.aread()
-            raise _backend_error(response)
+            raise _backend_error(response.status_code, await read_limited(response, ERROR_BYTES))
         return await read_limited(response, MAX_IMAGE_BYTES)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from evals.fixtures import COLOURS, ImageFixture
+from evals.fixtures import COLOURS, ImageFixture, RecordedRequest, Reply
 from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
@@ -222,3 +222,20 @@ async def test_imagine_command_through_the_registry(tmp_path, images):
         assert image.format == "PNG"
     empty = await registry.execute("image_generate", {"prompt": ""}, make_ctx(tmp_path, images))
     assert empty["error"].startswith("invalid arguments for image_generate: prompt")
+
+
+class FloodingBackend(ImageFixture):
+    """An OpenAI-style image backend whose answer streams far past any real image."""
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.path == "/v1/images/generations":
+            chunk = b" " * 65_536
+            return Reply(200, (chunk for _ in range(600)), "application/json")
+        return super().handle(request)
+
+
+async def test_a_flooding_backend_is_cut_off_at_the_cap(tmp_path):
+    with FloodingBackend() as flood:
+        result = await image_generate({"prompt": "a cat"}, make_ctx(tmp_path, flood))
+    assert result == {"error": "the generated image is larger than 10485760 bytes"}
+    assert media_files(tmp_path) == []
