@@ -66,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--model",
         dest="eval_model",
-        default="scripted",
-        help="'scripted', 'local', or a model name on the configured endpoint",
+        help="'local' (the bundled model) or a model name on the configured endpoint "
+        "(default: the configured model, as `companion chat` would use it)",
     )
     evaluate.add_argument("--repeat", type=int, default=1, help="runs per case (pass^k)")
     evaluate.add_argument("--out", default="eval-reports", help="report folder")

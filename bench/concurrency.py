@@ -2,7 +2,7 @@
 
 ``--sessions`` sessions run at once, each ``--turns`` turns in a row; every turn is one
 native tool call plus one final answer, so two requests to
-``evals.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP server on 127.0.0.1,
+``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP server on 127.0.0.1,
 streaming SSE). The context comes from ``graph.setup.context_for`` (provider
 openai-compatible, ``base_url=server.url``) with a real SQLite store shared by all
 sessions, as in the app.
@@ -28,11 +28,11 @@ from bench import quiet_environment
 
 quiet_environment()
 
-from evals.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from graph.context import Settings  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import context_for  # noqa: E402
 from memory.store import Store  # noqa: E402
+from tests.support.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
 

@@ -35,9 +35,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa:
 from langchain_core.tools import StructuredTool  # noqa: E402
 
 from graph.context import Context, Settings  # noqa: E402
-from graph.fake import ScriptedChatModel, tool_call  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from memory.store import Store  # noqa: E402
+from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
 

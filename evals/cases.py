@@ -1,16 +1,23 @@
 """The eval case schema and its loader: one suite per ``evals/datasets/<suite>.jsonl`` file.
 
 A case is one user turn in a prepared world: a fixed "now", a saved location (or none),
-an optional seeded history (timestamped messages, some with uploaded images) and
-memories, the user's message, and what a good companion does with it — the tools it
-calls (with argument expectations where they matter), the tools it must not call, and
-what its answer must and must not say. A case may also carry a ``script``: replies
-forced on the chat model before the scripted policy takes over, so that misbehaviour
-(too many tool loops, repeated calls, a destructive statement) can be staged and the
-graph's guards are what gets tested.
+an optional seeded history (timestamped messages, some with uploaded images, in the
+case's own chat or in other, titled chats) and memories, the user's message (with a
+one-turn style note, if any), and what a good companion does with it — the tools it
+calls (with argument expectations where they matter), the tools it may call, the tools
+it must not call, and what its answer must and must not say. A case may also carry a
+``script``: replies forced on the chat model before the model under test answers
+(``evals.staged``), so that misbehaviour (too many tool loops, repeated calls, a
+destructive statement) can be staged and the graph's guards are what gets tested.
+
+A paraphrase is a line ``{"id", "paraphrase_of", "message"}`` (and an optional
+``description``): the same request in other words, in the same suite and language. It
+takes its world and its expectations from the original, so the two can't drift apart;
+a model that passes the original and fails the paraphrase was matching wording.
 
 Every line is validated when loaded (unknown fields, bad roles, naive timestamps,
-unknown tools and duplicate ids are errors naming the file and line).
+unknown tools, unknown chats, paraphrases of nothing and duplicate ids are errors naming
+the file and line).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from pydantic import (
 
 DATASETS = Path(__file__).parent / "datasets"
 MAX_TOOL_LOOPS = 3
+ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+PARAPHRASE_FIELDS = {"id", "paraphrase_of", "message", "description"}
 
 
 class CaseError(ValueError):
@@ -56,6 +65,7 @@ class HistoryMessage(_Model):
     role: Literal["user", "assistant"]
     text: str
     image: str | None = None  # a static image of the ImageFixture, e.g. "orange-cat.png"
+    session: str | None = None  # a key of Case.sessions; None = the chat the turn runs in
 
 
 class SeedMemory(_Model):
@@ -157,6 +167,7 @@ class Expectation(_Model):
     """What a good companion does with the case."""
 
     tools: list[ExpectedTool] = Field(default_factory=list)  # in order
+    optional_tools: list[str] = Field(default_factory=list)  # may run; not counted either way
     forbidden_tools: list[str] = Field(default_factory=list)  # "*" = any tool
     answer_contains: list[str | list[str]] = Field(default_factory=list)  # list = any of
     answer_not_contains: list[str] = Field(default_factory=list)
@@ -167,17 +178,20 @@ class Expectation(_Model):
 class Case(_Model):
     """One scenario: a prepared world, a user message and the expected behaviour."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    id: str = Field(pattern=ID_PATTERN)
     suite: str = ""  # filled in from the file name
     language: Literal["en", "id"]
     description: str = ""
+    paraphrase_of: str | None = None  # the original case this one rewords
     now: AwareDatetime  # the clock of the store and the tools during the turn
     timezone: str = "UTC"
     location: Location | None = None  # None = not set (0, 0)
     memories: list[SeedMemory] = Field(default_factory=list)
+    sessions: dict[str, str] = Field(default_factory=dict)  # other chats: key -> title
     history: list[HistoryMessage] = Field(default_factory=list)
     message: str = Field(min_length=1)
     image: str | None = None  # an image uploaded with this message (static fixture name)
+    style_note: str | None = None  # a one-turn note sent with the message ("Answer in…")
     script: list[ScriptStep] = Field(default_factory=list)
     expect: Expectation
 
@@ -188,11 +202,17 @@ class Case(_Model):
             raise ValueError("history must be in chronological order")
         if times and times[-1] > self.now:
             raise ValueError("history cannot be later than `now`")
+        for key in self.sessions:
+            if not re.fullmatch(ID_PATTERN, key):
+                raise ValueError(f"session key {key!r} must match {ID_PATTERN}")
+        unknown = {m.session for m in self.history if m.session} - self.sessions.keys()
+        if unknown:
+            raise ValueError(f"history names undeclared session(s) {sorted(unknown)}")
         return self
 
     def tool_names(self) -> set[str]:
         """Every tool this case names (expected, forbidden or scripted)."""
-        names = {t.name for t in self.expect.tools}
+        names = {t.name for t in self.expect.tools} | set(self.expect.optional_tools)
         names |= {t for t in self.expect.forbidden_tools if t != "*"}
         names |= {s.tool for s in self.script if s.tool}
         return names
@@ -207,6 +227,7 @@ def parse_suite(path: Path, known_tools: Iterable[str] | None = None) -> list[Ca
     """The validated cases of one dataset file."""
     known = set(known_tools) if known_tools is not None else None
     cases: list[Case] = []
+    originals: dict[str, dict[str, Any]] = {}  # id -> its line, for its paraphrases
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -219,6 +240,10 @@ def parse_suite(path: Path, known_tools: Iterable[str] | None = None) -> list[Ca
             raise CaseError(f"{where}: a case is a JSON object")
         if "suite" in data:
             raise CaseError(f"{where}: `suite` comes from the file name; remove it")
+        if "paraphrase_of" in data:
+            data = _paraphrase(data, originals, where)
+        else:
+            originals[str(data.get("id"))] = data
         try:
             case = Case.model_validate({**data, "suite": path.stem})
         except ValidationError as exc:
@@ -230,6 +255,27 @@ def parse_suite(path: Path, known_tools: Iterable[str] | None = None) -> list[Ca
             raise CaseError(f"{where}: unknown tool(s) {', '.join(sorted(unknown))}")
         cases.append(case)
     return cases
+
+
+def _paraphrase(
+    data: dict[str, Any], originals: dict[str, dict[str, Any]], where: str
+) -> dict[str, Any]:
+    """A paraphrase line completed from its original (an earlier line of the same file)."""
+    extra = set(data) - PARAPHRASE_FIELDS
+    if extra:
+        raise CaseError(
+            f"{where}: a paraphrase takes its world and expectations from its original; "
+            f"remove {', '.join(sorted(extra))}"
+        )
+    original = originals.get(str(data["paraphrase_of"]))
+    if original is None:
+        raise CaseError(
+            f"{where}: paraphrase_of {data['paraphrase_of']!r} names no earlier original "
+            "case of this file"
+        )
+    if data.get("message") == original.get("message"):
+        raise CaseError(f"{where}: a paraphrase says the same thing in other words")
+    return {**original, "description": "", **data}
 
 
 def load_cases(

@@ -2,12 +2,13 @@
 
 ``observe`` turns a finished turn (``graph.runner.TurnResult`` plus its store) into an
 ``Observation`` — the tools that ran with their arguments and results, the model calls
-in order (which model, chat or vision), the loop count, the answer, the latency, and
-the rows of the case's database queries. ``evaluate`` runs every check on it:
+in order (which model, chat or vision), the system message of each call, the loop
+count, the answer, the latency, and the rows of the case's database queries.
+``evaluate`` runs every check on it:
 
 - ``tool_correctness``: deepeval's ToolCorrectnessMetric (expected tools, in order, all
-  present; no tool at all when none is expected), run with our own judge wrapper so it
-  stays offline and deterministic;
+  present; no tool at all when none is expected; the case's optional tools are left
+  out), run with our own judge wrapper so it stays offline and deterministic;
 - ``arguments``: each expected tool was called with arguments meeting its expectations;
 - ``forbidden_tools``: none of the case's forbidden tools ran;
 - ``loop_count``: at most ``max_loops`` tool loops (3 by default, the graph's cap);
@@ -17,18 +18,23 @@ the rows of the case's database queries. ``evaluate`` runs every check on it:
 - ``no_tool_mechanics``: the answer does not talk about tools, commands or results;
 - ``vision_after_image``: after a successful image tool the vision model answered;
 - ``database``: the case's queries return the expected rows after the turn;
-- with a judge model, the GEval checks of ``evals.judge``.
+- ``prompt_identity``: every model call's system message holds the persona's identity
+  block, and the case's style note when it has one (a note tweaks the turn; it never
+  replaces who the companion is);
+- with a judge model, the GEval checks of ``evals.judge`` (and, for a case with a style
+  note, whether the answer follows it).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evals.cases import Case
-from evals.judge import ChatJudge, judged_metrics
+from evals.judge import ChatJudge, judged_metrics, style_metric
 from graph.commands import call_signature
 
 if TYPE_CHECKING:
@@ -84,6 +90,8 @@ class Observation:
     seconds: float = 0.0
     error: str | None = None
     db_rows: list[list[list[Any]]] = field(default_factory=list)
+    prompts: list[tuple[str, str]] = field(default_factory=list)  # (model role, system text)
+    identity: str = ""  # the persona's identity block the turn ran with
 
 
 @dataclass(frozen=True)
@@ -95,8 +103,17 @@ class CheckResult:
     detail: str = ""
 
 
-def observe(result: TurnResult, store: Store, case: Case) -> Observation:
-    """Read a finished turn (and the case's database queries) into an Observation."""
+def observe(
+    result: TurnResult,
+    store: Store,
+    case: Case,
+    *,
+    prompts: Sequence[tuple[str, str]] = (),
+    identity: str = "",
+) -> Observation:
+    """Read a finished turn (and the case's database queries) into an Observation;
+    ``prompts`` are the system messages the models were sent, ``identity`` the persona's
+    identity block."""
     calls = []
     for executed in result.state.get("executed", []):
         message = store.get_message(executed["message_id"])
@@ -126,6 +143,8 @@ def observe(result: TurnResult, store: Store, case: Case) -> Observation:
         seconds=result.seconds,
         error=result.state.get("error"),
         db_rows=rows,
+        prompts=list(prompts),
+        identity=identity,
     )
 
 
@@ -145,6 +164,9 @@ def tool_correctness(case: Case, obs: Observation, judge: ChatJudge) -> CheckRes
     from deepeval.metrics import ToolCorrectnessMetric
     from deepeval.test_case import LLMTestCase, ToolCall
 
+    expected = [t.name for t in case.expect.tools]
+    optional = set(case.expect.optional_tools) - set(expected)
+    counted = [c for c in obs.calls if c.name not in optional]
     metric = ToolCorrectnessMetric(
         model=judge,
         eval_mode="llm",
@@ -155,12 +177,11 @@ def tool_correctness(case: Case, obs: Observation, judge: ChatJudge) -> CheckRes
     test = LLMTestCase(
         input=case.message,
         actual_output=obs.answer,
-        tools_called=[ToolCall(name=c.name, input_parameters=c.args) for c in obs.calls],
-        expected_tools=[ToolCall(name=t.name, input_parameters=None) for t in case.expect.tools],
+        tools_called=[ToolCall(name=c.name, input_parameters=c.args) for c in counted],
+        expected_tools=[ToolCall(name=name, input_parameters=None) for name in expected],
     )
     score = metric.measure(test, _show_indicator=False)
-    called = [c.name for c in obs.calls]
-    expected = [t.name for t in case.expect.tools]
+    called = [c.name for c in counted]
     detail = f"score {score:.2f}: expected {expected}, called {called}"
     return CheckResult("tool_correctness", bool(metric.is_successful()), detail)
 
@@ -274,8 +295,21 @@ def database(case: Case, obs: Observation) -> CheckResult | None:
     return CheckResult("database", not problems, "; ".join(problems))
 
 
+def prompt_identity(case: Case, obs: Observation) -> CheckResult | None:
+    """Every model call was told who it is (and the case's style note, when it has one)."""
+    if not obs.identity or not obs.prompts:
+        return None
+    problems = []
+    for number, (role, system) in enumerate(obs.prompts, start=1):
+        if obs.identity.strip() not in system:
+            problems.append(f"call {number} ({role}): no identity block")
+        if case.style_note and case.style_note.strip() not in system:
+            problems.append(f"call {number} ({role}): no style note")
+    return CheckResult("prompt_identity", not problems, "; ".join(problems))
+
+
 def judged(case: Case, obs: Observation, judge: ChatJudge) -> list[CheckResult]:
-    """The optional GEval checks (natural answer from the tool result; persona)."""
+    """The optional GEval checks (natural answer from the tool result; persona; style)."""
     from deepeval.test_case import LLMTestCase
 
     natural, persona = judged_metrics(judge)
@@ -283,6 +317,8 @@ def judged(case: Case, obs: Observation, judge: ChatJudge) -> list[CheckResult]:
     context = [c.result for c in obs.calls if c.result]
     chosen = [(natural, context)] if context else []
     chosen.append((persona, context))
+    if case.style_note:
+        chosen.append((style_metric(judge, case.style_note), context))
     for metric, given in chosen:
         test = LLMTestCase(input=case.message, actual_output=obs.answer, context=given or None)
         try:
@@ -315,7 +351,8 @@ def evaluate(
         answer_not_contains(case, obs),
         no_tool_mechanics(obs),
     ]
-    checks += [c for c in (vision_after_image(obs), database(case, obs)) if c is not None]
+    optional = (vision_after_image(obs), database(case, obs), prompt_identity(case, obs))
+    checks += [c for c in optional if c is not None]
     if with_judge:
         checks += judged(case, obs, judge)
     return checks

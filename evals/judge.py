@@ -7,8 +7,9 @@ use â€” the scripted model in CI, the local model, or the configured endpoint â€
 deepeval never builds a client of its own and nothing leaves 127.0.0.1 unless the
 configured endpoint is remote.
 
-The optional LLM-judged checks (``--judge``) are two GEval metrics: "answers naturally
-from the tool result" and "stays in persona".
+The optional LLM-judged checks (``--judge``) are GEval metrics: "answers naturally
+from the tool result", "stays in persona", and, for a case with a one-turn style note,
+"follows the style note".
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ PERSONA_CRITERIA = (
     "The actual output stays in the voice of a warm, caring personal companion: it speaks "
     "to the user as a friend would, in the user's language, and never describes itself as "
     "a program, a language model or a tool."
+)
+STYLE_CRITERIA = (
+    "The user asked for this reply to take a particular form: {note!r}. The actual output "
+    "follows that request in its shape (length, layout, tone as asked) while still "
+    "answering the input."
 )
 
 
@@ -118,3 +124,18 @@ def judged_metrics(judge: ChatJudge) -> list[GEval]:
             async_mode=False,
         ),
     ]
+
+
+def style_metric(judge: ChatJudge, note: str) -> GEval:
+    """Whether the answer takes the form a one-turn style note asked for."""
+    from deepeval.metrics import GEval
+    from deepeval.test_case import SingleTurnParams
+
+    return GEval(
+        name="follows the style note",
+        criteria=STYLE_CRITERIA.format(note=note),
+        evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT],
+        model=judge,
+        threshold=0.5,
+        async_mode=False,
+    )

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evals.runner import CaseRun, EvalRun
+from evals.results import CaseRun, EvalRun
 
 ANSWER_CHARS = 160
 

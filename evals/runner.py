@@ -1,21 +1,29 @@
-"""Run the eval suites through the real graph and write the reports.
+"""Run the eval suites through the real graph against a model, and write the reports.
 
 Every case runs as one real turn (``graph.runner.run_turn``) in a fresh temporary
 COMPANION_HOME: a real SQLite store on the case's fixed clock, seeded with its memories
-and history (uploaded images fetched from the image fixture), settings resolved by
-``graph.context.load_settings`` and pointed at the fixture servers (DuckDuckGo,
-Open-Meteo, image backend — started once per run), the case's location and timezone.
+and history (other chats created with their titles, uploaded images fetched from the
+image fixture), settings pointed at the fixture servers (DuckDuckGo, Open-Meteo, image
+backend — started once per run), the case's location and timezone.
 
-Models (``model``):
+What runs is a ``ModelUnderTest``: resolved settings plus a factory that builds each
+case's chat and vision models from that case's settings. ``model_under_test`` resolves
+what ``companion eval`` was asked for:
 
-- ``"scripted"`` (default, what CI runs): ``evals.scripted.ScriptedCompanion`` as both
-  the chat and the vision model; no process, no network, deterministic;
-- ``"local"``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
-  commands unless told otherwise); no vision model. Replies are capped at
+- no ``--model``: the configured model, as ``companion chat`` would use it (flags >
+  environment > the profile's model keys) — the bundled local model when nothing is
+  configured;
+- ``--model local``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
+  commands unless told otherwise; no vision model). Replies are capped at
   ``LOCAL_MAX_TOKENS`` tokens (graph.models applies the cap; the report records it);
-- any other name: that model on the configured OpenAI-compatible endpoint
+- ``--model NAME``: that model on the configured OpenAI-compatible endpoint
   (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
   COMPANION_VISION_MODEL).
+
+Every model is wrapped in ``evals.staged.StagedChatModel``, which says a case's forced
+replies first and records each call's system message. (The deterministic scripted
+policy that regression-tests the harness itself lives in ``tests/support``; it is not a
+model anyone evaluates.)
 
 ``companion eval`` exit code: 0 when every run of every case passed, 1 when the suites
 ran and some run failed, 2 when they could not run (unknown suite, invalid dataset,
@@ -31,136 +39,128 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from tqdm import tqdm
 
 from evals.cases import Case, CaseError, load_cases
-from evals.evaluators import CheckResult, Observation, evaluate, observe
+from evals.evaluators import Observation, evaluate, observe
 from evals.fixtures import FixtureSuite
 from evals.judge import ChatJudge
-from evals.scripted import ScriptedCompanion
+from evals.report import summary_lines, write_reports
+from evals.results import CaseRun, EvalRun
+from evals.staged import PromptLog, StagedChatModel
 from graph.context import ConfigError, Settings, load_settings
-from graph.fake import ScriptedChatModel
 from graph.models import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
-from graph.setup import context_for
+from graph.setup import context_for, model_summarizer, resolve_home
 from memory.memories import create_memory
 from memory.store import Store
+from prompts.templates import persona_text
 from tools.registry import default_registry
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger("companion.evals")
 
-SCRIPTED = "scripted"
 LOCAL = "local"
-SCRIPTED_CHAT = "scripted-chat"
-SCRIPTED_VISION = "scripted-vision"
-
-
-@dataclass
-class CaseRun:
-    """One run of one case and its verdict."""
-
-    case: Case
-    run: int  # 1-based repeat index
-    observation: Observation
-    checks: list[CheckResult]
-
-    @property
-    def passed(self) -> bool:
-        """True when every check passed."""
-        return all(check.passed for check in self.checks)
-
-    @property
-    def reasons(self) -> list[str]:
-        """The failed checks with their details."""
-        return [
-            f"{c.name}: {c.detail}" if c.detail else c.name for c in self.checks if not c.passed
-        ]
-
-
-@dataclass
-class EvalRun:
-    """A whole eval run: what ran, against which model, and every case run."""
-
-    model: str
-    tool_mode: str
-    repeat: int
-    judge: bool
-    started: datetime
-    cases: list[Case]
-    runs: list[CaseRun] = field(default_factory=list)
-    seconds: float = 0.0
-    max_tokens: int | None = None  # reply cap, when the run set one
-
-    @property
-    def all_passed(self) -> bool:
-        """True when every run of every case passed."""
-        return all(run.passed for run in self.runs)
+# The profile keys that choose the model (the rest of a profile — persona, location,
+# image backend — is the user's world, which each case replaces with its own).
+MODEL_PROFILE_KEYS = ("chat_model", "vision_model", "tool_mode")
 
 
 @dataclass(frozen=True)
-class ModelSetup:
-    """How to build each case's settings and models for the chosen ``model``."""
+class Models:
+    """The models one case runs with."""
 
-    model: str
+    chat: BaseChatModel
+    vision: BaseChatModel | None = None
+    summarize: Any = None  # async (messages) -> str for episodes; None = extractive
+
+
+ModelFactory = Callable[[Settings], Models]
+
+
+@dataclass(frozen=True)
+class ModelUnderTest:
+    """What the suites run against: its settings and how to build its models per case."""
+
+    name: str  # as the report shows it
     base: Settings  # resolved once; home, location and fixtures are set per case
+    build: ModelFactory  # a case's models from that case's settings
     max_tokens: int | None = None  # reply cap sent to the server (local runs)
 
-    @property
-    def scripted(self) -> bool:
-        """True for the deterministic scripted companion."""
-        return self.model == SCRIPTED
+
+def configured_models(settings: Settings) -> Models:
+    """The configured provider's models (the local one starts its server on first use)."""
+    from graph.models import lazy_local_model, make_chat_model, make_vision_model
+
+    if settings.is_local:
+        return Models(lazy_local_model(settings))
+    chat = make_chat_model(settings)
+    return Models(chat, make_vision_model(settings), model_summarizer(chat))
 
 
-def model_setup(
-    model: str,
+def configured_profile(env: Mapping[str, str]) -> dict[str, str]:
+    """The model keys of the configured home's profile (none when it has no database)."""
+    home = resolve_home(None, env)
+    if not (home / "companion.db").exists():
+        return {}
+    store = Store.open_home(home)
+    try:
+        profile = store.profile()
+    finally:
+        store.close()
+    return {key: value for key, value in profile.items() if key in MODEL_PROFILE_KEYS}
+
+
+def model_under_test(
+    model: str | None = None,
     *,
     tool_mode: str | None = None,
     base_url: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> ModelSetup:
-    """Resolve settings for the chosen model (raises ConfigError when it cannot run)."""
-    home: dict[str, str | None] = {"home": tempfile.gettempdir()}  # replaced per case
-    if model == SCRIPTED:
-        flags = {
-            **home,
-            "provider": "openai-compatible",
-            "chat_model": SCRIPTED_CHAT,
-            "vision_model": SCRIPTED_VISION,
-            "tool_mode": tool_mode or "native",
-        }
-        return ModelSetup(model, load_settings(flags, env={}))
+    profile: Mapping[str, str] | None = None,
+) -> ModelUnderTest:
+    """Resolve ``--model`` (raises ConfigError when it cannot run): None = the configured
+    model, ``"local"`` = the bundled one, any other name = that model on the configured
+    endpoint. ``profile`` defaults to the configured home's (read for None only)."""
     env = os.environ if env is None else env
-    if model == LOCAL:
-        flags = {**home, "provider": "local", "tool_mode": tool_mode}
-        return ModelSetup(model, load_settings(flags, env), LOCAL_MAX_TOKENS)
-    flags = {
-        **home,
-        "provider": "openai-compatible",
-        "chat_model": model,
-        "base_url": base_url,
+    flags: dict[str, Any] = {
+        "home": tempfile.gettempdir(),  # replaced per case
         "tool_mode": tool_mode,
+        "base_url": base_url,
     }
-    settings = load_settings(flags, env)
-    if not settings.base_url:
+    if model == LOCAL:
+        flags["provider"] = "local"
+    elif model:
+        flags.update(provider="openai-compatible", chat_model=model)
+    if model is None and profile is None:
+        profile = configured_profile(env)
+    settings = load_settings(flags, env, profile if model is None else None)
+    if not settings.is_local and not settings.base_url:
         raise ConfigError(
-            f"model {model!r} needs an endpoint: pass --base-url or set COMPANION_BASE_URL "
-            "(or OPENROUTER_API_KEY for OpenRouter)"
+            f"model {settings.chat_model!r} needs an endpoint: pass --base-url or set "
+            "COMPANION_BASE_URL (or OPENROUTER_API_KEY for OpenRouter)"
         )
-    return ModelSetup(model, settings)
+    name = LOCAL if model == LOCAL else settings.chat_model
+    cap = LOCAL_MAX_TOKENS if settings.is_local else None
+    return ModelUnderTest(name, settings, configured_models, cap)
 
 
-def case_settings(setup: ModelSetup, case: Case, home: Path, fixtures: FixtureSuite) -> Settings:
+def case_settings(
+    model: ModelUnderTest, case: Case, home: Path, fixtures: FixtureSuite
+) -> Settings:
     """The settings one case runs with."""
     location = case.location
     return dataclasses.replace(
-        setup.base,
+        model.base,
         **fixtures.settings_overrides(),
         home=home,
         latitude=location.lat if location else 0.0,
@@ -188,54 +188,54 @@ class ImageCache:
 
 
 def seed(store: Store, case: Case, session_id: str, images: ImageCache) -> str | None:
-    """Write the case's memories and history; returns the path of the turn's image, if any."""
+    """Write the case's memories and history (other chats under their titles); returns the
+    path of the turn's image, if any."""
     for memory in case.memories:
         create_memory(store, memory.category, memory.key, memory.value, case.now)
     for index, message in enumerate(case.history):
         path = images.save(message.image, store.media_dir, index) if message.image else None
         store.add_message(
-            session_id, message.role, message.text, image_path=path, created_at=message.at
+            message.session or session_id,
+            message.role,
+            message.text,
+            image_path=path,
+            created_at=message.at,
         )
+    for key, title in case.sessions.items():
+        store.rename_session(key, title)
     return images.save(case.image, store.media_dir, len(case.history)) if case.image else None
 
 
 async def run_case(
     case: Case,
-    setup: ModelSetup,
+    model: ModelUnderTest,
     fixtures: FixtureSuite,
     images: ImageCache,
     *,
     run: int = 1,
     with_judge: bool = False,
     judge: ChatJudge | None = None,
-    chat_model: Any = None,
 ) -> CaseRun:
-    """Run one case once in a fresh home and check the outcome (``chat_model`` overrides
-    the model the settings would build)."""
+    """Run one case once in a fresh home and check the outcome."""
     with tempfile.TemporaryDirectory(prefix=f"companion-eval-{case.id}-") as folder:
         home = Path(folder)
         store = Store.open_home(home, clock=lambda: case.now)
         try:
-            settings = case_settings(setup, case, home, fixtures)
-            chat: Any = chat_model
-            vision: Any = None
-            if case.script and not setup.scripted:
-                # the forced replies first, then the model under test
-                real = chat_model or real_chat_model(settings)
-                chat = ScriptedChatModel(
-                    script=ScriptedCompanion(settings.tool_mode, case.script, then=real),
-                    name_=settings.chat_model,
-                )
-            if setup.scripted:
-                chat = ScriptedChatModel(
-                    script=ScriptedCompanion(settings.tool_mode, case.script), name_=SCRIPTED_CHAT
-                )
-                vision = ScriptedChatModel(
-                    script=ScriptedCompanion(settings.tool_mode), name_=SCRIPTED_VISION
-                )
+            settings = case_settings(model, case, home, fixtures)
+            models = model.build(settings)
+            prompts = PromptLog()
+            chat = StagedChatModel(
+                model=models.chat, forced=case.script, tool_mode=settings.tool_mode, log=prompts
+            )
+            vision = (
+                StagedChatModel(model=models.vision, role="vision", log=prompts)
+                if models.vision is not None
+                else None
+            )
             ctx = context_for(
                 settings, store, registry=default_registry(), chat_model=chat, vision_model=vision
             )
+            ctx = dataclasses.replace(ctx, summarize=models.summarize, style_note=case.style_note)
             session_id = f"eval-{case.id}"
             image_path = seed(store, case, session_id, images)
             started = time.perf_counter()
@@ -250,53 +250,52 @@ async def run_case(
                     db_rows=[[] for _ in case.expect.db],
                 )
             else:
-                observation = observe(result, store, case)
+                observation = observe(
+                    result,
+                    store,
+                    case,
+                    prompts=prompts.calls,
+                    identity=persona_text(settings.persona),
+                )
             checks = evaluate(
-                case, observation, judge or ChatJudge(ctx.chat_model), with_judge=with_judge
+                case, observation, judge or ChatJudge(models.chat), with_judge=with_judge
             )
             return CaseRun(case, run, observation, checks)
         finally:
             store.close()
 
 
-def real_chat_model(settings: Settings) -> Any:
-    """The configured chat model (the local one starts its server on first use)."""
-    from graph.models import lazy_local_model, make_chat_model
-
-    return lazy_local_model(settings) if settings.is_local else make_chat_model(settings)
-
-
-def _judge_model(setup: ModelSetup, env: Mapping[str, str]) -> ChatJudge:
-    """The judge for --judge: the model under test, or the configured one for scripted runs."""
-    settings = setup.base if not setup.scripted else load_settings({}, env)
-    return ChatJudge(real_chat_model(settings), settings.chat_model)
+def _judge(model: ModelUnderTest) -> ChatJudge:
+    """The judge for --judge: the model under test."""
+    return ChatJudge(model.build(model.base).chat, model.name)
 
 
 async def arun_suites(
     suites: Sequence[str] | None = None,
     *,
-    model: str = SCRIPTED,
+    model: ModelUnderTest | None = None,
     repeat: int = 1,
-    tool_mode: str | None = None,
-    base_url: str | None = None,
     judge: bool = False,
     limit: int | None = None,
+    paraphrases: bool = True,
     env: Mapping[str, str] | None = None,
     progress: bool = True,
 ) -> EvalRun:
-    """Run the suites (all when None) ``repeat`` times each; the async form of run_suites."""
+    """Run the suites (all when None) ``repeat`` times each against ``model`` (the
+    configured one when None); ``paraphrases=False`` runs the original cases only."""
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
-    env = os.environ if env is None else env
     cases = load_cases(suites, known_tools=default_registry().names)
+    if not paraphrases:
+        cases = [case for case in cases if case.paraphrase_of is None]
     if limit is not None:
         cases = cases[:limit]
-    setup = model_setup(model, tool_mode=tool_mode, base_url=base_url, env=env)
-    the_judge = _judge_model(setup, env) if judge else None
+    model = model or model_under_test(env=env)
+    the_judge = _judge(model) if judge else None
     run = EvalRun(
-        model=model if not setup.scripted else SCRIPTED,
-        tool_mode=setup.base.tool_mode,
-        max_tokens=setup.max_tokens,
+        model=model.name,
+        tool_mode=model.base.tool_mode,
+        max_tokens=model.max_tokens,
         repeat=repeat,
         judge=judge,
         started=datetime.now(UTC),
@@ -312,13 +311,7 @@ async def arun_suites(
             for case in cases:
                 bar.set_postfix_str(case.id)
                 outcome = await run_case(
-                    case,
-                    setup,
-                    fixtures,
-                    images,
-                    run=index,
-                    with_judge=judge,
-                    judge=the_judge,
+                    case, model, fixtures, images, run=index, with_judge=judge, judge=the_judge
                 )
                 run.runs.append(outcome)
                 bar.update()
@@ -331,17 +324,16 @@ def run_suites(suites: Sequence[str] | None = None, **options: Any) -> EvalRun:
     return asyncio.run(arun_suites(suites, **options))
 
 
-def run_from_cli(args: Any) -> int:
+def run_from_cli(args: Any, env: Mapping[str, str] | None = None) -> int:
     """``companion eval``: run, write Markdown + JSON reports to ``--out``, print a summary."""
-    from evals.report import summary_lines, write_reports
-
     try:
+        model = model_under_test(
+            args.eval_model, tool_mode=args.tool_mode, base_url=args.base_url, env=env
+        )
         run = run_suites(
             args.suite,
-            model=args.eval_model,
+            model=model,
             repeat=args.repeat,
-            tool_mode=args.tool_mode,
-            base_url=args.base_url,
             judge=args.judge,
             limit=getattr(args, "limit", None),
         )

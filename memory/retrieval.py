@@ -15,7 +15,8 @@ Speed at scale: every query is bounded by message id (from the rowid, the
 ``messages_session_id`` index, or the ``messages_created_at`` /
 ``messages_session_time`` indexes for a window) before FTS5 is asked, and FTS5 honours
 rowid ranges, so the cost follows the size of the recent slice or of the window, not the
-database's. ``naive_search`` is the LIKE-scan baseline the benchmark compares against.
+database's. (The LIKE-scan baseline the benchmark compares against is
+``tests.support.naive_search``.)
 """
 
 from __future__ import annotations
@@ -188,29 +189,3 @@ def _newest(
     params.append(limit)
     rows = store.conn.execute(sql, params).fetchall()
     return [_message(row) for row in reversed(rows)]
-
-
-def naive_search(
-    store: Store, query: str, *, session_id: str | None = None, limit: int = TOP
-) -> list[Message]:
-    """Baseline for the benchmark: the same job without an index — every message scanned
-    with LIKE '%word%', ranked by how many query words it contains, then newest first."""
-    terms = content_words(query)[:MAX_QUERY_TERMS]
-    if not terms:
-        return []
-    like = "m.content LIKE ? ESCAPE '\\'"
-    hits = " + ".join(f"({like})" for _ in terms)
-    likes = " OR ".join(like for _ in terms)
-    sql = f"SELECT m.* FROM messages m WHERE {_ROLES_SQL} AND ({likes})"
-    patterns = [f"%{_escape_like(term)}%" for term in terms]
-    params: list[object] = list(patterns)
-    if session_id is not None:
-        sql += " AND m.session_id = ?"
-        params.append(session_id)
-    sql += f" ORDER BY {hits} DESC, m.id DESC LIMIT ?"
-    params += [*patterns, limit]
-    return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
-
-
-def _escape_like(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

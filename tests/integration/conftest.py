@@ -14,8 +14,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from app.ui import context_factory, launch_app
 from evals.fixtures import OpenMeteoFixture
-from graph.fake import ScriptedChatModel, tool_call
 from memory.store import Store
+from tests.support.chat_model import ScriptedChatModel, tool_call
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evals.fake_openai import FakeOpenAIServer, Step
 from evals.fixtures import ImageFixture
+from tests.support.fake_openai import FakeOpenAIServer, Step
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:

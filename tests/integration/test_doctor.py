@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.fake_openai import FakeOpenAIServer, Step
 from evals.fixtures import DuckDuckGoFixture, OpenMeteoFixture
+from tests.support.fake_openai import FakeOpenAIServer, Step
 
 
 @pytest.fixture(scope="module")

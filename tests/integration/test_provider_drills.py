@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from evals.fake_openai import FakeOpenAIServer, Step
 from graph.context import Settings
 from graph.runner import run_turn, stream_turn
 from graph.setup import context_for
 from memory.store import Store
+from tests.support.fake_openai import FakeOpenAIServer, Step
 from tools.registry import ToolRegistry
 
 

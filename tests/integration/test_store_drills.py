@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from graph.context import Context, Settings
-from graph.fake import ScriptedChatModel
 from graph.runner import run_turn
 from memory.db import connect
 from memory.store import Store
+from tests.support.chat_model import ScriptedChatModel
 from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ CHILD = textwrap.dedent(
     """
     import asyncio, sys
     from graph.context import Context, Settings
-    from graph.fake import ScriptedChatModel, tool_call
+    from tests.support.chat_model import ScriptedChatModel, tool_call
     from graph.runner import run_turn
     from memory.store import Store
     from tools.base import ToolSpec

@@ -13,8 +13,8 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from evals.fixtures import DuckDuckGoFixture
-from graph.fake import tool_call
 from graph.runner import run_turn
+from tests.support.chat_model import tool_call
 from tools.registry import MAX_RESULT_CHARS, ToolRegistry, default_registry
 
 

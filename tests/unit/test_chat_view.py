@@ -19,9 +19,9 @@ from app.chat_view import (
     tool_title,
     user_bubble,
 )
-from graph.fake import tool_call
 from graph.runner import stream_turn
 from memory.store import Message
+from tests.support.chat_model import tool_call
 from tools.base import ToolSpec
 from tools.registry import ToolRegistry
 

@@ -1,7 +1,8 @@
-"""The eval harness: every suite passes against the scripted companion, in both tool
-modes, deterministically (so a change that breaks tool routing, guards, memory recall or
-image handling fails CI); each evaluator check can fail; datasets are validated; reports
-compute pass rates and pass^k."""
+"""The eval harness: its regression run (the scripted keyword policy through the real
+graph, tools and fixtures, in both tool modes — a test of the plumbing, not a score); each
+evaluator check can fail; datasets and paraphrases are validated; the runner stages forced
+replies for any model; ``companion eval`` evaluates the configured model; reports compute
+pass rates and pass^k."""
 
 from __future__ import annotations
 
@@ -15,20 +16,19 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evals import evaluators as ev
-from evals.cases import Case, CaseError, load_cases, suite_names
+from evals.cases import Case, CaseError, ScriptStep, load_cases, suite_names
 from evals.judge import ChatJudge
 from evals.report import report_data, suite_stats, write_reports
-from evals.runner import (
-    LOCAL_MAX_TOKENS,
-    CaseRun,
-    EvalRun,
-    model_setup,
-    run_from_cli,
-    run_suites,
-)
-from evals.scripted import ScriptedCompanion, ToolRequest, command_line, intent, read_view
-from graph.context import ConfigError
-from graph.fake import ScriptedChatModel
+from evals.results import CaseRun, EvalRun
+from evals.runner import model_under_test, run_from_cli, run_suites
+from evals.staged import PromptLog, StagedChatModel, command_line
+from graph.context import LOCAL_MODEL_NAME, ConfigError
+from graph.models import LOCAL_MAX_TOKENS
+from memory.store import Store
+from prompts.templates import persona_text
+from tests.support.chat_model import ScriptedChatModel, tool_call
+from tests.support.fake_openai import FakeOpenAIServer, Step
+from tests.support.policy import read_view, scripted_model
 from tools.registry import default_registry
 
 NOW = "2026-11-25T09:30:00Z"
@@ -55,31 +55,40 @@ def call(name: str, ok: bool = True, **args: Any) -> ev.ObservedCall:
     return ev.ObservedCall(name, args, ok, f"🔧 TOOL RESULT — {name.upper()}")
 
 
-# --- the whole harness against the scripted companion ------------------------------------
+# --- the harness's regression run ---------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def scripted_runs() -> dict[str, EvalRun]:
-    """All suites, once per tool mode (module-scoped: ~5 s each)."""
+    """Every suite's original cases, once per tool mode (module-scoped: ~8 s each)."""
     return {
-        mode: run_suites(None, model="scripted", tool_mode=mode, progress=False)
+        mode: run_suites(None, model=scripted_model(mode), paraphrases=False, progress=False)
         for mode in ("native", "commands")
     }
 
 
 @pytest.mark.parametrize("mode", ["native", "commands"])
-def test_every_suite_passes_against_the_scripted_companion(scripted_runs, mode) -> None:
+def test_the_harness_regression_run_passes(scripted_runs, mode) -> None:
+    """The scripted keyword policy passes every original case through the real graph.
+
+    A regression test of the harness and the graph (tool routing, guards, memory, images,
+    prompts), not a measure of any model. The policy was written against the original
+    cases' own sentences, so it runs on those only: paraphrases exist to catch exactly
+    this kind of keyword matching, and the policy is never tuned to them.
+    """
     run = scripted_runs[mode]
     failures = {r.case.id: r.reasons for r in run.runs if not r.passed}
     assert failures == {}
     assert run.tool_mode == mode
-    assert len(run.runs) >= 40
+    assert run.model == "scripted"
+    assert len(run.runs) >= 60
+    assert all(r.case.paraphrase_of is None for r in run.runs)
     assert {c.language for c in run.cases} == {"en", "id"}
 
 
 def test_scripted_runs_are_deterministic(scripted_runs) -> None:
     again = run_suites(
-        ["acceptance", "guards"], model="scripted", tool_mode="native", progress=False
+        ["acceptance", "guards"], model=scripted_model("native"), paraphrases=False, progress=False
     )
     first = {r.case.id: r for r in scripted_runs["native"].runs}
     for second in again.runs:
@@ -163,6 +172,50 @@ def test_invalid_cases_are_refused_with_file_and_line(tmp_path, change, message)
         load_cases(folder=tmp_path, known_tools=default_registry().names)
     assert "bad.jsonl:2" in str(error.value)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"id": "p", "paraphrase_of": "nothing", "message": "hey"}, "names no earlier original"),
+        ({"id": "p", "paraphrase_of": "ok", "message": "hey", "now": NOW}, "remove now"),
+        ({"id": "p", "paraphrase_of": "ok", "message": "hi"}, "in other words"),
+    ],
+)
+def test_bad_paraphrases_are_refused(tmp_path, line, message) -> None:
+    write_suite(tmp_path, "bad", GOOD, line)
+    with pytest.raises(CaseError, match=message) as error:
+        load_cases(folder=tmp_path)
+    assert "bad.jsonl:2" in str(error.value)
+
+
+def test_a_paraphrase_takes_the_world_and_expectations_of_its_original(tmp_path) -> None:
+    original = {
+        **GOOD,
+        "description": "about the original",
+        "location": {"lat": 35.68, "lon": 139.69},
+        "expect": {"tools": [{"name": "weather"}], "answer_contains": ["14.2"]},
+    }
+    write_suite(tmp_path, "s", original, {"id": "p", "paraphrase_of": "ok", "message": "Outside?"})
+    first, second = load_cases(folder=tmp_path)
+    assert second.paraphrase_of == "ok" and second.message == "Outside?"
+    assert second.expect == first.expect and second.location == first.location
+    assert second.description == ""  # the original's description is about its own wording
+
+
+def test_history_in_other_chats_names_declared_sessions(tmp_path) -> None:
+    at = "2026-11-19T19:05:00Z"
+    elsewhere = {"at": at, "role": "user", "text": "nasi goreng", "session": "dinner"}
+    good = {**GOOD, "sessions": {"dinner": "Thursday dinner"}, "history": [elsewhere]}
+    write_suite(tmp_path, "s", good)
+    (case,) = load_cases(folder=tmp_path)
+    assert case.history[0].session == "dinner"
+    write_suite(tmp_path, "s", {**good, "sessions": {}})
+    with pytest.raises(CaseError, match="undeclared session"):
+        load_cases(folder=tmp_path)
+    write_suite(tmp_path, "s", {**good, "sessions": {"Bad Key": "x"}})
+    with pytest.raises(CaseError, match="session key"):
+        load_cases(folder=tmp_path)
 
 
 def test_duplicate_ids_and_unknown_suites_are_refused(tmp_path) -> None:
@@ -282,6 +335,36 @@ def test_database_expectations() -> None:
     assert result is not None and not result.passed
 
 
+def test_optional_tools_count_neither_for_nor_against() -> None:
+    case = make_case(
+        expect={"tools": [], "optional_tools": ["create_memory"], "forbidden_tools": ["weather"]}
+    )
+    saved = ev.Observation("Cosy!", [call("create_memory", key="weather", value="rainy days")])
+    assert ev.tool_correctness(case, saved, judge()).passed
+    assert ev.tool_correctness(case, ev.Observation("Cosy!"), judge()).passed
+    assert ev.forbidden_tools(case, saved).passed
+    looked = ev.Observation("Cosy!", [call("web_search", query="rain")])
+    assert not ev.tool_correctness(case, looked, judge()).passed
+
+
+def test_prompt_identity_needs_the_identity_block_and_the_style_note_in_every_call() -> None:
+    identity = persona_text("yuzuki")
+    note = "Answer in three bullet points."
+    case = make_case(style_note=note)
+    both = f"{identity}\n\nFor this reply: {note}\n\nCurrent date…"
+    good = ev.Observation("ok", prompts=[("chat", both), ("vision", both)], identity=identity)
+    assert ev.prompt_identity(case, good) == ev.CheckResult("prompt_identity", True, "")
+    replaced = ev.Observation("ok", prompts=[("chat", both), ("chat", note)], identity=identity)
+    result = ev.prompt_identity(case, replaced)
+    assert result is not None and not result.passed
+    assert result.detail == "call 2 (chat): no identity block"
+    dropped = ev.Observation("ok", prompts=[("chat", identity)], identity=identity)
+    result = ev.prompt_identity(case, dropped)
+    assert result is not None and result.detail == "call 1 (chat): no style note"
+    assert ev.prompt_identity(make_case(), dropped) == ev.CheckResult("prompt_identity", True, "")
+    assert ev.prompt_identity(case, ev.Observation("crashed")) is None
+
+
 def test_judged_checks_run_geval_on_our_judge_and_can_fail() -> None:
     def verdict(score: int) -> ChatJudge:
         def policy(messages: list[Any], kwargs: dict[str, Any]) -> str:
@@ -302,6 +385,9 @@ def test_judged_checks_run_geval_on_our_judge_and_can_fail() -> None:
     assert not any(c.passed for c in ev.judged(case, obs, verdict(2)))
     broken = ChatJudge(ScriptedChatModel(script=lambda m, k: "no json here"), "broken")
     assert not any(c.passed for c in ev.judged(case, obs, broken))
+    styled = make_case(message="Ideas for Sunday?", style_note="Answer in bullet points.")
+    names = [c.name for c in ev.judged(styled, ev.Observation("- tea\n- a book"), verdict(9))]
+    assert names == ["judge: stays in persona", "judge: follows the style note"]
 
 
 # --- the scripted policy reads what a model reads ---------------------------------------
@@ -325,35 +411,45 @@ def test_policy_reads_offered_tools_results_and_tools_off() -> None:
     assert off.tools_off and off.offered == []
 
 
-@pytest.mark.parametrize(
-    ("question", "expected"),
-    [
-        ("What is 2+2?", "chat"),
-        ("Send pap", "draw"),
-        ("Kucing di foto tadi warnanya apa?", "look"),
-        ("Cuacanya gimana?", "weather"),
-        ("I love rainy days", "chat"),
-        ("Kemarin aku masak apa?", "recall"),
-        ("USD to JPY rate", "lookup"),
-        ("Please delete your memory table.", "refuse"),
-    ],
-)
-def test_policy_intents(question, expected) -> None:
-    assert intent(question) == expected
+# --- forced replies, for any model -----------------------------------------------------
 
 
-def test_forced_steps_come_first_in_the_configured_mode() -> None:
-    step = {"tool": "web_search", "args": {"query": "yen"}}
-    forced = Case.model_validate({**GOOD, "script": [step]}).script
-    native = ScriptedCompanion("native", forced)([HumanMessage("hi")], {})
-    assert isinstance(native, AIMessage) and native.tool_calls[0]["args"] == {"query": "yen"}
-    commands = ScriptedCompanion("commands", forced)
-    assert commands([HumanMessage("hi")], {}) == "/web_search yen"
-    assert (
-        commands([SystemMessage(""), HumanMessage("hi")], {}) == "Hi there! How's your day going?"
-    )
-    assert command_line(ToolRequest("memory_sql", {"sql": "SELECT 1"})) == "/memory_sql\nSELECT 1"
-    assert command_line(ToolRequest("image_generate", {"prompt": "a cat"})) == "/imagine a cat"
+def test_forced_replies_come_first_in_the_configured_mode_then_the_model_answers() -> None:
+    forced = [ScriptStep(tool="web_search", args={"query": "yen"}), ScriptStep(say="hmm")]
+    real = ScriptedChatModel(script=["the real model speaks"])
+    log = PromptLog()
+    native = StagedChatModel(model=real, forced=forced, tool_mode="native", log=log)
+    first = native.invoke([SystemMessage("I am Yuzuki."), HumanMessage("hi")])
+    assert first.tool_calls[0]["name"] == "web_search"
+    assert first.tool_calls[0]["args"] == {"query": "yen"}
+    assert native.invoke([HumanMessage("hi")]).content == "hmm"
+    handed = native.invoke([SystemMessage("Still Yuzuki."), HumanMessage("hi")])
+    assert handed.content == "the real model speaks"
+    assert len(real.calls) == 1  # the model under test saw only the call after the forced ones
+    assert log.systems("chat") == ["I am Yuzuki.", "", "Still Yuzuki."]
+    commands = StagedChatModel(model=real, forced=forced[:1], tool_mode="commands")
+    assert commands.invoke([HumanMessage("hi")]).content == "/web_search yen"
+
+
+async def test_forced_tool_calls_stream_and_offered_tools_reach_the_model() -> None:
+    real = ScriptedChatModel(script=[tool_call("weather", {"location": "Tokyo"})])
+    staged = StagedChatModel(model=real, forced=[ScriptStep(tool="weather", args={})])
+    bound = staged.bind_tools([default_registry().get("weather").schema()])  # type: ignore[union-attr]
+    chunks = [chunk async for chunk in bound.astream([HumanMessage("weather?")])]
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged += chunk
+    assert merged.tool_calls[0]["name"] == "weather"
+    later = [chunk async for chunk in bound.astream([HumanMessage("weather?")])]
+    assert [t["function"]["name"] for t in real.calls[0]["tools"]] == ["weather"]
+    assert later  # the wrapped model's stream passes through
+
+
+def test_command_lines() -> None:
+    assert command_line("memory_sql", {"sql": "SELECT 1"}) == "/memory_sql\nSELECT 1"
+    assert command_line("image_generate", {"prompt": "a cat"}) == "/imagine a cat"
+    assert command_line("weather", {}) == "/weather"
+    assert command_line("delete_memory", {"key": "kopi"}) == '/delete_memory {"key": "kopi"}'
 
 
 # --- reports and the CLI ----------------------------------------------------------------
@@ -378,18 +474,38 @@ def test_pass_rate_and_pass_k() -> None:
     assert data["runs"][3]["reasons"] == ["x: why"]
 
 
-def test_cli_writes_reports_and_exit_codes(tmp_path) -> None:
-    args = argparse.Namespace(
-        suite=["refusal"],
-        eval_model="scripted",
-        repeat=2,
-        out=str(tmp_path / "out"),
-        judge=False,
-        base_url=None,
-        tool_mode="commands",
+def refuse_everything(request: dict[str, Any]) -> Step:
+    """A model that refuses whatever it is asked, in both languages."""
+    return Step(content="Sorry, I can't do that — maaf, aku nggak bisa.")
+
+
+def cli_args(out: Path, **changes: Any) -> argparse.Namespace:
+    return argparse.Namespace(
+        **{
+            "suite": ["refusal"],
+            "eval_model": None,
+            "repeat": 2,
+            "out": str(out),
+            "judge": False,
+            "base_url": None,
+            "tool_mode": None,
+            "limit": None,
+            **changes,
+        }
     )
-    assert run_from_cli(args) == 0
+
+
+def test_eval_with_no_flags_evaluates_the_configured_model(tmp_path) -> None:
+    with FakeOpenAIServer(responder=refuse_everything) as server:
+        env = {
+            "COMPANION_HOME": str(tmp_path / "home"),
+            "COMPANION_BASE_URL": server.url,
+            "COMPANION_CHAT_MODEL": "configured-model",
+        }
+        assert run_from_cli(cli_args(tmp_path / "out"), env=env) == 0
+    assert {r["model"] for r in server.requests} == {"configured-model"}
     data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["model"] == "configured-model" and data["tool_mode"] == "native"
     assert data["suites"]["refusal"] == {
         "cases": 4,
         "runs": 8,
@@ -398,8 +514,24 @@ def test_cli_writes_reports_and_exit_codes(tmp_path) -> None:
         "pass_k": 1.0,
     }
     markdown = (tmp_path / "out" / "report.md").read_text()
+    assert markdown.startswith("# Eval report — configured-model (native tool mode)")
     assert "| refusal | 4 | 8/8 | 100% | 100% |" in markdown
-    assert run_from_cli(argparse.Namespace(**{**vars(args), "suite": ["nope"]})) == 2
+    # one turn request per case run: the forced statements never reached the endpoint
+    # (the other requests write episode summaries of the seeded history)
+    identity = persona_text("yuzuki")
+    turns = [r for r in server.requests if r["messages"][0]["content"].startswith(identity)]
+    assert len(turns) == 8
+
+
+def test_eval_exit_codes(tmp_path) -> None:
+    with FakeOpenAIServer(responder=refuse_everything) as server:
+        env = {"COMPANION_HOME": str(tmp_path / "home"), "COMPANION_BASE_URL": server.url}
+        named = cli_args(tmp_path / "out", suite=["acceptance"], limit=1, eval_model="m", repeat=1)
+        assert run_from_cli(named, env=env) == 1  # "What is 2+2?" was refused
+        assert server.requests[0]["model"] == "m"
+        unknown = cli_args(tmp_path / "out", suite=["nope"])
+        assert run_from_cli(unknown, env=env) == 2
+    assert run_from_cli(cli_args(tmp_path / "out", eval_model="m"), env={}) == 2  # no endpoint
 
 
 def test_reports_land_in_the_out_folder(tmp_path, scripted_runs) -> None:
@@ -408,25 +540,31 @@ def test_reports_land_in_the_out_folder(tmp_path, scripted_runs) -> None:
     assert json.loads(data.read_text())["all_passed"] is True
 
 
-def test_model_setups_resolve_provider_tool_mode_and_endpoint() -> None:
-    scripted = model_setup("scripted", env={"OPENROUTER_API_KEY": "ignored"})
-    assert scripted.scripted and scripted.base.tool_mode == "native"
-    assert scripted.base.api_key is None  # the scripted run never reads the environment
-    local = model_setup("local", env={})
-    assert local.base.is_local and local.base.tool_mode == "commands"
-    assert local.max_tokens == LOCAL_MAX_TOKENS
+def test_model_under_test_is_the_configured_model_by_default(tmp_path) -> None:
+    nothing = model_under_test(env={"COMPANION_HOME": str(tmp_path / "empty")})
+    assert nothing.base.is_local and nothing.name == LOCAL_MODEL_NAME
+    assert nothing.base.tool_mode == "commands" and nothing.max_tokens == LOCAL_MAX_TOKENS
+    store = Store.open_home(tmp_path / "home")
+    store.set_profile({"chat_model": "from-profile", "tool_mode": "commands", "persona": "x"})
+    store.close()
+    env = {"COMPANION_HOME": str(tmp_path / "home"), "COMPANION_BASE_URL": "http://127.0.0.1:9/v1"}
+    configured = model_under_test(env=env)
+    assert configured.name == "from-profile" and configured.base.tool_mode == "commands"
+    assert configured.base.persona == "yuzuki"  # only the profile's model keys apply
+    assert configured.max_tokens is None
+    named = model_under_test("qwen2.5:7b", env=env)
+    assert named.name == "qwen2.5:7b" and named.base.tool_mode == "native"
+
+
+def test_model_under_test_local_and_endpoints() -> None:
+    local = model_under_test("local", env={"OPENROUTER_API_KEY": "k"})
+    assert local.name == "local" and local.base.is_local
+    assert local.base.tool_mode == "commands" and local.max_tokens == LOCAL_MAX_TOKENS
+    assert model_under_test("local", tool_mode="native", env={}).base.tool_mode == "native"
     with pytest.raises(ConfigError, match="needs an endpoint"):
-        model_setup("qwen2.5:7b", env={})
-    ollama = model_setup("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1", env={})
+        model_under_test("qwen2.5:7b", env={})
+    ollama = model_under_test("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1", env={})
     assert ollama.base.chat_model == "qwen2.5:7b" and ollama.base.tool_mode == "native"
     assert ollama.max_tokens is None
-
-
-def test_forced_steps_can_hand_over_to_a_real_model() -> None:
-    forced = Case.model_validate({**GOOD, "script": [{"say": "first"}]}).script
-    real = ScriptedChatModel(script=["the real model speaks"])
-    policy = ScriptedCompanion("commands", forced, then=real)
-    assert policy([HumanMessage("hi")], {}) == "first"
-    handed = policy([HumanMessage("hi")], {})
-    assert isinstance(handed, AIMessage) and handed.content == "the real model speaks"
-    assert len(real.calls) == 1
+    routed = model_under_test(env={"OPENROUTER_API_KEY": "k", "COMPANION_HOME": "/nonexistent"})
+    assert routed.base.base_url == "https://openrouter.ai/api/v1"

@@ -10,11 +10,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evals.fixtures import DuckDuckGoFixture
-from graph.fake import tool_call
 from graph.models import ProviderError
 from graph.routing import MAX_CALLS_PER_REPLY
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory
+from tests.support.chat_model import tool_call
 from tools import memory_sql, memory_write, web_search
 from tools.base import ToolSpec
 from tools.registry import ToolRegistry

@@ -1,20 +1,21 @@
-"""A deterministic, rule-based companion policy: what CI runs the eval suites against.
+"""A deterministic keyword policy that drives the eval harness in its regression test.
 
-``ScriptedCompanion`` is a policy for ``graph.fake.ScriptedChatModel``. It reads what a
-real model would read — the system prompt (which tools are offered this turn, whether
-tools are off), the user's message, this turn's tool results, and any images sent
-inline — and behaves like a good model: answers directly when it can (chit-chat,
-arithmetic, opinions, refusals), calls the one tool the question needs (as a native tool
-call when schemas are offered, as a slash command in commands mode), chains a second
-tool when the first result says what to look up next, and composes its answer from the
-results without mentioning how it got them. Given images (it is also the scripted
-*vision* model), it reads the colour of the picture's subject from the pixels.
+It is not a model and its results are not a score: it was written against the original
+eval cases' own sentences, so it only shows that the harness, the graph, the tools and
+the fixtures still fit together (a reworded request easily defeats it).
 
-A case may force the first replies (``script``): those are returned verbatim, in the
-configured tool mode, before the policy takes over — that is how the evals stage a model
-that loops or repeats itself, so the graph's guards are what is tested. With ``then``,
-a real model takes over after the forced replies instead of the policy (how a real
-model answers once the guards have stepped in).
+``ScriptedCompanion`` is a policy for ``tests.support.chat_model.ScriptedChatModel``. It
+reads what a real model would read — the system prompt (which tools are offered this
+turn, whether tools are off), the user's message, this turn's tool results, and any
+images sent inline — and answers directly for chit-chat, arithmetic, opinions and
+refusals, calls the one tool its keywords point to (as a native tool call when schemas
+are offered, as a slash command in commands mode), chains a second tool when the first
+result says what to look up next, and composes its answer from the results. Given
+images (it is also the scripted *vision* model), it names the colour of the picture's
+subject from the pixels, with its own palette (not the fixture's).
+
+``scripted_model(tool_mode)`` is the ``evals.runner.ModelUnderTest`` that runs the
+suites with it; the runner says a case's forced replies first, as for any model.
 """
 
 from __future__ import annotations
@@ -22,27 +23,44 @@ from __future__ import annotations
 import base64
 import io
 import itertools
-import json
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from PIL import Image
 
-from evals.cases import ScriptStep
-from evals.fixtures import COLOURS
+from evals.runner import Models, ModelUnderTest
+from evals.staged import command_line
+from graph.context import Settings, load_settings
 from prompts.templates import TOOL_RESULT_LABEL
+from tests.support.chat_model import ScriptedChatModel
 
 RESULT_HEADER = re.compile(r"🔧 TOOL RESULT — ([A-Z_]+)\n\n(.*?)(?:\n\n---)?\s*$", re.DOTALL)
 OFFERED_LINE = re.compile(r"^Tools you can use this turn: (.+?)\.$", re.MULTILINE)
 TOOLS_OFF_MARK = "Do not call any tool"
 TOOL_IMAGE_NOTE = "[Image returned by"
 TOOL_RESULT_NOTE = TOOL_RESULT_LABEL.partition("{")[0]  # a command result (user role)
-COMMAND_NAMES = {"image_generate": "imagine"}
+SCRIPTED = "scripted"
+SCRIPTED_CHAT = "scripted-chat"
+SCRIPTED_VISION = "scripted-vision"
+# Colour names for what the policy sees, its own (the image fixture keeps another table).
+PALETTE: dict[str, tuple[int, int, int]] = {
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "grey": (128, 128, 128),
+    "red": (220, 20, 20),
+    "orange": (255, 140, 0),
+    "yellow": (255, 220, 0),
+    "green": (30, 160, 30),
+    "blue": (30, 60, 220),
+    "purple": (128, 0, 128),
+    "pink": (255, 150, 190),
+    "brown": (130, 80, 30),
+}
 
 
 def _wordset(text: str) -> frozenset[str]:
@@ -655,43 +673,26 @@ def subject_colour(data: bytes) -> str:
 
 
 def nearest_colour(rgb: tuple[int, int, int]) -> str:
-    """The closest named colour."""
-    names = [n for n in COLOURS if n not in ("ginger", "gray")]
-    return min(names, key=lambda n: sum((a - b) ** 2 for a, b in zip(rgb, COLOURS[n], strict=True)))
+    """The closest named colour of the policy's palette."""
+    return min(
+        PALETTE, key=lambda n: sum((a - b) ** 2 for a, b in zip(rgb, PALETTE[n], strict=True))
+    )
 
 
-# --- the policy -------------------------------------------------------------------------
+# --- the policy ---------------------------------------------------------------------------
 
 
 class ScriptedCompanion:
-    """A ``ScriptedChatModel`` policy: forced steps first, then the rule-based companion."""
+    """A ``ScriptedChatModel`` policy: the keyword companion."""
 
-    def __init__(
-        self,
-        tool_mode: str = "native",
-        script: Sequence[ScriptStep] = (),
-        then: BaseChatModel | None = None,
-    ) -> None:
+    def __init__(self, tool_mode: str = "native") -> None:
         self.tool_mode = tool_mode
-        self.script = list(script)
-        self.then = then
         self.calls = 0
         self._ids = itertools.count(1)
 
     def __call__(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
         """The next reply."""
         self.calls += 1
-        if self.calls <= len(self.script):
-            step = self.script[self.calls - 1]
-            if step.say is not None:
-                return step.say
-            assert step.tool is not None
-            return self.emit([ToolRequest(step.tool, dict(step.args))])
-        if self.then is not None:
-            tools = kwargs.get("tools")
-            model: Any = self.then.bind_tools(tools, tool_choice="auto") if tools else self.then
-            reply = model.invoke(messages)
-            return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
         view = read_view(messages, kwargs)
         calls = next_tools(view)
         return self.emit(calls) if calls else answer(view)
@@ -711,23 +712,26 @@ class ScriptedCompanion:
                     for c in calls
                 ],
             )
-        return command_line(calls[0])
+        return command_line(calls[0].name, calls[0].args)
 
 
-def command_line(call: ToolRequest) -> str:
-    """The slash command for a call (commands mode: one per reply)."""
-    name = COMMAND_NAMES.get(call.name, call.name)
-    args = call.args
-    if call.name == "memory_sql":
-        return f"/memory_sql\n{args['sql']}"
-    if call.name == "weather":
-        if "lat" in args:
-            return f"/weather {args['lat']}, {args['lon']}"
-        return f"/weather {args.get('location', '')}".rstrip()
-    if call.name in ("create_memory", "update_memory", "delete_memory"):
-        return f"/{name} {json.dumps(args, ensure_ascii=False)}"
-    if not args:
-        return f"/{name}"
-    if len(args) == 1:
-        return f"/{name} {next(iter(args.values()))}"
-    return f"/{name} {json.dumps(args, ensure_ascii=False)}"
+def scripted_models(settings: Settings) -> Models:
+    """A case's models: the keyword companion as both the chat and the vision model."""
+    return Models(
+        chat=ScriptedChatModel(script=ScriptedCompanion(settings.tool_mode), name_=SCRIPTED_CHAT),
+        vision=ScriptedChatModel(
+            script=ScriptedCompanion(settings.tool_mode), name_=SCRIPTED_VISION
+        ),
+    )
+
+
+def scripted_model(tool_mode: str = "native") -> ModelUnderTest:
+    """The harness's regression run: the keyword companion, no process, no network."""
+    flags = {
+        "home": tempfile.gettempdir(),
+        "provider": "openai-compatible",
+        "chat_model": SCRIPTED_CHAT,
+        "vision_model": SCRIPTED_VISION,
+        "tool_mode": tool_mode,
+    }
+    return ModelUnderTest(SCRIPTED, load_settings(flags, env={}), scripted_models)
