@@ -36,12 +36,14 @@ from PIL import Image
 from evals.runner import Models, ModelUnderTest
 from evals.staged import command_line
 from graph.context import Settings, load_settings
+from memory.memories import PROMPT_HEADING
 from prompts.templates import TOOL_RESULT_LABEL
 from tests.support.chat_model import ScriptedChatModel
 
 RESULT_HEADER = re.compile(r"🔧 TOOL RESULT — ([A-Z_]+)\n\n(.*?)(?:\n\n---)?\s*$", re.DOTALL)
 OFFERED_LINE = re.compile(r"^Tools you can use this turn: (.+?)\.$", re.MULTILINE)
 TOOLS_OFF_MARK = "Do not call any tool"
+SAVED_LINE = re.compile(r"^- ([^:\n]+): (.+)$", re.MULTILINE)
 TOOL_IMAGE_NOTE = "[Image returned by"
 TOOL_RESULT_NOTE = TOOL_RESULT_LABEL.partition("{")[0]  # a command result (user role)
 SCRIPTED = "scripted"
@@ -183,6 +185,7 @@ class View:
     offered: list[str]
     tools_off: bool
     images: list[bytes] = field(default_factory=list)
+    saved: list[tuple[str, str]] = field(default_factory=list)  # (key, value) in the prompt
 
     @property
     def indonesian(self) -> bool:
@@ -246,7 +249,17 @@ def read_view(messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> View:
         offered=offered,
         tools_off=TOOLS_OFF_MARK in system,
         images=images,
+        saved=saved_memories(system),
     )
+
+
+def saved_memories(system: str) -> list[tuple[str, str]]:
+    """(key, value) of the memories the system message shows ("- key: value" lines)."""
+    _, heading, section = system.partition(PROMPT_HEADING)
+    if not heading:
+        return []
+    block = section.split("\n\n", 1)[0]
+    return [(m[1].strip(), m[2].strip()) for m in SAVED_LINE.finditer(block)]
 
 
 # --- understanding the question -------------------------------------------------------
@@ -284,9 +297,10 @@ def intent(question: str) -> str:
     if re.search(r"\bhow many (messages|times)\b|\bberapa (banyak )?(pesan|kali)\b", q):
         return "sql_count"
     if re.search(
-        r"\b(did i|what did|have i|i told you|i mentioned|last time|yesterday|last week|last "
-        r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|kemarin|minggu lalu|"
-        r"waktu itu|terakhir|pas aku|aku bilang|aku cerita)\b",
+        r"\b(did i|what did|have i|i told you|i mentioned|i said|last time|yesterday|last week|"
+        r"last (monday|tuesday|wednesday|thursday|friday|saturday|sunday)|kemarin|minggu lalu|"
+        r"(senin|selasa|rabu|kamis|jumat|sabtu) lalu|waktu itu|terakhir|pas aku|aku bilang|"
+        r"aku cerita)\b",
         q,
     ):
         return "recall"
@@ -386,8 +400,54 @@ def memory_fact(question: str) -> tuple[str, str, str] | None:
     return category, key, value
 
 
-def forget_key(question: str) -> str | None:
-    """The fact to forget in "forget that my X is Y" / "lupakan X-ku"."""
+SHARED = (  # a lasting fact the user states about themselves, unasked
+    (r"\bi'?m (?:a )?(vegetarian|vegan)\b", "signals", "diet"),
+    (r"\baku (?:seorang )?(vegetarian|vegan)\b", "signals", "diet"),
+    (r"\bi'?m allergic to ([\w -]+?)\s*(?:[,.!;]|$)", "identity", "allergy"),
+    (r"\baku alergi ([\w -]+?)\s*(?:[,.!;]|$)", "identity", "alergi"),
+)
+CHANGED = (  # "my X is Y now", "aku sekarang tinggal di Y" (a city)
+    (r"\bmy ([a-z ]+?) is ([^,.!?]+?)(?: now)?\s*(?:[,.!?]|$)", None),
+    (r"\b(?:live|living|moved) (?:in|to) ([A-Z][\w-]+)", ("city", "home", "kota")),
+    (r"\btinggal di ([A-Z][\w-]+)", ("city", "home", "kota")),
+)
+
+
+def shared_fact(question: str) -> tuple[str, str, str] | None:
+    """(category, key, value) of a fact the user states about themselves, unasked."""
+    for pattern, category, key in SHARED:
+        found = re.search(pattern, question, re.IGNORECASE)
+        if found:
+            return category, key, found[1].strip()
+    return None
+
+
+def changed_fact(view: View) -> tuple[str, str] | None:
+    """(saved key, new value) when the message gives a saved fact a new value."""
+    keys = {key.casefold(): key for key, _ in view.saved}
+    for pattern, aliases in CHANGED:
+        found = re.search(pattern, view.question, re.IGNORECASE if aliases is None else 0)
+        if not found:
+            continue
+        if aliases is None:
+            key = keys.get(found[1].strip().casefold())
+            value = found[2].strip()
+        else:
+            key = next((keys[a] for a in aliases if a in keys), None)
+            value = found[1]
+        if key:
+            return key, value
+    return None
+
+
+def forget_key(question: str, saved: Sequence[tuple[str, str]] = ()) -> str | None:
+    """The fact to forget: a saved one the message names (by value, then by key), else the
+    X of "forget that my X is Y" / "lupakan X-ku"."""
+    q = question.casefold()
+    for part in (1, 0):
+        for memory in saved:
+            if memory[part].casefold() in q:
+                return memory[0]
     found = re.search(r"\bmy ([a-z ]+?) (?:is|are)\b", question, re.IGNORECASE) or re.search(
         r"(?:lupakan|lupain)\s+([a-z ]+?)(?:ku| aku)\b", question.lower()
     )
@@ -415,8 +475,14 @@ def _plan(view: View) -> list[ToolRequest]:
     if kind == "remember" and not view.ran("create_memory") and (fact := memory_fact(q)):
         category, key, value = fact
         return [ToolRequest("create_memory", {"category": category, "key": key, "value": value})]
-    if kind == "forget" and not view.ran("delete_memory") and (forget := forget_key(q)):
-        return [ToolRequest("delete_memory", {"key": forget})]
+    if kind == "forget" and not view.ran("delete_memory"):
+        forget = forget_key(q, view.saved)
+        return [ToolRequest("delete_memory", {"key": forget})] if forget else []
+    if kind == "chat" and not view.ran("update_memory") and (change := changed_fact(view)):
+        return [ToolRequest("update_memory", {"key": change[0], "value": change[1]})]
+    if kind == "chat" and not view.ran("create_memory") and (fact := shared_fact(q)):
+        category, key, value = fact
+        return [ToolRequest("create_memory", {"category": category, "key": key, "value": value})]
     if kind == "weather":
         return _weather_plan(view)
     if kind in ("sql_edit", "sql_count") and not view.ran("memory_sql"):
@@ -488,7 +554,7 @@ def answer(view: View) -> str:
         return _from_sql(view.ran("memory_sql")[-1], id_)
     if view.ran("memory_search"):
         return _from_memory(view, id_)
-    if view.ran("create_memory") or view.ran("delete_memory"):
+    if view.ran("create_memory") or view.ran("delete_memory") or view.ran("update_memory"):
         return _from_memory_write(view, id_)
     if view.results:
         return (
@@ -544,7 +610,8 @@ def _direct(question: str, kind: str, id_: bool) -> str:
 
 def _from_memory_write(view: View, id_: bool) -> str:
     forgot = bool(view.ran("delete_memory"))
-    if (view.ran("delete_memory") or view.ran("create_memory"))[-1].failed:
+    written = view.ran("delete_memory") or view.ran("update_memory") or view.ran("create_memory")
+    if written[-1].failed:
         return (
             "Maaf, aku belum bisa mengubah ingatanku soal itu."
             if id_

@@ -57,6 +57,13 @@ def call(name: str, ok: bool = True, **args: Any) -> ev.ObservedCall:
 
 # --- the harness's regression run ---------------------------------------------------------
 
+# Cases that fail for a product gap being fixed under its issue. The regression test fails
+# when one of them starts passing, so its entry goes with the fix.
+KNOWN_GAPS = {
+    case_id: "issue 11 item 4: a one-turn style note replaces the persona's identity block"
+    for case_id in ("per-style-bullets-en", "per-style-singkat-id", "per-style-formal-en")
+}
+
 
 @pytest.fixture(scope="module")
 def scripted_runs() -> dict[str, EvalRun]:
@@ -78,7 +85,10 @@ def test_the_harness_regression_run_passes(scripted_runs, mode) -> None:
     """
     run = scripted_runs[mode]
     failures = {r.case.id: r.reasons for r in run.runs if not r.passed}
-    assert failures == {}
+    assert {k: v for k, v in failures.items() if k not in KNOWN_GAPS} == {}
+    assert set(KNOWN_GAPS) - set(failures) == set(), "fixed: remove these from KNOWN_GAPS"
+    for case_id in KNOWN_GAPS:
+        assert all(reason.startswith("prompt_identity:") for reason in failures[case_id])
     assert run.tool_mode == mode
     assert run.model == "scripted"
     assert len(run.runs) >= 60
@@ -114,7 +124,7 @@ def test_tools_ran_through_the_real_graph_and_fixtures(scripted_runs) -> None:
     assert runs["ref-forced-drop-en"].db_rows == [[[2]], [[1]]]
 
 
-def test_all_seven_suites_and_acceptance_scenarios_are_there() -> None:
+def test_all_suites_and_acceptance_scenarios_are_there() -> None:
     assert suite_names() == [
         "acceptance",
         "guards",
@@ -122,6 +132,7 @@ def test_all_seven_suites_and_acceptance_scenarios_are_there() -> None:
         "irrelevance",
         "memory",
         "multistep",
+        "persona",
         "refusal",
     ]
     cases = {c.id: c for c in load_cases(known_tools=default_registry().names)}
@@ -137,6 +148,56 @@ def test_all_seven_suites_and_acceptance_scenarios_are_there() -> None:
         assert scenario in messages
     assert cases["acc-weather-unset-en"].location is None
     assert cases["acc-weather-set-en"].location is not None
+
+
+def test_every_acceptance_case_has_two_paraphrases_in_its_language() -> None:
+    cases = load_cases(["acceptance"])
+    originals = [c for c in cases if c.paraphrase_of is None]
+    assert {c.language for c in originals} == {"en", "id"}
+    for original in originals:
+        variants = [c for c in cases if c.paraphrase_of == original.id]
+        assert len(variants) >= 2, original.id
+        for variant in variants:
+            assert variant.language == original.language
+            assert variant.expect == original.expect and variant.history == original.history
+            assert variant.message.casefold() != original.message.casefold()
+    # each scenario in both languages: the English-only ones have Indonesian originals
+    assert {"acc-arith-id", "acc-cook-kamis-id"} <= {c.id for c in originals}
+
+
+def test_companion_memory_and_persona_cases_are_there_in_both_languages() -> None:
+    cases = {c.id: c for c in load_cases(known_tools=default_registry().names)}
+
+    def tools(case_id: str) -> list[str]:
+        return [t.name for t in cases[case_id].expect.tools]
+
+    for language in ("en", "id"):
+        # recall from another chat, asked in a new one, with and without a time cue
+        recall = [
+            c
+            for c in cases.values()
+            if c.language == language and c.sessions and tools(c.id) == ["memory_search"]
+        ]
+        assert {c.id for c in recall} >= {
+            f"mem-xs-{'cook-thursday' if language == 'en' else 'masak-kamis'}-{language}",
+            f"mem-xs-ramen-{language}",
+        }
+        for case in recall:
+            assert all(m.session for m in case.history)  # nothing in the chat asked from
+        styled = [c for c in cases.values() if c.language == language and c.style_note]
+        assert styled
+    assert tools("mem-pref-vegetarian-en") == ["create_memory"]
+    assert tools("mem-pref-alergi-id") == ["create_memory"]
+    category = cases["mem-pref-alergi-id"].expect.tools[0].args["category"]
+    assert category.holds(True, "identity") and not category.holds(True, "signals")
+    for case_id in ("mem-correct-drink-en", "mem-correct-kota-id"):
+        assert tools(case_id) == ["update_memory"]
+        assert "create_memory" in cases[case_id].expect.forbidden_tools
+    assert tools("mem-forget-that-en") == tools("mem-forget-that-id") == ["delete_memory"]
+    rainy = cases["irr-rainy-mood-en"].expect
+    assert rainy.optional_tools == ["create_memory"]
+    assert {"web_search", "weather"} <= set(rainy.forbidden_tools)
+    assert "*" not in rainy.forbidden_tools
 
 
 # --- datasets are validated ------------------------------------------------------------
@@ -537,7 +598,10 @@ def test_eval_exit_codes(tmp_path) -> None:
 def test_reports_land_in_the_out_folder(tmp_path, scripted_runs) -> None:
     md, data = write_reports(scripted_runs["native"], tmp_path / "r")
     assert md.read_text().startswith("# Eval report — scripted (native tool mode)")
-    assert json.loads(data.read_text())["all_passed"] is True
+    report = json.loads(data.read_text())
+    assert len(report["runs"]) == len(scripted_runs["native"].runs)
+    assert {r["id"] for r in report["runs"] if not r["passed"]} <= set(KNOWN_GAPS)
+    assert report["all_passed"] is not bool(KNOWN_GAPS)
 
 
 def test_model_under_test_is_the_configured_model_by_default(tmp_path) -> None:
