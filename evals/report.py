@@ -2,7 +2,9 @@
 
 Per case and run: pass/fail with the failed checks' reasons, tools called vs expected,
 loop count, latency, the answer. Per suite: pass rate (passed runs / runs) and, with
-``--repeat K``, pass^k — the share of cases that passed in all K runs.
+``--repeat K``, pass^k — the share of cases that passed in all K runs. The same figures
+for original cases and for their paraphrases side by side: a model that passes the
+originals and fails their rewordings was matching wording, not meaning.
 """
 
 from __future__ import annotations
@@ -21,27 +23,39 @@ def _rate(passed: int, total: int) -> float:
     return round(passed / total, 4) if total else 0.0
 
 
+def _stats(runs: list[CaseRun]) -> dict[str, Any]:
+    """Cases, runs, passed runs, pass rate and the share of cases passing every run."""
+    per_case: dict[str, list[bool]] = defaultdict(list)
+    for case_run in runs:
+        per_case[case_run.case.id].append(case_run.passed)
+    always = sum(all(results) for results in per_case.values())
+    passed = sum(r.passed for r in runs)
+    return {
+        "cases": len(per_case),
+        "runs": len(runs),
+        "passed_runs": passed,
+        "pass_rate": _rate(passed, len(runs)),
+        "pass_k": _rate(always, len(per_case)),
+    }
+
+
 def suite_stats(run: EvalRun) -> dict[str, dict[str, Any]]:
     """Per suite (and "all"): cases, runs, passed runs, pass rate, cases passing every run."""
     by_suite: dict[str, list[CaseRun]] = defaultdict(list)
     for case_run in run.runs:
         by_suite[case_run.case.suite].append(case_run)
         by_suite["all"].append(case_run)
-    stats = {}
-    for suite, runs in sorted(by_suite.items(), key=lambda item: (item[0] == "all", item[0])):
-        per_case: dict[str, list[bool]] = defaultdict(list)
-        for case_run in runs:
-            per_case[case_run.case.id].append(case_run.passed)
-        always = sum(all(results) for results in per_case.values())
-        passed = sum(r.passed for r in runs)
-        stats[suite] = {
-            "cases": len(per_case),
-            "runs": len(runs),
-            "passed_runs": passed,
-            "pass_rate": _rate(passed, len(runs)),
-            "pass_k": _rate(always, len(per_case)),
-        }
-    return stats
+    ordered = sorted(by_suite.items(), key=lambda item: (item[0] == "all", item[0]))
+    return {suite: _stats(runs) for suite, runs in ordered}
+
+
+def wording_stats(run: EvalRun) -> dict[str, dict[str, Any]]:
+    """The same figures for the original cases and for the paraphrases (when any ran)."""
+    originals = [r for r in run.runs if r.case.paraphrase_of is None]
+    paraphrases = [r for r in run.runs if r.case.paraphrase_of is not None]
+    if not paraphrases:
+        return {}
+    return {"original": _stats(originals), "paraphrase": _stats(paraphrases)}
 
 
 def _run_record(case_run: CaseRun) -> dict[str, Any]:
@@ -50,6 +64,7 @@ def _run_record(case_run: CaseRun) -> dict[str, Any]:
     return {
         "id": case.id,
         "suite": case.suite,
+        "paraphrase_of": case.paraphrase_of,
         "language": case.language,
         "run": case_run.run,
         "passed": case_run.passed,
@@ -79,6 +94,7 @@ def report_data(run: EvalRun) -> dict[str, Any]:
         "seconds": round(run.seconds, 2),
         "all_passed": run.all_passed,
         "suites": suite_stats(run),
+        "wording": wording_stats(run),
         "runs": [_run_record(r) for r in run.runs],
     }
 
@@ -109,6 +125,14 @@ def markdown(run: EvalRun) -> str:
             f"| {name} | {row['cases']} | {row['passed_runs']}/{row['runs']} | "
             f"{row['pass_rate']:.0%} | {row['pass_k']:.0%} |"
         )
+    wording = wording_stats(run)
+    if wording:
+        lines += ["", "| wording | cases | runs passed | pass rate |", "|---|---:|---:|---:|"]
+        for kind, row in wording.items():
+            lines.append(
+                f"| {kind}s | {row['cases']} | {row['passed_runs']}/{row['runs']} | "
+                f"{row['pass_rate']:.0%} |"
+            )
     failures = [r for r in run.runs if not r.passed]
     if failures:
         lines += ["", "## Failures", ""]
@@ -151,9 +175,10 @@ def write_reports(run: EvalRun, out: Path) -> tuple[Path, Path]:
 def summary_lines(run: EvalRun) -> list[str]:
     """A short console summary: one line per suite."""
     lines = [f"model {run.model} ({run.tool_mode}), {run.seconds:.1f} s"]
-    for suite, row in suite_stats(run).items():
+    rows = {**suite_stats(run), **{f"{k}s": v for k, v in wording_stats(run).items()}}
+    for name, row in rows.items():
         lines.append(
-            f"  {suite:<12} {row['passed_runs']:>3}/{row['runs']:<3} runs passed "
+            f"  {name:<12} {row['passed_runs']:>3}/{row['runs']:<3} runs passed "
             f"({row['pass_rate']:.0%}), pass^{run.repeat} {row['pass_k']:.0%}"
         )
     return lines

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from evals import evaluators as ev
 from evals.cases import Case, CaseError, ScriptStep, load_cases, suite_names
 from evals.judge import ChatJudge
-from evals.report import report_data, suite_stats, write_reports
+from evals.report import markdown, report_data, suite_stats, summary_lines, write_reports
 from evals.results import CaseRun, EvalRun
 from evals.runner import model_under_test, run_from_cli, run_suites
 from evals.staged import PromptLog, StagedChatModel, command_line
@@ -496,14 +496,19 @@ async def test_forced_tool_calls_stream_and_offered_tools_reach_the_model() -> N
     real = ScriptedChatModel(script=[tool_call("weather", {"location": "Tokyo"})])
     staged = StagedChatModel(model=real, forced=[ScriptStep(tool="weather", args={})])
     bound = staged.bind_tools([default_registry().get("weather").schema()])  # type: ignore[union-attr]
-    chunks = [chunk async for chunk in bound.astream([HumanMessage("weather?")])]
-    merged = chunks[0]
-    for chunk in chunks[1:]:
-        merged += chunk
-    assert merged.tool_calls[0]["name"] == "weather"
-    later = [chunk async for chunk in bound.astream([HumanMessage("weather?")])]
+
+    async def streamed() -> Any:
+        chunks = [chunk async for chunk in bound.astream([HumanMessage("weather?")])]
+        return sum(chunks[1:], chunks[0])
+
+    forced = await streamed()
+    assert forced.tool_calls == [
+        {"name": "weather", "args": {}, "id": "forced_1", "type": "tool_call"}
+    ]
+    assert real.calls == []
+    answered = await streamed()  # the wrapped model's stream passes through
+    assert answered.tool_calls[0]["args"] == {"location": "Tokyo"}
     assert [t["function"]["name"] for t in real.calls[0]["tools"]] == ["weather"]
-    assert later  # the wrapped model's stream passes through
 
 
 def test_command_lines() -> None:
@@ -533,6 +538,20 @@ def test_pass_rate_and_pass_k() -> None:
     data = report_data(run)
     assert data["all_passed"] is False
     assert data["runs"][3]["reasons"] == ["x: why"]
+    assert data["wording"] == {}  # no paraphrase ran
+
+
+def test_originals_and_paraphrases_are_reported_side_by_side() -> None:
+    original, reworded = make_case(id="one"), make_case(id="one-p1", paraphrase_of="one")
+    run = EvalRun("m", "native", 1, False, datetime(2026, 11, 25, tzinfo=UTC), [original])
+    run.runs = [
+        CaseRun(original, 1, ev.Observation("a"), [ev.CheckResult("x", True)]),
+        CaseRun(reworded, 1, ev.Observation("b"), [ev.CheckResult("x", False, "why")]),
+    ]
+    wording = report_data(run)["wording"]
+    assert wording["original"]["pass_rate"] == 1.0 and wording["paraphrase"]["pass_rate"] == 0.0
+    assert "| paraphrases | 1 | 0/1 | 0% |" in markdown(run)
+    assert any(line.strip().startswith("paraphrases") for line in summary_lines(run))
 
 
 def refuse_everything(request: dict[str, Any]) -> Step:
