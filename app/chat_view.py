@@ -1,12 +1,14 @@
 """What the Chat tab shows: stored messages and live turn events as ``gr.ChatMessage`` lists.
 
-Pure functions over ``memory.store.Message`` and ``graph.runner.TurnEvent`` data, so the
-same turn looks the same while it streams and after a reload:
+Pure functions over ``memory.store.Message`` and the turn events of ``graph.events``, so
+the same turn looks the same while it streams and after a reload:
 
 - a user message is one bubble: its image (if any) and its text;
 - each tool step is its own collapsible message titled "🔧 name · argument", pending
   while it runs, then done with its duration, the command or arguments, and the raw
   result as JSON — never the stored "🔧 TOOL RESULT" text;
+- a call not run again because it repeated one of the turn (``meta["duplicate"]``) is not
+  shown: the step of the call it repeated is;
 - text the model writes before a tool call is a plain assistant message;
 - an image made by image_generate goes into the assistant bubble that answers the turn;
 - a provider failure is an assistant message marked with a warning sign.
@@ -30,12 +32,22 @@ from typing import Any
 
 from gradio import ChatMessage
 
+from graph.events import (
+    Answer,
+    ModelDone,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    TurnError,
+    TurnEvent,
+    UserStored,
+)
+from graph.state import TraceEvent
 from memory.store import Message
 
 TOOL_ICON = "🔧"
 ERROR_MARK = "⚠️"
 GENERATED_IMAGE_TOOL = "image_generate"
-DUPLICATE_PREFIX = "duplicate call:"  # nodes.execute_tool's note for a call not run again
 SUMMARY_KEYS = ("location", "query", "prompt", "reference", "key", "sql", "text")
 MAX_SUMMARY_CHARS = 48
 MAX_RESULT_CHARS = 4000
@@ -220,11 +232,6 @@ def generated_image(name: str | None, result: Mapping[str, Any] | None) -> str |
     return str(path) if path else None
 
 
-def _is_duplicate_note(message: Message) -> bool:
-    result = message.meta.get("result")
-    return isinstance(result, dict) and str(result.get("error", "")).startswith(DUPLICATE_PREFIX)
-
-
 def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
     """A session's stored messages as chat messages, in order."""
     out: list[ChatMessage] = []
@@ -236,7 +243,7 @@ def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
                 images = []
             out.append(user_bubble(message.content, message.image_path))
         elif message.is_tool:
-            if _is_duplicate_note(message):
+            if message.meta.get("duplicate"):
                 continue
             meta = message.meta
             result = meta.get("result") if isinstance(meta.get("result"), dict) else {}
@@ -278,60 +285,64 @@ class TurnView:
         self.error: str | None = None
         self.answer: str | None = None
         self.user_message_id: int | None = None  # set once the user's message is stored
-        self.state: dict[str, Any] = {}
+        self.trace: list[TraceEvent] = []  # the turn's path, once it has answered
 
-    def apply(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Fold one turn event (``TurnEvent.kind``, ``TurnEvent.data``) into the view."""
-        handler = getattr(self, f"_on_{kind}", None)
-        if handler is not None:
-            handler(data)
+    def apply(self, event: TurnEvent) -> None:
+        """Fold one turn event into the view."""
+        match event:
+            case UserStored():
+                self._user(event)
+            case TextDelta():
+                self._text(event)
+            case ModelDone():
+                self._model_done()
+            case ToolStart():
+                self._tool_start(event)
+            case ToolEnd():
+                self._tool_end(event)
+            case TurnError():
+                self.error = event.detail
+            case Answer():
+                self._answer(event)
 
-    def _on_user(self, data: Mapping[str, Any]) -> None:
-        self.user_message_id = data.get("message_id")
-        self.messages.append(user_bubble(str(data.get("content") or ""), data.get("image_path")))
+    def _user(self, event: UserStored) -> None:
+        message = event.message
+        self.user_message_id = message.id
+        self.messages.append(user_bubble(message.content, message.image_path))
 
-    def _on_text(self, data: Mapping[str, Any]) -> None:
+    def _text(self, event: TextDelta) -> None:
         if self._streaming is None:
             self._streaming = len(self.messages)
             self._written = ""
             self.messages.append(ChatMessage(role="assistant", content=""))
         # The whole text again: an image's "![" may arrive split over two deltas.
-        self._written += str(data.get("delta") or "")
+        self._written += event.text
         self.messages[self._streaming].content = neutralise_markdown(self._written)
 
-    def _on_model_done(self, data: Mapping[str, Any]) -> None:
+    def _model_done(self) -> None:
         self._last_call, self._streaming = self._streaming, None
         if self._last_call is not None:
             self.messages[self._last_call].content = neutralise_markdown(self._written.strip())
 
-    def _on_tool_start(self, data: Mapping[str, Any]) -> None:
+    def _tool_start(self, event: ToolStart) -> None:
         self._last_call = None
-        self._steps[str(data["id"])] = len(self.messages)
-        self.messages.append(tool_step(data["name"], data.get("args") or {}, data.get("command")))
+        self._steps[event.call_id] = len(self.messages)
+        self.messages.append(tool_step(event.name, event.args, event.command))
 
-    def _on_tool_end(self, data: Mapping[str, Any]) -> None:
-        step = tool_step(
-            data["name"],
-            data.get("args") or {},
-            data.get("command"),
-            data.get("result") or {},
-            data.get("duration_ms"),
-        )
-        index = self._steps.get(str(data["id"]))
+    def _tool_end(self, event: ToolEnd) -> None:
+        step = tool_step(event.name, event.args, event.command, event.result, event.duration_ms)
+        index = self._steps.get(event.call_id)
         if index is None:
             self.messages.append(step)
         else:
             self.messages[index] = step
-        image = generated_image(data["name"], data.get("result"))
+        image = generated_image(event.name, event.result)
         if image:
             self._images.append(image)
 
-    def _on_error(self, data: Mapping[str, Any]) -> None:
-        self.error = str(data.get("detail") or "error")
-
-    def _on_answer(self, data: Mapping[str, Any]) -> None:
-        self.answer = str(data.get("text") or "")
-        self.state = dict(data.get("state") or {})
+    def _answer(self, event: Answer) -> None:
+        self.answer = event.text
+        self.trace = event.trace
         bubble = answer_bubble(self.answer, self._images, error=self.error is not None)
         if self._last_call is None:
             self.messages.append(bubble)

@@ -105,6 +105,7 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
+    from graph.events import Answer, ToolEnd, ToolStart, TurnError
     from graph.runner import stream_turn
 
     if ctx.settings.is_local:
@@ -129,18 +130,16 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
         answer = ""
         failed = False
         async for event in stream_turn(ctx, session_id, text, graph=graph):
-            if event.kind == "tool_start":
-                print(f"[tool] {event.data['name']} {event.data['args']} …", file=sys.stderr)
-            elif event.kind == "tool_end":
-                status = "ok" if event.data["ok"] else "error"
-                print(
-                    f"[tool] {event.data['name']} {status} ({event.data['duration_ms']:.0f} ms)",
-                    file=sys.stderr,
-                )
-            elif event.kind == "error":
-                failed = True
-            elif event.kind == "answer":
-                answer = event.data["text"]
+            match event:
+                case ToolStart(name=name, args=arguments):
+                    print(f"[tool] {name} {arguments} …", file=sys.stderr)
+                case ToolEnd(name=name, ok=ok, duration_ms=ms):
+                    status = "ok" if ok else "error"
+                    print(f"[tool] {name} {status} ({ms:.0f} ms)", file=sys.stderr)
+                case TurnError():
+                    failed = True
+                case Answer():
+                    answer = event.text
         print(answer if messages is not None else f"companion> {answer}")
         if failed and messages is not None:
             return 1

@@ -1,7 +1,7 @@
 """What the Graph tab shows: the compiled graph as Mermaid, and the last turn's trace.
 
-The trace is the answer event's ``state["trace"]``: one entry per node run ("node"),
-model call ("model", with the model used), tool call ("tool", with arguments, result and
+The trace is the ``Answer`` event's ``trace``: one entry per node run ("node"), model
+call ("model", with the model used), tool call ("tool", with arguments, result and
 timing), guard decision ("guard") and provider failure ("error"). Pure text functions.
 
 What a cell shows came from the model, tools and the web (a reply, arguments, results),
@@ -66,6 +66,9 @@ def describe(entry: Mapping[str, Any]) -> str:
     if kind == "tool":
         status = "ok" if detail.get("ok") else "error"
         return f"args {_compact(detail.get('args') or {})} → {status}: {detail.get('result', '')}"
+    if kind == "node" and entry.get("name") == "execute_tool":
+        loop, ran = detail.get("loop"), detail.get("ran")
+        return f"tool loop {loop}: {ran} of {detail.get('calls')} calls ran"
     if kind == "node":
         tools = ", ".join(detail.get("tools") or []) or "none"
         return f"{detail.get('messages', 0)} messages in context; tools offered: {tools}"

@@ -63,8 +63,8 @@ async def session(ctx: Any, name: str, turns: int) -> list[str]:
     errors = []
     for turn in range(turns):
         result = await run_turn(ctx, name, f"turn {turn}: look it up")
-        if result.state.get("error") or not result.answer.startswith("Looked it up"):
-            errors.append(f"{name}#{turn}: {result.state.get('error') or result.answer}")
+        if result.error or not result.answer.startswith("Looked it up"):
+            errors.append(f"{name}#{turn}: {result.error or result.answer}")
     return errors
 
 

@@ -115,7 +115,7 @@ def observe(
     ``prompts`` are the system messages the models were sent, ``identity`` the persona's
     identity block."""
     calls = []
-    for executed in result.state.get("executed", []):
+    for executed in result.executed:
         message = store.get_message(executed["message_id"])
         calls.append(
             ObservedCall(
@@ -139,9 +139,9 @@ def observe(
         answer=result.answer,
         calls=calls,
         steps=steps,
-        loops=int(result.state.get("loops") or 0),
+        loops=result.loops,
         seconds=result.seconds,
-        error=result.state.get("error"),
+        error=result.error,
         db_rows=rows,
         prompts=list(prompts),
         identity=identity,

@@ -53,7 +53,8 @@ async def checkpointed_graph(
     path: Path | str,
 ) -> AsyncIterator[CompiledStateGraph[State, Context, State, State]]:
     """The graph with LangGraph's SQLite checkpointer, for debugging and time travel inside
-    a turn (thread id = ``session:user_message_id``). History is never rebuilt from it."""
+    a turn (thread id = ``session:user_message_id``). History is never rebuilt from it,
+    and the prompt is never in it (``State.context`` and ``history`` are untracked)."""
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:

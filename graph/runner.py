@@ -1,10 +1,16 @@
 """Run one user turn through the compiled graph: the single pipeline for every request.
 
-The user's message is stored first (so nothing is lost if anything later fails), then the
-graph runs from the session id and that message. ``stream_turn`` yields UI events as
-they happen (tokens, tool start/end, the answer); ``run_turn`` runs the same graph
-without token streaming and returns a ``TurnResult``. After the turn, closed
-conversation spans are cut into segments.
+``stream_turn`` is the turn. It refuses a message over the size limit before anything is
+stored, stores the user's message (so nothing is lost if anything later fails), runs the
+graph from the session id and that message, and yields typed events (``graph.events``)
+as they happen, ending with ``Answer``. The nodes write the progress events to
+LangGraph's custom stream; the final state is the last chunk of LangGraph's own
+"values" stream. After the graph, closed conversation spans of the session are cut into
+segments in the background.
+
+``run_turn`` consumes ``stream_turn`` and returns a ``TurnResult`` (CLI one-shot, evals,
+benches). It differs in two things only: the model is invoked rather than streamed (no
+``TextDelta``), and it waits for its session's segment refresh before returning.
 """
 
 from __future__ import annotations
@@ -13,19 +19,29 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graph.builder import compile_graph
-from graph.commands import visible_prefix
 from graph.context import Context
-from graph.state import State
+from graph.events import (
+    Answer,
+    ModelDone,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    TurnError,
+    TurnEvent,
+    UserStored,
+)
+from graph.state import ExecutedCall, State, TraceEvent
 from memory.segments import refresh_segments
 from memory.store import Message
 
 log = logging.getLogger("companion.runner")
 
 RECURSION_LIMIT = 40
+STREAM_MODES = ["custom", "values"]  # node events; the state after every step
 _GRAPH: Any = None
 
 
@@ -37,32 +53,27 @@ def default_graph() -> Any:
     return _GRAPH
 
 
-@dataclass
-class TurnEvent:
-    """Something the UI shows: a token, a tool step, the answer, an error."""
-
-    kind: str  # "user" | "text" | "tool_start" | "tool_end" | "answer" | "error"
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
+@dataclass(frozen=True)
 class TurnResult:
     """The outcome of one turn."""
 
     answer: str
-    user_message: Message
-    state: dict[str, Any]
+    answer_message_id: int | None  # None when nothing was stored (a refused message)
+    executed: list[ExecutedCall]  # the calls that ran, in order
+    trace: list[TraceEvent]  # the turn's path
+    error: str | None  # why the turn failed, or None
+    user_message: Message | None  # None when the message was refused before storing
     seconds: float
 
     @property
     def tool_names(self) -> list[str]:
         """Tools that ran this turn, in order."""
-        return [e["name"] for e in self.state.get("executed", [])]
+        return [e["name"] for e in self.executed]
 
     @property
-    def trace(self) -> list[dict[str, Any]]:
-        """The turn's trace."""
-        return list(self.state.get("trace", []))
+    def loops(self) -> int:
+        """Tool loops run this turn (execute_tool visits)."""
+        return sum(e.get("kind") == "node" and e.get("name") == "execute_tool" for e in self.trace)
 
 
 def _initial_state(session_id: str, user_message_id: int) -> State:
@@ -105,86 +116,39 @@ async def stream_turn(
 ) -> AsyncIterator[TurnEvent]:
     """Store the user's message, run the graph, and yield events as they come.
 
-    A message over ``max_message_chars`` is refused before anything is stored: an
-    "error" event, then an "answer" event whose text says why.
+    A message over ``max_message_chars`` is refused before anything is stored: a
+    ``TurnError``, then an ``Answer`` whose text says why.
     """
     refusal = too_long(text, ctx.settings.max_message_chars)
     if refusal:
-        yield TurnEvent("error", {"detail": refusal, "answer": refusal})
-        yield TurnEvent("answer", {"text": refusal, "message_id": None, "state": {}})
+        yield TurnError(refusal)
+        yield Answer(refusal, None, [], [])
         return
     graph = graph or default_graph()
     user = ctx.store.add_message(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}
     )
-    yield TurnEvent("user", {"message_id": user.id, "content": text, "image_path": image_path})
-    initial = _initial_state(session_id, user.id)
-    final_state: dict[str, Any] = dict(initial)
-    streamed = ""  # this model call's raw text so far
-    shown = 0  # how much of its visible part was already yielded
+    yield UserStored(user)
+    final: dict[str, Any] = {}
     async for mode, chunk in graph.astream(
-        initial, config=_config(session_id, user.id), context=ctx, stream_mode=["updates", "custom"]
+        _initial_state(session_id, user.id),
+        config=_config(session_id, user.id),
+        context=ctx,
+        stream_mode=STREAM_MODES,
     ):
-        if mode == "custom" and chunk.get("type") == "token":
-            streamed += chunk["text"]
-            visible = visible_prefix(streamed)
-            if len(visible) > shown:
-                yield TurnEvent("text", {"delta": visible[shown:]})
-                shown = len(visible)
-        elif mode == "custom":
-            yield TurnEvent(str(chunk.get("type", "custom")), dict(chunk))
-        elif mode == "updates":
-            for node, update in chunk.items():
-                if not isinstance(update, dict):
-                    continue
-                if node == "call_model":
-                    streamed, shown = "", 0
-                    yield TurnEvent(
-                        "model_done",
-                        {"calls": update.get("calls", []), "error": update.get("error")},
-                    )
-                for key, value in update.items():
-                    if key in ("executed", "trace"):
-                        final_state[key] = [*final_state.get(key, []), *value]
-                    else:
-                        final_state[key] = value
-    if final_state.get("error"):
-        yield TurnEvent(
-            "error", {"detail": final_state["error"], "answer": final_state.get("answer")}
-        )
+        if mode == "values":
+            final = chunk
+        elif isinstance(chunk, TextDelta | ModelDone | ToolStart | ToolEnd):
+            yield chunk
+    if final.get("error"):
+        yield TurnError(final["error"])
     schedule_segments(ctx, session_id)
-    yield TurnEvent(
-        "answer",
-        {
-            "text": final_state.get("answer") or "",
-            "message_id": final_state.get("answer_message_id"),
-            "state": final_state,
-        },
+    yield Answer(
+        text=final.get("answer") or "",
+        message_id=final.get("answer_message_id"),
+        executed=list(final.get("executed") or []),
+        trace=list(final.get("trace") or []),
     )
-
-
-_BACKGROUND: set[asyncio.Task[Any]] = set()
-
-
-def schedule_segments(ctx: Context, session_id: str) -> asyncio.Task[Any]:
-    """Cut closed spans of the session into segments in the background (never blocks)."""
-
-    async def refresh() -> None:
-        try:
-            await refresh_segments(ctx.store, session_id, ctx.summarize, tz=ctx.settings.timezone)
-        except Exception:  # episodic memory is best effort; the next turn retries
-            log.exception("segment refresh failed for session %s", session_id)
-
-    task = asyncio.get_running_loop().create_task(refresh())
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-    return task
-
-
-async def settle() -> None:
-    """Wait for background work (segment refreshes) started by earlier turns."""
-    while _BACKGROUND:
-        await asyncio.gather(*list(_BACKGROUND), return_exceptions=True)
 
 
 async def run_turn(
@@ -194,25 +158,66 @@ async def run_turn(
     *,
     image_path: str | None = None,
     graph: Any = None,
+    user_meta: dict[str, Any] | None = None,
 ) -> TurnResult:
-    """Run one turn to the end without streaming (CLI one-shot, evals, benches).
-
-    The same graph as ``stream_turn``; only the consumption differs: no token events, so
-    the model is invoked rather than streamed.
-    """
+    """Run ``stream_turn`` to the end with the model invoked rather than streamed, and wait
+    for the session's segment refresh (CLI one-shot, evals, benches)."""
     started = time.perf_counter()
-    graph = graph or default_graph()
-    user = ctx.store.add_message(session_id, "user", text, image_path=image_path)
-    state = await graph.ainvoke(
-        _initial_state(session_id, user.id),
-        config=_config(session_id, user.id),
-        context=replace(ctx, stream_tokens=False),
-    )
-    schedule_segments(ctx, session_id)
-    await settle()
+    user: Message | None = None
+    error: str | None = None
+    answer = Answer("", None, [], [])
+    async for event in stream_turn(
+        replace(ctx, stream_tokens=False),
+        session_id,
+        text,
+        image_path=image_path,
+        graph=graph,
+        user_meta=user_meta,
+    ):
+        match event:
+            case UserStored(message=message):
+                user = message
+            case TurnError(detail=detail):
+                error = detail
+            case Answer():
+                answer = event
+    await settle(session_id)
     return TurnResult(
-        answer=state.get("answer") or "",
+        answer=answer.text,
+        answer_message_id=answer.message_id,
+        executed=answer.executed,
+        trace=answer.trace,
+        error=error,
         user_message=user,
-        state=dict(state),
         seconds=time.perf_counter() - started,
     )
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def _segments_task_name(session_id: str) -> str:
+    return f"segments:{session_id}"
+
+
+def schedule_segments(ctx: Context, session_id: str) -> asyncio.Task[None]:
+    """Cut closed spans of the session into segments in the background (never blocks)."""
+
+    async def refresh() -> None:
+        try:
+            await refresh_segments(ctx.store, session_id, ctx.summarize, tz=ctx.settings.timezone)
+        except Exception:  # episodic memory is best effort; the next turn retries
+            log.exception("segment refresh failed for session %s", session_id)
+
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(refresh(), name=_segments_task_name(session_id))
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+async def settle(session_id: str) -> None:
+    """Wait for the segment refreshes that the session's turns started (no one else's)."""
+    name = _segments_task_name(session_id)
+    mine = [task for task in _BACKGROUND if task.get_name() == name]
+    await asyncio.gather(*mine, return_exceptions=True)

@@ -1,4 +1,11 @@
-"""The graph's state: one user turn's working memory (the store keeps the history)."""
+"""The graph's state: one user turn's working memory (the store keeps the history).
+
+The prompt (``context``) and the replayed history behind it (``history``) are LangGraph
+``UntrackedValue`` channels: they live for the run and are never checkpointed, so a
+checkpointer stores the turn's decisions, not megabytes of prompt and base64 images
+at every step. Consequence for time travel: resume from a checkpoint taken before
+build_context, which rebuilds both from the store.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import operator
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage
+from langgraph.channels.untracked_value import UntrackedValue
 
 MAX_TOOL_LOOPS = 3
 
@@ -44,8 +52,10 @@ class State(TypedDict, total=False):
 
     session_id: str  # the conversation
     user_message_id: int  # the stored user message this turn answers
-    context: list[BaseMessage]  # what the model sees next, built by build_context
-    history: list[BaseMessage] | None  # the session before this turn, replayed once (chat form)
+    # what the model sees next, built by build_context (never checkpointed)
+    context: Annotated[list[BaseMessage], UntrackedValue]
+    # the session before this turn, replayed once in chat form (never checkpointed)
+    history: Annotated[list[BaseMessage] | None, UntrackedValue]
     tools: list[str]  # names of tools offered to the model on the next call
     no_tools_reason: str | None  # why tools are off for the next call (cap, duplicate)
     model_role: Literal["chat", "vision"]  # which model the next call uses

@@ -4,7 +4,9 @@ The chat model answers, or the vision model right after an image tool; everythin
 (system prompt, history, tool schemas) is identical. The reply is parsed into tool calls
 (native, or a slash command on its first line — commands take precedence), the command
 line is stripped, and any remaining text is stored. A provider failure ends the turn with
-a clear assistant-side message; the user's message is already stored.
+a clear assistant-side message; the user's message is already stored. While the reply
+streams, its visible text goes out as ``TextDelta`` events (a command line never shows),
+and ``ModelDone`` follows when the call is over, whatever its outcome.
 """
 
 from __future__ import annotations
@@ -12,21 +14,32 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
-from graph.commands import parse_reply
+from graph.commands import parse_reply, visible_prefix
 from graph.context import Context
+from graph.events import ModelDone, TextDelta
 from graph.models import ProviderError, describe_provider_error, is_provider_error
-from graph.state import State, ToolCall
+from graph.state import State, ToolCall, TraceEvent
 from prompts.templates import EMPTY_ANSWER, INTERNAL_ERROR, MODEL_ERROR, STREAM_CUT
 
 log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
+
+
+class ModelUpdate(TypedDict, total=False):
+    """What call_model changes: the reply's calls, and the answer when it is final."""
+
+    calls: list[ToolCall]
+    answer: str
+    answer_message_id: int
+    error: str
+    trace: list[TraceEvent]
 
 
 def _text(message: AIMessage) -> str:
@@ -88,18 +101,24 @@ def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
 async def stream_reply(
     runnable: Any, messages: list[BaseMessage], runtime: Runtime[Context]
 ) -> AIMessage:
-    """Stream the model's reply, passing its text on as ``token`` events as it comes.
+    """Stream the model's reply, passing its visible text on as ``TextDelta`` events.
 
-    Tokens travel as custom stream events, not through LangGraph's "messages" stream
+    Text travels as custom stream events, not through LangGraph's "messages" stream
     mode: that mode hooks every node's callbacks and re-emits every message a node
     returns (the whole context build_context assembles), a per-turn cost that grows with
-    the history.
+    the history. A first line that may be a command is held back until it is complete.
     """
     chunks: list[Any] = []
+    written = ""  # the raw text so far
+    shown = 0  # how much of its visible part went out
     async for chunk in runnable.astream(messages):
         chunks.append(chunk)
         if isinstance(chunk.content, str) and chunk.content:
-            runtime.stream_writer({"type": "token", "text": chunk.content})
+            written += chunk.content
+            visible = visible_prefix(written)
+            if len(visible) > shown:
+                runtime.stream_writer(TextDelta(visible[shown:]))
+                shown = len(visible)
     if not chunks:
         raise ProviderError("the model returned an empty stream")
     merged = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
@@ -117,7 +136,7 @@ def _failed(
     partial: str = "",
     *,
     internal: bool = False,
-) -> dict[str, Any]:
+) -> ModelUpdate:
     """End the turn on a failure: a clear assistant-side message, stored.
 
     ``internal`` marks a bug in Companion's own code, which is never reported as the
@@ -154,8 +173,14 @@ def stream_was_cut(reply: AIMessage) -> bool:
     return metadata.get("model_provider") == "openai" and not metadata.get("finish_reason")
 
 
-async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+async def call_model(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     """Call the model once; store its visible text; hand tool calls to the router."""
+    update = await _call(state, runtime)
+    runtime.stream_writer(ModelDone())
+    return update
+
+
+async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     ctx = runtime.context
     settings = ctx.settings
     vision = state.get("model_role") == "vision" and ctx.vision_model is not None
@@ -189,7 +214,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     final = not calls or tools_off
     if final and not text:
         text = EMPTY_ANSWER
-    update: dict[str, Any] = {"calls": calls}
+    update = ModelUpdate(calls=calls)
     if text:
         meta: dict[str, Any] = {"model": name, "model_role": "vision" if vision else "chat"}
         if not final:
@@ -199,7 +224,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             meta["usage"] = dict(usage)
         stored = ctx.store.add_message(session_id, "assistant", text, meta=meta)
         if final:
-            update.update(answer=text, answer_message_id=stored.id)
+            update["answer"], update["answer_message_id"] = text, stored.id
     update["trace"] = [
         {
             "kind": "model",

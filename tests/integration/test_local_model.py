@@ -101,7 +101,7 @@ async def test_server_killed_between_turns_is_restarted(tmp_path: Path) -> None:
     for turn in ("Say hi.", "Say hi again."):
         killed = _kill_local_server()
         result = await run_turn(ctx, "s1", turn)
-        answer = ctx.store.get_message(result.state["answer_message_id"])
+        answer = ctx.store.get_message(result.answer_message_id)
         assert answer is not None and not answer.meta.get("error"), answer.content
         process = local_server().process
         assert process is not None and process.pid != killed and process.poll() is None

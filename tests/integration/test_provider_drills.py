@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from graph.context import Settings
+from graph.events import Answer, TextDelta
 from graph.runner import run_turn, stream_turn
 from graph.setup import context_for
 from memory.store import Store
@@ -44,8 +45,8 @@ async def test_streamed_answer_over_http(server, home, test_registry) -> None:
     server.push("Four, of course.")
     ctx = make_ctx(server, home, test_registry)
     events = [event async for event in stream_turn(ctx, "s1", "What is 2+2?")]
-    assert events[-1].data["text"] == "Four, of course."
-    deltas = [e.data["delta"] for e in events if e.kind == "text"]
+    assert isinstance(events[-1], Answer) and events[-1].text == "Four, of course."
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert len(deltas) > 1 and "".join(deltas) == "Four, of course."
     sent = server.requests[0]
     assert sent["stream"] is True

@@ -77,7 +77,7 @@ CHILD = textwrap.dedent(
             text = "please go slow" if mode == "slow" and turn == 1 else f"message {turn}"
             result = await run_turn(ctx, "s1", text)
             say(f"CONFIRMED {result.user_message.id}")
-            say(f"CONFIRMED {result.state['answer_message_id']}")
+            say(f"CONFIRMED {result.answer_message_id}")
             ctx.chat_model.calls.clear()
             turn += 1
 

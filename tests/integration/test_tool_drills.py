@@ -44,7 +44,7 @@ async def test_failing_tool_becomes_an_error_result(make_context, call, error) -
     ctx = make_context([call, "Sorry, that did not work.", "Hello again."])
     result = await run_turn(ctx, "s1", "try the tool")
     assert result.answer == "Sorry, that did not work."
-    assert result.state.get("error") is None
+    assert result.error is None
     seen = tool_messages(ctx)
     assert len(seen) == 1 and error in seen[0].content
     stored = ctx.store.messages("s1")

@@ -68,6 +68,7 @@ def test_trace_shows_the_path_and_each_step() -> None:
         },
         {"kind": "tool", "name": "weather", "ms": 5.0, "detail": {"args": {}, "ok": True}},
         {"kind": "tool", "name": "web_search", "ms": 7.0, "detail": {"args": {}, "ok": False}},
+        {"kind": "node", "name": "execute_tool", "detail": {"loop": 1, "calls": 3, "ran": 2}},
         {"kind": "guard", "name": "tools_off", "detail": {"reason": "cap | reached"}},
         {"kind": "node", "name": "build_context", "ms": 1.0, "detail": {}},
         {"kind": "model", "name": "call_model", "ms": 3.0, "detail": {"model": "m2", "text": "ok"}},
@@ -81,6 +82,7 @@ def test_trace_shows_the_path_and_each_step() -> None:
     ]
     text = trace_markdown(trace)
     assert describe(trace[1]) == 'model m1 (chat); calls weather({"location": "Oslo"})'
+    assert describe(trace[4]) == "tool loop 1: 2 of 3 calls ran"
     assert "model m1 \\(chat\\)\\; calls weather" in text and "m2" in text
     assert "cap \\| reached" in text  # pipes cannot break the table
     assert "**Time in nodes:** 27 ms" in text

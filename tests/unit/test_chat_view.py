@@ -19,6 +19,7 @@ from app.chat_view import (
     tool_title,
     user_bubble,
 )
+from graph.events import Answer, ModelDone, TextDelta, ToolEnd, ToolStart, TurnError, UserStored
 from graph.runner import stream_turn
 from memory.store import Message
 from tests.support.chat_model import tool_call
@@ -161,29 +162,26 @@ def test_duplicate_notes_are_not_shown_as_steps() -> None:
         "web_tool",
         "x",
         tool_name="weather",
-        meta={"arguments": {}, "result": {"error": "duplicate call: weather already ran"}},
+        meta={"arguments": {}, "result": {"error": "not run again"}, "duplicate": True},
     )
     assert history_messages([msg("user", "hi"), duplicate]) == history_messages([msg("user", "hi")])
 
 
+def user_stored(text: str) -> UserStored:
+    return UserStored(Message(id=1, session_id="s", role="user", content=text, created_at=""))
+
+
 def test_a_tool_step_is_pending_until_its_result_arrives() -> None:
     view = TurnView([])
-    view.apply("user", {"content": "weather?", "image_path": None})
-    view.apply("tool_start", {"id": "c1", "name": "weather", "args": {"location": "Tokyo"}})
+    view.apply(user_stored("weather?"))
+    view.apply(ToolStart("c1", "weather", {"location": "Tokyo"}, None))
     pending = view.messages[-1]
     assert pending.metadata == {"title": "🔧 weather · Tokyo", "status": "pending"}
     assert "running" in pending.content
     view.apply(
-        "tool_end",
-        {
-            "id": "c1",
-            "name": "weather",
-            "args": {"location": "Tokyo"},
-            "command": None,
-            "ok": True,
-            "duration_ms": 1500.0,
-            "result": {"temperature": 14.2},
-        },
+        ToolEnd(
+            "c1", "weather", {"location": "Tokyo"}, None, True, 1500.0, {"temperature": 14.2}, 7
+        )
     )
     assert len(view.messages) == 2
     assert view.messages[-1] == tool_step(
@@ -194,21 +192,21 @@ def test_a_tool_step_is_pending_until_its_result_arrives() -> None:
 
 def test_tokens_grow_one_bubble_per_model_call() -> None:
     view = TurnView([])
-    view.apply("user", {"content": "hi"})
+    view.apply(user_stored("hi"))
     for delta in ["Hel", "lo", " there"]:
-        view.apply("text", {"delta": delta})
+        view.apply(TextDelta(delta))
     assert view.messages[-1].content == "Hello there"
-    view.apply("model_done", {})
-    view.apply("answer", {"text": "Hello there", "state": {"trace": []}})
+    view.apply(ModelDone())
+    view.apply(Answer("Hello there", 2, [], []))
     assert [m.content for m in view.messages] == ["hi", "Hello there"]
 
 
 def test_error_event_marks_the_answer() -> None:
     view = TurnView([])
-    view.apply("user", {"content": "hi"})
-    view.apply("model_done", {"error": "timeout"})
-    view.apply("error", {"detail": "timeout"})
-    view.apply("answer", {"text": "Sorry — no model.", "state": {}})
+    view.apply(user_stored("hi"))
+    view.apply(ModelDone())
+    view.apply(TurnError("timeout"))
+    view.apply(Answer("Sorry — no model.", 2, [], []))
     assert view.messages[-1].content == f"{ERROR_MARK} Sorry — no model."
 
 
@@ -244,6 +242,21 @@ def _image_registry(home: Any) -> ToolRegistry:
             "native",
             False,
         ),
+        (  # the repeated call is stored, flagged as a duplicate, and shown in neither
+            [
+                tool_call("echo", {"text": "a"}, "c1"),
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "echo", "args": {"text": "A!"}, "id": "d1", "type": "tool_call"},
+                        {"name": "echo", "args": {"text": "b"}, "id": "d2", "type": "tool_call"},
+                    ],
+                ),
+                "Done.",
+            ],
+            "native",
+            False,
+        ),
     ],
 )
 async def test_live_turn_looks_like_its_history_after_reload(
@@ -255,7 +268,7 @@ async def test_live_turn_looks_like_its_history_after_reload(
     ctx.store.add_message("s1", "assistant", "earlier answer")
     view = TurnView(history_messages(ctx.store.messages("s1")))
     async for event in stream_turn(ctx, "s1", "go"):
-        view.apply(event.kind, event.data)
+        view.apply(event)
     reloaded = history_messages(ctx.store.messages("s1"))
     assert view.messages == reloaded
     answer = reloaded[-1]
@@ -343,10 +356,10 @@ def test_every_bubble_and_step_title_is_neutralised() -> None:
 
 def test_an_image_split_over_two_tokens_is_still_a_link() -> None:
     view = TurnView([])
-    view.apply("user", {"content": "hi", "message_id": 1})
+    view.apply(user_stored("hi"))
     for delta in ["Look !", "[](", PIN_URL, ")"]:
-        view.apply("text", {"delta": delta})
+        view.apply(TextDelta(delta))
         assert "![" not in view.messages[-1].content
     assert view.messages[-1].content == f"Look [image]({PIN_URL})"
-    view.apply("model_done", {})
+    view.apply(ModelDone())
     assert view.messages[-1].content == f"Look [image]({PIN_URL})"

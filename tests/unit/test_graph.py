@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,6 +111,7 @@ async def test_loop_cap_then_best_answer_without_tools(make_context) -> None:
     assert last_call["tools"] == []  # tools disabled for the last call
     assert "maximum number of times" in last_call["messages"][0].content
     assert any(e["kind"] == "guard" for e in result.trace)
+    assert result.loops == 3
 
 
 async def test_call_after_cap_is_not_run(make_context) -> None:
@@ -290,6 +293,64 @@ async def test_optional_sqlite_checkpointer_records_the_turn(make_context, tmp_p
         assert [e["name"] for e in history[0].values["executed"]] == ["echo"]
 
 
+async def test_checkpoints_hold_no_prompt(make_context, tmp_path) -> None:
+    # The prompt (system message, replayed history, images as base64) lives in untracked
+    # channels: a checkpointer stores the turn's decisions, never what the model was sent.
+    from graph.builder import checkpointed_graph
+
+    async def analyze(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return {"seen": True}
+
+    schema = {"type": "object", "properties": {"reference": {"type": "string"}}}
+    registry = ToolRegistry([ToolSpec("image_analyze", "Look.", schema, analyze, "image_tool")])
+    ctx = make_context(
+        [tool_call("image_analyze", {"reference": "photo.png"}), "unused"],
+        registry=registry,
+        vision_script=["It is orange."],
+        vision_model="scripted-vision",
+    )
+    photo = ctx.store.media_dir / "photo.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
+    ctx.store.add_message("s1", "user", "Look at my cat!", image_path=str(photo))
+    database = tmp_path / "checkpoints.db"
+    async with checkpointed_graph(database) as graph:
+        result = await run_turn(ctx, "s1", "What colour is the cat?", graph=graph)
+    assert result.answer == "It is orange."
+    system = ctx.vision_model.calls[0]["messages"][0].content
+    encoded = base64.b64encode(photo.read_bytes()).decode()
+    sent = str(ctx.vision_model.calls[0]["messages"])
+    assert encoded in sent  # the vision model did get the photo inline
+    with sqlite3.connect(database) as conn:
+        blobs = [bytes(row[0]) for row in conn.execute("SELECT checkpoint FROM checkpoints")]
+        blobs += [bytes(row[0]) for row in conn.execute("SELECT value FROM writes")]
+    assert len(blobs) > 10
+    for marker in (system[:80], encoded[:80], "Look at my cat!"):
+        assert not any(marker.encode() in blob for blob in blobs), marker
+
+
+async def test_a_repeated_call_next_to_a_fresh_one_is_stored_flagged(make_context) -> None:
+    ctx = make_context(
+        [
+            tool_call("echo", {"text": "a"}, "c1"),
+            native_calls(("echo", {"text": "A!"}), ("echo", {"text": "b"})),
+            "Both.",
+        ]
+    )
+    result = await run_turn(ctx, "s1", "go")
+    assert result.tool_names == ["echo", "echo"]
+    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    assert [m.meta.get("duplicate", False) for m in tools] == [False, True, False]
+    assert [e["name"] for e in result.trace if e["kind"] == "guard"] == ["duplicate_skipped"]
+
+
+async def test_run_turn_refuses_a_message_over_the_limit_like_the_app(make_context) -> None:
+    ctx = make_context(["never asked"], max_message_chars=10)
+    result = await run_turn(ctx, "s1", "x" * 11)
+    assert result.user_message is None and result.answer_message_id is None
+    assert result.error == result.answer and "limit is 10" in result.answer
+    assert ctx.store.messages("s1") == [] and ctx.chat_model.calls == []
+
+
 def native_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
     """One AI reply with several native tool calls (ids c0, c1, ...)."""
     return AIMessage(
@@ -410,7 +471,7 @@ async def test_memory_writes_pause_after_outside_content_in_native_mode(web_cont
     first = await run_turn(ctx, "s1", "When is the Rainbow Cat Cafe open?")
 
     assert memory_values(ctx) == ["Budi"]
-    assert [(e["name"], e["ok"]) for e in first.state["executed"]] == [
+    assert [(e["name"], e["ok"]) for e in first.executed] == [
         ("web_search", True),
         ("create_memory", False),
         ("memory_sql", True),  # reading is still allowed
@@ -430,5 +491,5 @@ async def test_a_memory_write_in_the_same_reply_as_the_search_runs(web_context) 
     )
     ctx = web_context([both, "Noted."])
     result = await run_turn(ctx, "s1", "I love cat cafes. When is the Rainbow Cat Cafe open?")
-    assert [e["ok"] for e in result.state["executed"]] == [True, True]
+    assert [e["ok"] for e in result.executed] == [True, True]
     assert sorted(memory_values(ctx)) == ["Budi", "likes cat cafes"]

@@ -20,6 +20,7 @@ from app.security import (
     trusted_hosts,
 )
 from graph.context import ConfigError, load_settings
+from graph.events import Answer, TurnError
 from graph.runner import stream_turn
 
 PASSWORD = "s3cret"
@@ -132,9 +133,9 @@ def test_the_lock_is_capped() -> None:
 
 async def test_a_too_long_message_is_refused_before_anything_is_stored(make_context) -> None:
     ctx = make_context(["never asked"], max_message_chars=10)
-    events = [(e.kind, e.data) async for e in stream_turn(ctx, "s1", "x" * 11)]
-    assert [kind for kind, _ in events] == ["error", "answer"]
-    assert events[1][1]["text"].startswith("That message is 11 characters long; the limit is 10")
+    error, answer = [e async for e in stream_turn(ctx, "s1", "x" * 11)]
+    assert isinstance(error, TurnError) and isinstance(answer, Answer)
+    assert answer.text.startswith("That message is 11 characters long; the limit is 10")
     assert ctx.store.messages("s1") == [] and ctx.chat_model.calls == []
-    kinds = [e.kind async for e in stream_turn(ctx, "s1", "x" * 10)]
-    assert kinds[-1] == "answer" and len(ctx.store.messages("s1")) == 2
+    events = [e async for e in stream_turn(ctx, "s1", "x" * 10)]
+    assert isinstance(events[-1], Answer) and len(ctx.store.messages("s1")) == 2

@@ -1,0 +1,248 @@
+"""The Chat tab: conversations (new, switch, rename, delete) and the composer that runs turns.
+
+``build`` lays the tab out inside the current Blocks and wires its handlers. A turn is
+``graph.runner.stream_turn``; its events are folded into a ``chat_view.TurnView``, and the
+chat is yielded after each visible one. When the turn has answered, the model line under
+the chat and the Graph tab's trace (``trace``, a component the Graph tab renders) show it.
+
+Each browser keeps its own session id in a ``gr.State``. A message that cannot be sent
+(too long, or the database cannot take it) stays in the composer, and the chat says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import gradio as gr
+
+from app.attachments import AttachmentError, attach
+from app.chat_view import TurnView, answer_bubble, history_messages, user_bubble
+from app.graph_view import trace_markdown
+from graph.context import Context, Settings
+from graph.events import ModelDone
+from graph.models import LOCAL_BANNER
+from graph.runner import stream_turn, too_long
+from memory.store import Store, StoreError
+
+log = logging.getLogger("companion.app")
+
+NEW_TITLE = "New chat"
+TITLE_CHARS = 40
+# SQLite's primary result codes for a database that cannot take a write.
+WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
+WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
+
+
+def session_choices(store: Store) -> list[tuple[str, str]]:
+    """(label, id) of every session, most recently active first."""
+    return [(f"{s.title} · {s.created_at[:16]}", s.id) for s in store.list_sessions()]
+
+
+def title_for(text: str) -> str:
+    """A session title from its first message."""
+    line = " ".join(text.split()) or "Image"
+    return line if len(line) <= TITLE_CHARS else f"{line[: TITLE_CHARS - 1]}…"
+
+
+def ensure_session(store: Store, session_id: str | None, text: str) -> str:
+    """The session to write to: the given one (titled from its first message) or a new one."""
+    session = store.get_session(session_id) if session_id else None
+    if session is None:
+        return store.create_session(title_for(text)).id
+    if session.title == NEW_TITLE and store.count_messages(session.id) == 0:
+        store.rename_session(session.id, title_for(text))
+    return session.id
+
+
+def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None) -> str:
+    """'model: X' for the model that answered last (or will answer next)."""
+    calls = [e.get("detail") or {} for e in trace or [] if e.get("kind") in ("model", "error")]
+    if not calls:
+        return f"model: {settings.chat_model}"
+    last = calls[-1]
+    role = " (vision)" if last.get("model_role") == "vision" else ""
+    return f"model: {last.get('model')}{role}"
+
+
+def _history(store: Store, session_id: str | None) -> list[Any]:
+    return history_messages(store.messages(session_id)) if session_id else []
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """What to tell the user when the database refused a write (read-only, full), or None."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(exc, sqlite3.Error) and isinstance(name, str) and name.startswith(WRITE_FAILURES):
+        return WRITE_FAILURE.format(error=exc)
+    return None
+
+
+def failure_bubble(exc: Exception) -> Any:
+    """The chat's account of an exception that stopped a turn (call it where it is caught)."""
+    problem = write_failure(exc)
+    if problem:
+        log.exception("the database refused a write")
+        return answer_bubble(problem, error=True)
+    # A bug below must not leave the chat frozen: show it instead.
+    log.exception("turn failed")
+    return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
+
+
+def build(
+    make_context: Callable[[], Context], style_once: gr.State, trace: gr.Markdown, load: Any
+) -> None:
+    """Lay out the tab inside the current Blocks; ``load`` is the page's load event.
+
+    ``style_once`` holds the Settings tab's one-turn style note (cleared once a turn uses
+    it); ``trace`` is where the last turn's path goes.
+    """
+    first = make_context()
+    store = first.store
+    session = gr.State(None)
+    with gr.Row():
+        picker = gr.Dropdown([], label="Conversation", elem_id="session-picker", scale=4)
+        title = gr.Textbox(label="Rename to", elem_id="session-title", scale=2, max_lines=1)
+        with gr.Column(scale=1, min_width=120):
+            new = gr.Button("New chat", elem_id="new-session", size="sm")
+            rename = gr.Button("Rename", elem_id="rename-session", size="sm")
+            delete = gr.Button("Delete", variant="stop", elem_id="delete-session", size="sm")
+    with gr.Row(visible=False) as confirm_row:
+        gr.Markdown("Delete this conversation and all its messages?")
+        confirm = gr.Button("Yes, delete it", variant="stop", elem_id="confirm-delete")
+        cancel = gr.Button("Cancel", elem_id="cancel-delete")
+    banner = gr.Markdown(
+        f"⚠️ {LOCAL_BANNER}", visible=first.settings.is_local, elem_id="local-banner"
+    )
+    chatbot = gr.Chatbot(
+        elem_id="chatbot", height=560, label="Companion", buttons=["copy", "copy_all"]
+    )
+    box = gr.MultimodalTextbox(
+        placeholder="Message (attach an image, or paste an image URL)",
+        file_types=["image"],
+        file_count="single",
+        sources=["upload"],
+        show_label=False,
+        elem_id="chat-input",
+    )
+    line = gr.Markdown(model_line(first.settings), elem_id="model-line")
+
+    def on_load() -> tuple[Any, ...]:
+        ctx = make_context()
+        sessions = ctx.store.list_sessions()
+        current = sessions[0].id if sessions else None
+        return (
+            current,
+            gr.update(choices=session_choices(store), value=current),
+            _history(store, current),
+            model_line(ctx.settings),
+            gr.update(visible=ctx.settings.is_local),
+        )
+
+    def on_switch(session_id: str | None) -> tuple[Any, ...]:
+        return session_id, _history(store, session_id)
+
+    def on_new() -> tuple[Any, ...]:
+        created = store.create_session(NEW_TITLE).id
+        return created, gr.update(choices=session_choices(store), value=created), []
+
+    def on_rename(session_id: str | None, new_title: str) -> tuple[Any, str]:
+        if not session_id:
+            gr.Warning("Send a message first: there is no conversation to rename yet.")
+            return gr.skip(), new_title
+        try:
+            store.rename_session(session_id, new_title)
+        except StoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip(), new_title
+        return gr.update(choices=session_choices(store), value=session_id), ""
+
+    def on_delete(session_id: str | None) -> tuple[Any, ...]:
+        if session_id:
+            store.delete_session(session_id)
+        sessions = store.list_sessions()
+        current = sessions[0].id if sessions else None
+        return (
+            current,
+            gr.update(choices=session_choices(store), value=current),
+            _history(store, current),
+            gr.update(visible=False),
+        )
+
+    async def on_send(
+        message: Mapping[str, Any] | None, session_id: str | None, style_note: str | None
+    ) -> AsyncIterator[dict[Any, Any]]:
+        text = str((message or {}).get("text") or "").strip()
+        files = [str(f) for f in (message or {}).get("files") or []]
+        if not text and not files:
+            yield {box: gr.update(value=None)}
+            return
+        # A copy: the factory's Context is shared, the style note is this turn's only.
+        ctx = dataclasses.replace(make_context(), style_note=style_note)
+        # Refused before the composer is cleared: the message stays there to be fixed.
+        refusal = too_long(text, ctx.settings.max_message_chars)
+        if refusal:
+            refused = answer_bubble(refusal, error=True)
+            yield {chatbot: [*_history(store, session_id), refused], box: message}
+            return
+        try:
+            session_id = ensure_session(store, session_id, text)
+        except Exception as exc:
+            yield {chatbot: [*_history(store, session_id), failure_bubble(exc)], box: message}
+            return
+        view = TurnView(_history(store, session_id))
+        yield {
+            chatbot: [*view.messages, user_bubble(text)],
+            box: gr.update(value=None, interactive=False),
+            session: session_id,
+            style_once: None,
+            picker: gr.update(choices=session_choices(store), value=session_id),
+        }
+        async for update in _turn(ctx, session_id, text, files, view):
+            yield {chatbot: update}
+        unsaved = view.user_message_id is None  # it never reached the store: give it back
+        yield {
+            chatbot: view.messages,
+            box: gr.update(value=message if unsaved else None, interactive=True),
+            line: model_line(ctx.settings, list(view.trace)),
+            trace: trace_markdown(view.trace),
+        }
+
+    load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
+    picker.input(on_switch, picker, [session, chatbot], api_name="switch_session")
+    new.click(on_new, None, [session, picker, chatbot], api_name="new_session")
+    # The chat's own trash button starts a fresh conversation; the old one stays stored.
+    chatbot.clear(on_new, None, [session, picker, chatbot], api_visibility="private")
+    rename.click(on_rename, [session, title], [picker, title], api_name="rename_session")
+    delete.click(lambda: gr.update(visible=True), None, confirm_row, api_visibility="private")
+    cancel.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
+    confirm.click(
+        on_delete, session, [session, picker, chatbot, confirm_row], api_name="delete_session"
+    )
+    box.submit(
+        on_send,
+        [box, session, style_once],
+        [chatbot, box, session, style_once, picker, line, trace],
+        api_name="send",
+    )
+
+
+async def _turn(
+    ctx: Context, session_id: str, text: str, files: list[str], view: TurnView
+) -> AsyncIterator[list[Any]]:
+    """Attach the image, run the turn, and yield the chat after each visible event."""
+    try:
+        image_path = await attach(ctx, session_id, text, files)
+    except AttachmentError as exc:
+        gr.Warning(str(exc))
+        image_path = None
+    try:
+        async for event in stream_turn(ctx, session_id, text, image_path=image_path):
+            view.apply(event)
+            if not isinstance(event, ModelDone):
+                yield view.messages
+    except Exception as exc:
+        view.messages.append(failure_bubble(exc))
+        yield view.messages
