@@ -333,6 +333,10 @@ class Store:
         ).fetchone()
         return bool(row[0])
 
+    def has_memories(self) -> bool:
+        """True when any structured memory is stored (gates updating and forgetting)."""
+        return bool(self.conn.execute("SELECT EXISTS(SELECT 1 FROM memories)").fetchone()[0])
+
     def latest_image(self, session_id: str) -> Message | None:
         """The newest message of the session that carries an image."""
         row = self.conn.execute(

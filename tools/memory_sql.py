@@ -83,8 +83,8 @@ def is_write(args: dict[str, Any]) -> bool:
 
 
 def has_history(ctx: ToolContext) -> bool:
-    """Gate: offered only when the database holds messages or memories."""
-    return ctx.store.has_history()
+    """Gate: offered only when there is history beyond the message being answered."""
+    return ctx.store.has_history(before_id=ctx.user_message_id)
 
 
 TOOLS = [

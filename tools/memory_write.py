@@ -146,9 +146,9 @@ def format_write(result: dict[str, Any]) -> str:
     return f"Done (memory {result['memory_id']})."
 
 
-def has_history(ctx: ToolContext) -> bool:
-    """Gate for changing or forgetting: there must be something stored."""
-    return ctx.store.has_history()
+def has_memories(ctx: ToolContext) -> bool:
+    """Gate for changing or forgetting: there must be a memory to change."""
+    return ctx.store.has_memories()
 
 
 TOOLS = [
@@ -172,7 +172,7 @@ TOOLS = [
         role="memory_tool",
         command="update_memory",
         parse_command=_split_command,
-        available=has_history,
+        available=has_memories,
         format=format_write,
         examples=("/update_memory focus project: finishing the thesis",),
         writes_memory=writes_always,
@@ -185,7 +185,7 @@ TOOLS = [
         role="memory_tool",
         command="delete_memory",
         parse_command=_split_command,
-        available=has_history,
+        available=has_memories,
         format=format_write,
         examples=("/delete_memory signals favourite drink",),
         writes_memory=writes_always,

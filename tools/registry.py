@@ -9,6 +9,7 @@ the tool under a time limit and always returns a JSON-serialisable dict —
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import json
 import logging
@@ -201,5 +202,5 @@ async def execute_tool(
     """Run a built-in tool; with no context, the configured home and settings are used."""
     ctx = ctx or _default_context(session_id)
     if session_id is not None and ctx.session_id != session_id:
-        ctx = ToolContext(ctx.settings, ctx.store, session_id, ctx.clock, ctx.vision_available)
+        ctx = dataclasses.replace(ctx, session_id=session_id)
     return await default_registry().execute(tool_name, arguments, ctx)

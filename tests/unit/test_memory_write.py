@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graph.context import Settings
-from memory.memories import get_memory
+from memory.memories import create_memory, get_memory
 from memory.store import Store
 from tools import memory_sql, memory_write
 from tools.base import ToolContext
@@ -122,9 +123,16 @@ def test_command_arguments(registry: ToolRegistry, name: str, text: str, expecte
 
 
 def test_gates(ctx: ToolContext, registry: ToolRegistry) -> None:
-    assert [spec.name for spec in registry.enabled(ctx)] == ["create_memory"]
-    ctx.store.add_message("s", "user", "hi")
-    assert len(registry.enabled(ctx)) == 4
+    def offered(context: ToolContext) -> set[str]:
+        return {spec.name for spec in registry.enabled(context)}
+
+    assert offered(ctx) == {"create_memory"}
+    question = ctx.store.add_message("s", "user", "hi")
+    # The message being answered is not history yet: nothing to query.
+    assert offered(dataclasses.replace(ctx, user_message_id=question.id)) == {"create_memory"}
+    assert offered(ctx) == {"create_memory", "memory_sql"}  # no memory to change yet
+    create_memory(ctx.store, "signals", "drink", "kopi susu")
+    assert offered(ctx) == {"create_memory", "update_memory", "delete_memory", "memory_sql"}
 
 
 async def test_memory_sql_tool(ctx: ToolContext, registry: ToolRegistry) -> None:
