@@ -9,8 +9,11 @@ LangGraph's custom stream; the final state is the last chunk of LangGraph's own
 segments in the background.
 
 ``run_turn`` consumes ``stream_turn`` and returns a ``TurnResult`` (CLI one-shot, evals,
-benches). It differs in two things only: the model is invoked rather than streamed (no
-``TextDelta``), and it waits for its session's segment refresh before returning.
+benches). It differs in two things only: it runs with ``Context.stream_tokens`` off, so
+the model is invoked rather than streamed and no live progress is streamed (only
+``UserStored``, ``TurnError`` and ``Answer``: LangGraph's custom stream mode runs every
+node as its own task, which a consumer that waits for the end does not need); and it
+waits for its session's segment refresh before returning.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from memory.store import Message
 log = logging.getLogger("companion.runner")
 
 RECURSION_LIMIT = 40
-STREAM_MODES = ["custom", "values"]  # node events; the state after every step
+LIVE_MODES = ["custom", "values"]  # node events as they happen; the state after each step
+FINAL_MODES = ["values"]  # the state after each step only
 _GRAPH: Any = None
 
 
@@ -117,7 +121,8 @@ async def stream_turn(
     """Store the user's message, run the graph, and yield events as they come.
 
     A message over ``max_message_chars`` is refused before anything is stored: a
-    ``TurnError``, then an ``Answer`` whose text says why.
+    ``TurnError``, then an ``Answer`` whose text says why. With ``ctx.stream_tokens`` off
+    only ``UserStored``, ``TurnError`` and ``Answer`` come.
     """
     refusal = too_long(text, ctx.settings.max_message_chars)
     if refusal:
@@ -134,7 +139,7 @@ async def stream_turn(
         _initial_state(session_id, user.id),
         config=_config(session_id, user.id),
         context=ctx,
-        stream_mode=STREAM_MODES,
+        stream_mode=LIVE_MODES if ctx.stream_tokens else FINAL_MODES,
     ):
         if mode == "values":
             final = chunk
