@@ -297,7 +297,7 @@ class Context:
     clock: Clock | None = None
     style_note: str | None = None
     summarize: Any = None  # async (messages) -> str for episodic summaries; None = extractive
-    stream_tokens: bool = True  # call_model streams tokens to the stream writer
+    stream_tokens: bool = True  # stream the model's text and live progress (run_turn: off)
 
     def with_settings(self, **changes: Any) -> Context:
         """A copy with some settings changed (used by tests and the Settings tab)."""
