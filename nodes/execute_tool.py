@@ -235,6 +235,7 @@ def _report(
         detail = {"args": call["args"], "ok": ok, "result": str(result)[:300]}
         trace.append({"kind": "tool", "name": call["name"], "ms": ms, "detail": detail})
     loops = (state.get("loops") or 0) + 1
-    detail = {"loop": loops, "calls": len(outcomes), "ran": len(executed)}
+    ran = sum(outcome.verdict == "run" for outcome in outcomes)
+    detail = {"loop": loops, "calls": len(outcomes), "ran": ran}
     trace.append({"kind": "node", "name": "execute_tool", "detail": detail})
     return ToolUpdate(executed=executed, calls=[], loops=loops, trace=trace)
