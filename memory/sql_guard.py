@@ -44,9 +44,9 @@ characters, so what the tool returns (and the store keeps in ``meta``) stays sma
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -405,6 +405,9 @@ def _action_name(action: int, arg1: str | None) -> str:
 # with 10,000 characters to strip) and cannot be interrupted. Same results as SQLite's.
 
 
+_REAL_TEXT = threading.local()  # a private in-memory connection per thread, for REAL -> TEXT
+
+
 def _as_text(value: Any) -> str:
     """A value as SQLite's text functions read it (a REAL as SQLite prints it)."""
     if isinstance(value, str):
@@ -412,10 +415,11 @@ def _as_text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, float):
-        if math.isinf(value):
-            return "Inf" if value > 0 else "-Inf"
-        mantissa, e, exponent = f"{value:.15g}".partition("e")
-        return (mantissa if "." in mantissa else f"{mantissa}.0") + e + exponent
+        # SQLite's own printf rounds differently from Python's in the 15th digit: ask it.
+        converter = getattr(_REAL_TEXT, "conn", None)
+        if converter is None:
+            converter = _REAL_TEXT.conn = sqlite3.connect(":memory:")
+        return str(converter.execute("SELECT CAST(? AS TEXT)", (value,)).fetchone()[0])
     return str(value)
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memory.memories import create_memory
@@ -131,6 +131,7 @@ def literal(value: object) -> str:
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(x=sql_values, y=sql_values, z=sql_values)
+@example(x=7.58167506180781e285, y="e", z="")  # SQLite and Python round its 15th digit apart
 def test_linear_stand_ins_answer_like_sqlite(store: Store, x: object, y: object, z: object) -> None:
     a, b, c = literal(x), literal(y), literal(z)
     sql = (
