@@ -99,9 +99,13 @@ def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
 
 
 async def stream_reply(
-    runnable: Any, messages: list[BaseMessage], runtime: Runtime[Context]
+    runnable: Any, messages: list[BaseMessage], runtime: Runtime[Context] | None
 ) -> AIMessage:
-    """Stream the model's reply, passing its visible text on as ``TextDelta`` events.
+    """Stream the model's reply, passing its visible text on as ``TextDelta`` events
+    (none without a ``runtime``: a run that asked for no live progress).
+
+    Both ways read the model the same way, so an empty or unparseable stream is always
+    the provider's ``ProviderError``, never a bare ValueError from deep in langchain.
 
     Text travels as custom stream events, not through LangGraph's "messages" stream
     mode: that mode hooks every node's callbacks and re-emits every message a node
@@ -111,14 +115,21 @@ async def stream_reply(
     chunks: list[Any] = []
     written = ""  # the raw text so far
     shown = 0  # how much of its visible part went out
-    async for chunk in runnable.astream(messages):
-        chunks.append(chunk)
-        if isinstance(chunk.content, str) and chunk.content:
-            written += chunk.content
-            visible = visible_prefix(written)
-            if len(visible) > shown:
-                runtime.stream_writer(TextDelta(visible[shown:]))
-                shown = len(visible)
+    try:
+        async for chunk in runnable.astream(messages):
+            chunks.append(chunk)
+            if isinstance(chunk.content, str) and chunk.content:
+                written += chunk.content
+                visible = visible_prefix(written)
+                if len(visible) > shown and runtime is not None:
+                    runtime.stream_writer(TextDelta(visible[shown:]))
+                    shown = len(visible)
+    except ValueError as exc:
+        # langchain raises a bare ValueError when the provider's stream held no chunk it
+        # could parse (an empty or malformed body): that is the provider's failure.
+        if chunks:
+            raise
+        raise ProviderError(f"the model sent no reply it could read ({exc})") from exc
     if not chunks:
         raise ProviderError("the model returned an empty stream")
     merged = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
@@ -194,10 +205,8 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     started = time.perf_counter()
     session_id = state["session_id"]
     try:
-        if ctx.stream_tokens:
-            reply = await stream_reply(runnable, state["context"], runtime)
-        else:
-            reply = await runnable.ainvoke(state["context"])
+        live = runtime if ctx.stream_tokens else None
+        reply = await stream_reply(runnable, state["context"], live)
     except Exception as exc:
         if not is_provider_error(exc):
             log.exception("call_model: a bug in Companion, not a provider failure")
