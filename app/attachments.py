@@ -18,7 +18,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from graph.context import Context
-from nodes.build_context import tool_context
 from tools.image_analyze import image_analyze
 from tools.images import NotAnImage, inspect_image, write_image
 
@@ -80,7 +79,7 @@ def save_upload(upload: str | Path, media_dir: Path) -> str:
 
 async def fetch_image_url(url: str, ctx: Context, session_id: str) -> str:
     """Download a pasted image URL into the media folder (image_analyze's limits); its path."""
-    result = await image_analyze({"reference": url}, tool_context(ctx, session_id))
+    result = await image_analyze({"reference": url}, ctx.tool_context(session_id))
     if "error" in result:
         raise AttachmentError(f"could not load the image at {url}: {result['error']}")
     return str(result["image_path"])

@@ -22,9 +22,10 @@ import gradio as gr
 from app.attachments import AttachmentError, attach
 from app.chat_view import TurnView, answer_bubble, history_messages, user_bubble
 from app.graph_view import trace_markdown
-from graph.context import Context, Settings
+from config.settings import Settings
+from graph.context import Context
 from graph.events import ModelDone
-from graph.models import LOCAL_BANNER
+from graph.providers import LOCAL_BANNER
 from graph.runner import stream_turn, too_long
 from memory.store import Store, StoreError
 

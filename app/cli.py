@@ -150,7 +150,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
     import os
 
     from app.logs import configure_logging
-    from graph.context import Settings
+    from config.settings import Settings
     from graph.setup import resolve_home
 
     log_file = Settings(home=resolve_home(_flags(args), os.environ)).log_file

@@ -16,8 +16,9 @@ from typing import Literal
 
 import httpx
 
-from graph.context import Settings
-from graph.models import PLACEHOLDER_KEY, local_server
+from config.settings import Settings
+from graph.local_server import local_server
+from graph.providers import PLACEHOLDER_KEY
 from memory.store import Store
 
 Status = Literal["ok", "fail", "info"]

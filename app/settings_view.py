@@ -24,17 +24,17 @@ from typing import Any
 
 import gradio as gr
 
-from graph.context import (
+from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
     PROFILE_KEYS,
     TOOL_MODES,
     ConfigError,
-    Context,
     Settings,
 )
-from graph.context import validate_profile as validate
-from graph.models import endpoint_status
+from config.settings import validate_profile as validate
+from graph.context import Context
+from graph.providers import endpoint_status
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"

@@ -30,8 +30,9 @@ import gradio as gr
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
 from app.security import exposure_problem, middleware, trusted_hosts
+from config.settings import ConfigError, load_settings
 from graph.builder import mermaid
-from graph.context import ConfigError, Context, load_settings
+from graph.context import Context
 from graph.setup import context_for, open_settings
 
 ContextFactory = Callable[[], Context]

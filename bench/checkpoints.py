@@ -25,8 +25,9 @@ from bench import quiet_environment
 
 quiet_environment()
 
+from config.settings import Settings  # noqa: E402
 from graph.builder import checkpointed_graph  # noqa: E402
-from graph.context import Context, Settings  # noqa: E402
+from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402

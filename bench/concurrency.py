@@ -28,7 +28,7 @@ from bench import quiet_environment
 
 quiet_environment()
 
-from graph.context import Settings  # noqa: E402
+from config.settings import Settings  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import context_for  # noqa: E402
 from memory.store import Store  # noqa: E402

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from graph.local_server import local_model_path
 from graph.local_smoke import describe_exit
-from graph.models import local_model_path
 
 TOKENS = 128
 RUNS = 3

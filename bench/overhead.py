@@ -34,7 +34,8 @@ quiet_environment()
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-from graph.context import Context, Settings  # noqa: E402
+from config.settings import Settings  # noqa: E402
+from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402

@@ -43,7 +43,8 @@ from bench import quiet_environment
 
 quiet_environment()
 
-from graph.context import Context, Settings  # noqa: E402
+from config.settings import Settings  # noqa: E402
+from graph.context import Context  # noqa: E402
 from memory.retrieval import search_messages  # noqa: E402
 from memory.segments import refresh_segments  # noqa: E402
 from memory.sql_guard import run_sql  # noqa: E402

@@ -15,7 +15,7 @@ what ``companion eval`` was asked for:
   configured;
 - ``--model local``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
   commands unless told otherwise; no vision model). Replies are capped at
-  ``LOCAL_MAX_TOKENS`` tokens (graph.models applies the cap; the report records it);
+  ``LOCAL_MAX_TOKENS`` tokens (graph.providers applies the cap; the report records it);
 - ``--model NAME``: that model on the configured OpenAI-compatible endpoint
   (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
   COMPANION_VISION_MODEL).
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tqdm import tqdm
 
+from config.settings import ConfigError, Settings, load_settings
 from evals.cases import Case, CaseError, load_cases
 from evals.evaluators import Observation, evaluate, observe
 from evals.fixtures import FixtureSuite
@@ -55,8 +56,7 @@ from evals.judge import ChatJudge
 from evals.report import summary_lines, write_reports
 from evals.results import CaseRun, EvalRun
 from evals.staged import PromptLog, StagedChatModel
-from graph.context import ConfigError, Settings, load_settings
-from graph.models import LOCAL_MAX_TOKENS
+from graph.providers import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
 from memory.memories import create_memory
@@ -99,7 +99,7 @@ class ModelUnderTest:
 
 def configured_models(settings: Settings) -> Models:
     """The configured provider's models (the local one starts its server on first use)."""
-    from graph.models import lazy_local_model, make_chat_model, make_vision_model
+    from graph.providers import lazy_local_model, make_chat_model, make_vision_model
 
     if settings.is_local:
         return Models(lazy_local_model(settings))

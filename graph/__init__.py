@@ -1,1 +1,6 @@
-"""LangGraph core: state, runtime context, model providers, routing and guards, builder."""
+"""The conversation graph and what runs it. Owns the turn's state (``state``) and events
+(``events``), the runtime ``Context`` and its wiring from configuration (``setup``), the
+model providers (``providers``) and the embedded model's supervised server
+(``local_server``, ``local_smoke``), the command protocol (``commands``), the pure routers
+and guards (``routing``), the builder, and the one turn path (``runner``). Imports config,
+memory, prompts, tools and nodes; never app or evals."""

@@ -1,4 +1,4 @@
-"""Build and compile the conversation graph (DESIGN §2).
+"""Build and compile the conversation graph.
 
 START → build_context → call_model → route: execute_tool | build_context (tools off) | END;
 execute_tool → build_context. The path map makes the drawn graph the real one.

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from graph.models import local_model_path
+from graph.local_server import local_model_path
 
 CHILD = """
 import sys

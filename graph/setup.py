@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graph.context import Context, Settings, load_settings
-from graph.models import lazy_local_model, make_chat_model, make_vision_model
+from config.settings import Settings, load_settings
+from graph.context import Context
+from graph.providers import lazy_local_model, make_chat_model, make_vision_model
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
 

@@ -14,7 +14,7 @@ BUSY_TIMEOUT_MS = 10_000
 
 # Each entry upgrades the schema by one version. Never edit a shipped entry: append.
 MIGRATIONS: tuple[str, ...] = (
-    # 1: the core tables of DESIGN §3.
+    # 1: the core tables: sessions, messages (+ FTS5), memories, segments, profile.
     """
     CREATE TABLE sessions (
         id          TEXT PRIMARY KEY,

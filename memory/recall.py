@@ -1,7 +1,7 @@
 """Recall: facts, past episodes and past messages for a question, from the whole history.
 
 Every session belongs to the one person using this Companion, so recall searches all of
-them (DESIGN §4, memory_search), structured first:
+them (memory_search), structured first:
 
 1. *facts*: stored memories ranked by relevance × retrievability (those returned count
    as recalled, which strengthens them); *episodes*: conversation segments of any

@@ -1,6 +1,6 @@
 """Raw message search: BM25 keyword match over recent messages, by time too.
 
-This is the last stage of memory_search (DESIGN §4): the user's words become a safe FTS5
+This is the last stage of memory_search: the user's words become a safe FTS5
 query (content words only, each quoted, OR-joined, so no input can be an FTS syntax
 error); matches are limited to user and assistant messages (tool results, memory_tool
 ones above all, are never searched), to the newest 1000 messages — of every session by

@@ -182,20 +182,6 @@ class Store:
             )
         return session
 
-    def ensure_session(self, session_id: str, title: str = "New chat") -> Session:
-        """Return the session, creating it under that id when it does not exist."""
-        found = self.get_session(session_id)
-        if found:
-            return found
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
-                (session_id, title, self.now()),
-            )
-        session = self.get_session(session_id)
-        assert session is not None
-        return session
-
     def get_session(self, session_id: str) -> Session | None:
         """The session with that id, or None."""
         row = self.conn.execute(

@@ -34,7 +34,6 @@ from graph.state import State, TraceEvent
 from memory.memories import prompt_block
 from memory.store import Message
 from prompts.templates import ToolLine, persona_text, system_prompt, tool_result
-from tools.base import ToolContext
 
 HISTORY_LIMIT = 25
 MEMORY_BUDGET_CHARS = 1500
@@ -55,20 +54,6 @@ class ContextUpdate(TypedDict):
     no_tools_reason: str | None
     model_role: Literal["chat", "vision"]
     trace: list[TraceEvent]
-
-
-def tool_context(
-    ctx: Context, session_id: str | None, user_message_id: int | None = None
-) -> ToolContext:
-    """The context tools run with (gates read it too)."""
-    return ToolContext(
-        settings=ctx.settings,
-        store=ctx.store,
-        session_id=session_id,
-        clock=ctx.clock or ctx.store.clock,
-        vision_available=ctx.vision_model is not None,
-        user_message_id=user_message_id,
-    )
 
 
 def untrusted_tools(ctx: Context) -> list[str]:
@@ -206,7 +191,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     reason = guard_reason(state)
     role = model_role(state)
     vision = role == "vision" and ctx.vision_model is not None
-    tools = [] if reason else ctx.registry.enabled(tool_context(ctx, session_id, user_id))
+    tools = [] if reason else ctx.registry.enabled(ctx.tool_context(session_id, user_id))
     settings = ctx.settings
     now = (ctx.clock or store.clock)()
     identity = ctx.style_note or settings.style_note or persona_text(settings.persona)

@@ -22,8 +22,9 @@ from langgraph.runtime import Runtime
 
 from graph.commands import parse_reply, visible_prefix
 from graph.context import Context
+from graph.errors import ProviderError
 from graph.events import ModelDone, TextDelta
-from graph.models import ProviderError, describe_provider_error, is_provider_error
+from graph.providers import describe_provider_error, is_provider_error
 from graph.state import State, ToolCall, TraceEvent
 from prompts.templates import EMPTY_ANSWER, INTERNAL_ERROR, MODEL_ERROR, STREAM_CUT
 

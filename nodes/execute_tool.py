@@ -34,7 +34,7 @@ from graph.events import ToolEnd, ToolStart
 from graph.routing import MAX_CALLS_PER_REPLY, capped, fresh_calls, outside_source
 from graph.state import ExecutedCall, State, ToolCall, TraceEvent
 from memory.store import Message
-from nodes.build_context import tool_context, untrusted_tools
+from nodes.build_context import untrusted_tools
 from tools.registry import MALFORMED_ARGUMENTS
 
 log = logging.getLogger("companion.execute_tool")
@@ -169,7 +169,7 @@ async def _run(call: ToolCall, ctx: Context, state: State) -> Outcome:
             "error": MALFORMED_ARGUMENTS.format(name=call["name"], detail=detail)
         }
     else:
-        tools = tool_context(ctx, state["session_id"], state["user_message_id"])
+        tools = ctx.tool_context(state["session_id"], state["user_message_id"])
         result = await ctx.registry.execute(call["name"], call["args"], tools)
     return Outcome(call, "run", result, (time.perf_counter() - started) * 1000)
 

@@ -20,7 +20,8 @@ for _name, _value in {
 }.items():
     os.environ[_name] = _value
 
-from graph.context import Context, Settings  # noqa: E402
+from config.settings import Settings  # noqa: E402
+from graph.context import Context  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402

@@ -1,1 +1,2 @@
-"""Tools the model can call, declared in tools.registry."""
+"""The tools the model can call, one per module, declared in ``tools.registry`` (schemas,
+validation, time limits, errors as data). Imports config, memory and prompts only."""

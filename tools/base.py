@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from graph.context import Settings
+from config.settings import Settings
 from memory.store import Store, utc_now
 
 

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import httpx
 
-from graph.context import IMAGE_BACKENDS, Settings
+from config.settings import IMAGE_BACKENDS, Settings
 from tools.base import ToolContext, ToolSpec
 from tools.images import MAX_IMAGE_BYTES, NotAnImage, inspect_image, write_image
 from tools.net import TooLarge, describe_http_error, guarded_client, read_limited

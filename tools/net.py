@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import httpx
 
-from graph.context import Settings
+from config.settings import Settings
 
 REQUEST_TIMEOUT = 10.0
 MAX_REDIRECTS = 3

@@ -18,6 +18,8 @@ from typing import Any
 
 import jsonschema
 
+from config.settings import load_settings
+from memory.store import Store
 from tools.base import ToolContext, ToolSpec
 
 log = logging.getLogger("companion.tools")
@@ -86,11 +88,6 @@ class ToolRegistry:
                 log.exception("the gate of %s failed; the tool is not offered", spec.name)
                 continue
         return enabled
-
-    def schemas(self, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
-        """OpenAI-format schemas of the enabled tools (all tools without a context)."""
-        specs = self.enabled(ctx) if ctx is not None else list(self._tools.values())
-        return [spec.schema() for spec in specs]
 
     async def execute(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
         """Validate and run one call; failures come back as ``{"error": ...}``."""
@@ -180,27 +177,34 @@ def default_registry() -> ToolRegistry:
     return _DEFAULT
 
 
-def _default_context(session_id: str | None) -> ToolContext:
-    from graph.context import load_settings
-    from memory.store import Store
-
+def configured_context(session_id: str | None = None) -> ToolContext:
+    """A tool context built from configuration (flags aside): settings and their store."""
     settings = load_settings()
     return ToolContext(settings, Store.open_home(settings.home), session_id)
 
 
-def get_tool_schemas(ctx: ToolContext | None = None) -> list[dict[str, Any]]:
-    """Schemas of the built-in tools enabled for ``ctx`` (all of them without one)."""
-    return default_registry().schemas(ctx)
+def get_tool_schemas(
+    ctx: ToolContext | None = None, *, registry: ToolRegistry | None = None
+) -> list[dict[str, Any]]:
+    """Schemas of the tools enabled for ``ctx`` (every tool without one), of ``registry``
+    or the built-in tools."""
+    registry = registry or default_registry()
+    if ctx is not None:
+        return [spec.schema() for spec in registry.enabled(ctx)]
+    return [spec.schema() for name in registry.names if (spec := registry.get(name))]
 
 
 async def execute_tool(
     tool_name: str,
     arguments: Any,
     session_id: str | None = None,
+    *,
     ctx: ToolContext | None = None,
+    registry: ToolRegistry | None = None,
 ) -> dict[str, Any]:
-    """Run a built-in tool; with no context, the configured home and settings are used."""
-    ctx = ctx or _default_context(session_id)
+    """Run one tool of ``registry`` (the built-in tools by default) for a session; without
+    ``ctx``, with the configured settings and store."""
+    ctx = ctx or configured_context(session_id)
     if session_id is not None and ctx.session_id != session_id:
         ctx = dataclasses.replace(ctx, session_id=session_id)
-    return await default_registry().execute(tool_name, arguments, ctx)
+    return await (registry or default_registry()).execute(tool_name, arguments, ctx)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.context import Settings
+from config.settings import Settings
 from graph.events import Answer, TextDelta
 from graph.runner import run_turn, stream_turn
 from graph.setup import context_for

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.context import Context, Settings
+from config.settings import Settings
+from graph.context import Context
 from graph.runner import run_turn
 from memory.db import connect
 from memory.store import Store

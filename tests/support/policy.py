@@ -33,9 +33,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from PIL import Image
 
+from config.settings import Settings, load_settings
 from evals.runner import Models, ModelUnderTest
 from evals.staged import command_line
-from graph.context import Settings, load_settings
 from memory.memories import PROMPT_HEADING
 from prompts.templates import TOOL_RESULT_LABEL
 from tests.support.chat_model import ScriptedChatModel

@@ -10,8 +10,8 @@ from markdown_it import MarkdownIt
 from app.attachments import AttachmentError, image_url_in, save_upload
 from app.graph_view import NO_TRACE, describe, path, trace_markdown
 from app.settings_view import form_values, profile_update
+from config.settings import LOCAL_MODEL_NAME, ConfigError, Settings
 from evals.fixtures import cat_image
-from graph.context import LOCAL_MODEL_NAME, ConfigError, Settings
 from prompts.templates import persona_text
 
 REMOTE = Settings(provider="openai-compatible", chat_model="gpt-x", tool_mode="native")

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from graph.models import ProviderError
+from graph.errors import ProviderError
 from graph.runner import run_turn
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")

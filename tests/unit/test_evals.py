@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from config.settings import LOCAL_MODEL_NAME, ConfigError
 from evals import evaluators as ev
 from evals.cases import Case, CaseError, ScriptStep, load_cases, suite_names
 from evals.judge import ChatJudge
@@ -22,8 +23,7 @@ from evals.report import markdown, report_data, suite_stats, summary_lines, writ
 from evals.results import CaseRun, EvalRun
 from evals.runner import model_under_test, run_from_cli, run_suites
 from evals.staged import PromptLog, StagedChatModel, command_line
-from graph.context import LOCAL_MODEL_NAME, ConfigError
-from graph.models import LOCAL_MAX_TOKENS
+from graph.providers import LOCAL_MAX_TOKENS
 from memory.store import Store
 from prompts.templates import persona_text
 from tests.support.chat_model import ScriptedChatModel, tool_call

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evals.fixtures import DuckDuckGoFixture
-from graph.models import ProviderError
+from graph.errors import ProviderError
 from graph.routing import MAX_CALLS_PER_REPLY
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from config.settings import Settings
 from evals.fixtures import ImageFixture, cat_image
-from graph.context import Settings
 from memory.store import Store
 from tools import net
 from tools.base import ToolContext

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from config.settings import Settings
 from evals.fixtures import COLOURS, ImageFixture, RecordedRequest, Reply
-from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
 from tools.image_generate import TOOLS, available, format_generated, image_generate

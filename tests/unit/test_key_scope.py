@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from app.settings_view import form_values, identity_text, profile_update, saved_message
+from config.settings import Settings, load_settings
 from evals.fixtures import ImageFixture
-from graph.context import Settings, load_settings
 from memory.store import Store
 from tools.base import ToolContext
 from tools.image_generate import image_generate

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graph.context import Settings
+from config.settings import Settings
 from memory.memories import create_memory, get_memory
 from memory.store import Store
 from tools import memory_search as tool

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.context import Settings
+from config.settings import Settings
 from memory.memories import create_memory, get_memory
 from memory.store import Store
 from tools import memory_sql, memory_write

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph.context import Settings
+from config.settings import Settings
 from tools.net import (
     GuardedTransport,
     Refused,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from graph.context import Settings
+from config.settings import Settings
 from memory.store import Store
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, default_registry, execute_tool, get_tool_schemas

@@ -19,7 +19,7 @@ from app.security import (
     is_loopback,
     trusted_hosts,
 )
-from graph.context import ConfigError, load_settings
+from config.settings import ConfigError, load_settings
 from graph.events import Answer, TurnError
 from graph.runner import stream_turn
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.context import (
+from config.settings import (
     LOCAL_MODEL_NAME,
     OPENROUTER_BASE_URL,
     ConfigError,

@@ -12,8 +12,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture, ImageFixture, OpenMeteoFixture, cat_image
-from graph.context import Settings
 from memory.store import Store
 from tools import image_analyze, image_generate, weather, web_search
 from tools.base import ToolContext

