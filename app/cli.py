@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from config.settings import PROVIDERS, TOOL_MODES
+
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
 
@@ -27,12 +29,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="what reaches stderr (default WARNING; the log file always gets INFO)",
     )
-    parser.add_argument("--home", help="folder for companion.db and media/ (COMPANION_HOME)")
-    parser.add_argument("--provider", choices=["local", "openai-compatible"])
-    parser.add_argument("--base-url", dest="base_url", help="OpenAI-compatible base URL")
-    parser.add_argument("--model", dest="chat_model", help="chat model name")
-    parser.add_argument("--vision-model", dest="vision_model", help="vision model name")
-    parser.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
+    # SUPPRESS: a sub-command's unset option must not overwrite the same option given
+    # before the sub-command (``companion --home H chat``).
+    hide = argparse.SUPPRESS
+    parser.add_argument("--home", default=hide, help="folder for companion.db and media/")
+    parser.add_argument("--provider", default=hide, choices=PROVIDERS)
+    parser.add_argument("--base-url", dest="base_url", default=hide, help="OpenAI-compatible URL")
+    parser.add_argument("--model", dest="chat_model", default=hide, help="chat model name")
+    parser.add_argument("--vision-model", dest="vision_model", default=hide, help="vision model")
+    parser.add_argument("--tool-mode", dest="tool_mode", default=hide, choices=TOOL_MODES)
 
 
 def build_parser() -> argparse.ArgumentParser:

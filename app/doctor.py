@@ -236,9 +236,8 @@ def run_checks(settings: Settings) -> Iterator[Check]:
 
 def doctor(settings: Settings) -> int:
     """Print the report; 1 when the chat path cannot answer, else 0."""
-    provider = (
-        "local model" if settings.is_local else f"{settings.chat_model} at {settings.base_url}"
-    )
+    remote = f"{settings.chat_model} at {settings.base_url}"
+    provider = "the bundled local model" if settings.is_local else remote
     print(f"Companion doctor — home {settings.home}, chat: {provider}")
     fatal = False
     for check in run_checks(settings):
