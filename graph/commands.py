@@ -1,8 +1,11 @@
 """The slash-command protocol: find a command on the first line of a model reply.
 
 Pure functions, no I/O. A command is ``/name args`` alone at the start of the reply's
-first non-blank line; anywhere else (another line, after text) it is plain text. One
-command per reply. Multiline commands (``/memory_sql``) take the following lines too.
+first non-blank line, where ``name`` is one of the known commands (``Commands``); a
+first line naming no command (``/shrug``, ``/Web_Search``) is plain text, and so is a
+command anywhere else (another line, after text). One command per reply: after a leading
+command, further command lines are dropped, never shown. Multiline commands
+(``/memory_sql``) take the following lines too.
 """
 
 from __future__ import annotations
@@ -11,11 +14,31 @@ import json
 import re
 import string
 import unicodedata
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 COMMAND_LINE = re.compile(r"^/([A-Za-z][\w-]*)(?:[ \t]+(.*))?$")
+
+
+@dataclass(frozen=True)
+class Commands:
+    """The commands a reply may start with: their names, and those that take the lines
+    after the command line as their text too."""
+
+    names: frozenset[str]
+    multiline: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, names: Iterable[str], multiline: Iterable[str] = ()) -> Commands:
+        """Commands from plain name lists (the multiline ones count as known too)."""
+        extra = frozenset(multiline)
+        return cls(frozenset(names) | extra, extra)
+
+    def match(self, line: str) -> re.Match[str] | None:
+        """The command-line match of ``line`` when it names a known command, else None."""
+        found = COMMAND_LINE.match(line.strip())
+        return found if found and found.group(1) in self.names else None
 
 
 @dataclass(frozen=True)
@@ -35,32 +58,54 @@ class ParsedReply:
     text: str
 
 
-def parse_reply(reply: str, multiline: Collection[str] = ()) -> ParsedReply:
+def parse_reply(reply: str, commands: Commands) -> ParsedReply:
     """Split a reply into a leading command and the remaining visible text."""
     stripped = reply.lstrip()
     first, _, rest = stripped.partition("\n")
-    match = COMMAND_LINE.match(first.rstrip())
+    match = commands.match(first)
     if not match:
         return ParsedReply(None, reply.strip())
     name = match.group(1)
     args = (match.group(2) or "").strip()
-    if name in multiline:
+    if name in commands.multiline:
         text = f"{args}\n{rest}".strip() if args else rest.strip()
         return ParsedReply(Command(name, text, stripped.strip()), "")
-    return ParsedReply(Command(name, args, first.strip()), rest.strip())
+    shown = "".join(_shown_lines(rest, commands, complete=True))
+    return ParsedReply(Command(name, args, first.strip()), shown.strip())
 
 
-def visible_prefix(partial: str) -> str:
-    """What of a streaming reply may be shown yet: hides a command line as it forms."""
+def _shown_lines(rest: str, commands: Commands, *, complete: bool) -> Iterable[str]:
+    """The lines after a leading command that may be shown: every further command line is
+    dropped. While the reply streams (``complete`` False) an unfinished last line that may
+    still become a command is held back."""
+    lines = rest.splitlines(keepends=True)
+    for number, line in enumerate(lines, start=1):
+        if commands.match(line):
+            continue
+        unfinished = number == len(lines) and not line.endswith("\n") and not complete
+        if unfinished and (not line.strip() or line.lstrip().startswith("/")):
+            continue
+        yield line
+
+
+def visible_prefix(partial: str, commands: Commands) -> str:
+    """What of a streaming reply may be shown yet: hides a command line as it forms, and
+    every command line after a leading one. Grows as ``partial`` grows, and ends as
+    ``parse_reply``'s text (before its final strip)."""
     stripped = partial.lstrip()
+    if not stripped:
+        return ""
     if not stripped.startswith("/"):
         return partial
     first, newline, rest = stripped.partition("\n")
     if not newline:
         return ""  # still writing the first line: it may be a command
-    if COMMAND_LINE.match(first.rstrip()):
-        return rest.lstrip()
-    return partial
+    match = commands.match(first)
+    if not match:
+        return partial
+    if match.group(1) in commands.multiline:
+        return ""  # everything after a multiline command is its text
+    return "".join(_shown_lines(rest, commands, complete=False)).lstrip()
 
 
 _PUNCTUATION = set(string.punctuation)

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
-from graph.commands import parse_reply, visible_prefix
+from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.errors import ProviderError
 from graph.events import ModelDone, TextDelta
@@ -52,14 +52,18 @@ def _text(message: AIMessage) -> str:
     )
 
 
+def reply_commands(ctx: Context) -> Commands:
+    """The commands a reply may start with: each registered tool's command and name."""
+    specs = [s for n in ctx.registry.names if (s := ctx.registry.get(n))]
+    return Commands.of(
+        (name for s in specs for name in (s.command or s.name, s.name)),
+        (name for s in specs if s.multiline for name in (s.command or s.name, s.name)),
+    )
+
+
 def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
     """The tool calls a reply asks for, and the text left to show."""
-    multiline = [
-        s.command or s.name
-        for n in ctx.registry.names
-        if (s := ctx.registry.get(n)) and s.multiline
-    ]
-    parsed = parse_reply(_text(message), multiline)
+    parsed = parse_reply(_text(message), reply_commands(ctx))
     if parsed.command is not None:
         command = parsed.command
         spec = ctx.registry.by_command(command.name)
@@ -116,12 +120,13 @@ async def stream_reply(
     chunks: list[Any] = []
     written = ""  # the raw text so far
     shown = 0  # how much of its visible part went out
+    commands = reply_commands(runtime.context) if runtime is not None else Commands.of(())
     try:
         async for chunk in runnable.astream(messages):
             chunks.append(chunk)
             if isinstance(chunk.content, str) and chunk.content:
                 written += chunk.content
-                visible = visible_prefix(written)
+                visible = visible_prefix(written, commands)
                 if len(visible) > shown and runtime is not None:
                     runtime.stream_writer(TextDelta(visible[shown:]))
                     shown = len(visible)
