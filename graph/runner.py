@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +38,7 @@ from graph.events import (
     UserStored,
 )
 from graph.state import ExecutedCall, State, TraceEvent
-from memory.segments import refresh_segments
+from memory.segments import catch_up_segments, refresh_segments
 from memory.store import Message
 
 log = logging.getLogger("companion.runner")
@@ -205,17 +205,40 @@ def _segments_task_name(session_id: str) -> str:
     return f"segments:{session_id}"
 
 
-def schedule_segments(ctx: Context, session_id: str) -> asyncio.Task[None]:
-    """Cut closed spans of the session into segments in the background (never blocks)."""
+def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> asyncio.Task[None]:
+    """Cut closed spans of the session into segments in the background (never blocks).
+
+    ``force`` also closes the newest span: the person left this session for another, so
+    what they said there becomes an episode now rather than after 30 quiet minutes.
+    """
 
     async def refresh() -> None:
         try:
-            await refresh_segments(ctx.store, session_id, ctx.summarize, tz=ctx.settings.timezone)
+            await refresh_segments(
+                ctx.store, session_id, ctx.summarize, force=force, tz=ctx.settings.timezone
+            )
         except Exception:  # episodic memory is best effort; the next turn retries
             log.exception("segment refresh failed for session %s", session_id)
 
-    loop = asyncio.get_running_loop()
-    task = loop.create_task(refresh(), name=_segments_task_name(session_id))
+    return _background(refresh(), _segments_task_name(session_id))
+
+
+def schedule_catch_up(ctx: Context) -> asyncio.Task[None]:
+    """Summarise every session's spans left unsummarised (app start), in the background,
+    a bounded batch at a time so no single step holds the store for long."""
+
+    async def catch_up() -> None:
+        try:
+            while await catch_up_segments(ctx.store, ctx.summarize, tz=ctx.settings.timezone):
+                await asyncio.sleep(0)
+        except Exception:
+            log.exception("catching up on unsummarised conversations failed")
+
+    return _background(catch_up(), "segments:catch-up")
+
+
+def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    task = asyncio.get_running_loop().create_task(work, name=name)
     _BACKGROUND.add(task)
     task.add_done_callback(_BACKGROUND.discard)
     return task

@@ -1,0 +1,35 @@
+"""Every conversation becomes episodes: on leaving a session, and at app start."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from graph.runner import run_turn, schedule_catch_up, schedule_segments
+from memory.segments import list_segments, pending_sessions
+from memory.store import Store
+from tests.conftest import FIXED_NOW
+
+
+async def test_leaving_a_session_closes_its_open_span(make_context) -> None:
+    ctx = make_context(["Enjoy your nasi goreng!"])
+    await run_turn(ctx, "a", "Tonight I cooked nasi goreng")
+    assert list_segments(ctx.store, "a") == []  # a fresh span stays open for 30 minutes
+    await schedule_segments(ctx, "a", force=True)
+    (episode,) = list_segments(ctx.store, "a")
+    assert "nasi goreng" in episode.summary
+
+
+async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
+    ctx = make_context([])
+    earlier = Store(ctx.store.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+    sessions = []
+    for plant in ("tomatoes", "chillies"):
+        session = earlier.create_session(f"Garden: {plant}")
+        earlier.add_message(session.id, "user", f"I planted {plant} this morning")
+        sessions.append(session.id)
+    assert pending_sessions(ctx.store) == sessions
+    await schedule_catch_up(ctx)
+    for session_id, plant in zip(sessions, ("tomatoes", "chillies"), strict=True):
+        (episode,) = list_segments(ctx.store, session_id)
+        assert plant in episode.summary
+    assert pending_sessions(ctx.store) == []
