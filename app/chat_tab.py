@@ -7,6 +7,11 @@ the chat and the Graph tab's trace (``trace``, a component the Graph tab renders
 
 Each browser keeps its own session id in a ``gr.State``. A message that cannot be sent
 (too long, or the database cannot take it) stays in the composer, and the chat says why.
+
+The style note sits under the composer: sent with the next message only, or, with "Keep
+for this chat" ticked, kept on the session (``Store.set_style_note``) and shown above
+the composer as the chat's active note until removed. Either way the box clears once the
+message is sent; the note goes after the persona's identity block, never in its place.
 """
 
 from __future__ import annotations
@@ -73,6 +78,13 @@ def _history(store: Store, session_id: str | None) -> list[Any]:
     return history_messages(store.messages(session_id)) if session_id else []
 
 
+def active_note(store: Store, session_id: str | None) -> tuple[Any, Any]:
+    """(the active-note line, the Remove button) for the note kept on this session."""
+    note = store.style_note(session_id) if session_id else None
+    text = f"📝 **Note for this chat:** {note}" if note else ""
+    return gr.update(value=text, visible=bool(note)), gr.update(visible=bool(note))
+
+
 def write_failure(exc: BaseException) -> str | None:
     """What to tell the user when the database refused a write (read-only, full), or None."""
     name = getattr(exc, "sqlite_errorname", None)
@@ -92,14 +104,9 @@ def failure_bubble(exc: Exception) -> Any:
     return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
 
 
-def build(
-    make_context: Callable[[], Context], style_once: gr.State, trace: gr.Markdown, load: Any
-) -> None:
-    """Lay out the tab inside the current Blocks; ``load`` is the page's load event.
-
-    ``style_once`` holds the Settings tab's one-turn style note (cleared once a turn uses
-    it); ``trace`` is where the last turn's path goes.
-    """
+def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) -> None:
+    """Lay out the tab inside the current Blocks; ``load`` is the page's load event and
+    ``trace`` is where the last turn's path goes."""
     first = make_context()
     store = first.store
     session = gr.State(None)
@@ -128,6 +135,19 @@ def build(
         show_label=False,
         elem_id="chat-input",
     )
+    with gr.Row(equal_height=True):
+        note_line = gr.Markdown(visible=False, elem_id="active-note")
+        remove_note = gr.Button(
+            "Remove note", size="sm", scale=0, visible=False, elem_id="remove-note"
+        )
+    with gr.Accordion("Style note", open=False, elem_id="style-note-panel"):
+        note = gr.Textbox(
+            label="For your next message (the persona stays)",
+            placeholder="e.g. answer in three bullet points",
+            max_lines=3,
+            elem_id="style-note",
+        )
+        keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
     line = gr.Markdown(model_line(first.settings), elem_id="model-line")
 
     def on_load() -> tuple[Any, ...]:
@@ -148,6 +168,11 @@ def build(
     def on_new() -> tuple[Any, ...]:
         created = store.create_session(NEW_TITLE).id
         return created, gr.update(choices=session_choices(store), value=created), []
+
+    def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
+        if session_id and store.get_session(session_id):
+            store.set_style_note(session_id, None)
+        return active_note(store, session_id)
 
     def on_rename(session_id: str | None, new_title: str) -> tuple[Any, str]:
         if not session_id:
@@ -173,15 +198,17 @@ def build(
         )
 
     async def on_send(
-        message: Mapping[str, Any] | None, session_id: str | None, style_note: str | None
+        message: Mapping[str, Any] | None, session_id: str | None, style_note: str, kept: bool
     ) -> AsyncIterator[dict[Any, Any]]:
         text = str((message or {}).get("text") or "").strip()
         files = [str(f) for f in (message or {}).get("files") or []]
         if not text and not files:
             yield {box: gr.update(value=None)}
             return
-        # A copy: the factory's Context is shared, the style note is this turn's only.
-        ctx = dataclasses.replace(make_context(), style_note=style_note)
+        style_note = (style_note or "").strip()
+        # A copy: the factory's Context is shared, the style note is this turn's only (a
+        # kept note is read from the session by build_context instead).
+        ctx = dataclasses.replace(make_context(), style_note=None if kept else style_note or None)
         # Refused before the composer is cleared: the message stays there to be fixed.
         refusal = too_long(text, ctx.settings.max_message_chars)
         if refusal:
@@ -190,15 +217,21 @@ def build(
             return
         try:
             session_id = ensure_session(store, session_id, text)
+            if kept and style_note:
+                store.set_style_note(session_id, style_note)
         except Exception as exc:
             yield {chatbot: [*_history(store, session_id), failure_bubble(exc)], box: message}
             return
         view = TurnView(_history(store, session_id))
+        shown_note, remove_shown = active_note(store, session_id)
         yield {
             chatbot: [*view.messages, user_bubble(text)],
             box: gr.update(value=None, interactive=False),
             session: session_id,
-            style_once: None,
+            note: "",
+            keep: False,
+            note_line: shown_note,
+            remove_note: remove_shown,
             picker: gr.update(choices=session_choices(store), value=session_id),
         }
         async for update in _turn(ctx, session_id, text, files, view):
@@ -211,21 +244,29 @@ def build(
             trace: trace_markdown(view.trace),
         }
 
-    load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
-    picker.input(on_switch, picker, [session, chatbot], api_name="switch_session")
-    new.click(on_new, None, [session, picker, chatbot], api_name="new_session")
+    def show_note(session_id: str | None) -> tuple[Any, Any]:
+        return active_note(store, session_id)
+
+    noted = [note_line, remove_note]
+    # Whenever the conversation in view changes, its kept note (if any) shows with it.
+    loaded = load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
+    switched = picker.input(on_switch, picker, [session, chatbot], api_name="switch_session")
+    started = new.click(on_new, None, [session, picker, chatbot], api_name="new_session")
     # The chat's own trash button starts a fresh conversation; the old one stays stored.
-    chatbot.clear(on_new, None, [session, picker, chatbot], api_visibility="private")
+    cleared = chatbot.clear(on_new, None, [session, picker, chatbot], api_visibility="private")
+    remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
     rename.click(on_rename, [session, title], [picker, title], api_name="rename_session")
     delete.click(lambda: gr.update(visible=True), None, confirm_row, api_visibility="private")
     cancel.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
-    confirm.click(
+    deleted = confirm.click(
         on_delete, session, [session, picker, chatbot, confirm_row], api_name="delete_session"
     )
+    for event in (loaded, switched, started, cleared, deleted):
+        event.then(show_note, session, noted, api_visibility="private")
     box.submit(
         on_send,
-        [box, session, style_once],
-        [chatbot, box, session, style_once, picker, line, trace],
+        [box, session, note, keep],
+        [chatbot, box, session, picker, line, trace, note, keep, *noted],
         api_name="send",
     )
 

@@ -60,6 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("-m", "--message", help="answer this one message and exit")
     chat.add_argument("--session", help="session id (default: a new session)")
     chat.add_argument(
+        "--style",
+        metavar="NOTE",
+        help='a style note for the next message ("answer in bullet points"); it goes after '
+        "the persona's identity block and never replaces it",
+    )
+    chat.add_argument(
+        "--amend",
+        action="store_true",
+        help="keep the --style note for the rest of this session (go on with --session; "
+        '--style "" --amend removes a kept note)',
+    )
+    chat.add_argument(
         "--checkpoints",
         action="store_true",
         help="record LangGraph checkpoints in HOME/checkpoints.db (debugging)",
@@ -110,6 +122,8 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
+    import dataclasses
+
     from graph.events import Answer, ToolEnd, ToolStart, TurnError
     from graph.runner import stream_turn
 
@@ -118,6 +132,13 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
     else:
         print(f"[model: {ctx.settings.chat_model}]", file=sys.stderr)
     session_id = args.session or ctx.store.create_session().id
+    note = args.style
+    if args.amend:
+        if ctx.store.get_session(session_id) is None:
+            print(f"companion: no session {session_id!r} to keep the note on", file=sys.stderr)
+            return 2
+        ctx.store.set_style_note(session_id, note)
+        note = None  # kept on the session: build_context reads it from there every turn
     messages = [args.message] if args.message is not None else None
     while True:
         if messages is not None:
@@ -134,7 +155,9 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
                 continue
         answer = ""
         failed = False
-        async for event in stream_turn(ctx, session_id, text, graph=graph):
+        turn = dataclasses.replace(ctx, style_note=note) if note else ctx
+        note = None  # a one-turn note serves the next message only
+        async for event in stream_turn(turn, session_id, text, graph=graph):
             match event:
                 case ToolStart(name=name, args=arguments):
                     print(f"[tool] {name} {arguments} …", file=sys.stderr)
@@ -204,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "undo-sql":
         return _undo_sql(args)
     if args.command == "chat":
+        if args.amend and args.style is None:
+            print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
+            return 2
         return asyncio.run(_chat(args))
     if args.command == "graph":
         from graph.builder import mermaid

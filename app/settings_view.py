@@ -1,15 +1,13 @@
-"""The Settings tab: models, endpoint status, location, persona, and the style note.
+"""The Settings tab: models, endpoint status, location and persona.
 
 Saved values go through ``graph.context.validate_profile`` into the profile table; the
 next turn builds its Context from the re-read profile, so a change applies at once.
 
 Persona: a dropdown picks the bundled persona, and its identity block is shown in an
-editable box. An edited identity block is saved as the profile's ``style_note`` (the
-persisted "amend" override, which replaces the identity block in every system message);
-text equal to the persona's own, or an empty box, clears the override.
-
-Style note: text for the next message only (``Context.style_note`` for one turn), or,
-with "amend" ticked, saved as that same ``style_note`` for every message.
+editable box. An edited identity block is saved as the profile's ``identity`` (used in
+the persona's place in every system message); text equal to the persona's own, or an
+empty box, clears it. Style notes are another thing: they live in the Chat tab, go after
+the identity block and never change it (``app.chat_tab``).
 
 Image API key: write-only. The box is always shown empty; text typed into it is saved,
 an empty box keeps the stored key. A new image base URL saved without a key drops the
@@ -38,7 +36,7 @@ from graph.providers import endpoint_status
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
-FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "style_note")  # the note has its own box
+FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "identity")  # it has its own box
 SECRET_KEYS = ("image_api_key",)  # saved, never shown
 NO_IMAGE_KEY = (
     "Note: no image API key is set for the new image base URL (a saved key is dropped when "
@@ -48,8 +46,8 @@ NO_IMAGE_KEY = (
 
 
 def identity_text(settings: Settings) -> str:
-    """The identity block in effect: the saved override, else the persona's own text."""
-    return settings.style_note or persona_text(settings.persona)
+    """The identity block in effect: the user's edited text, else the persona's own."""
+    return settings.identity or persona_text(settings.persona)
 
 
 def form_values(settings: Settings) -> dict[str, Any]:
@@ -87,7 +85,7 @@ def profile_update(form: Mapping[str, Any], identity: str, current: Settings) ->
     edited = (identity or "").strip()
     if edited != identity_text(current).strip() or "persona" in values:
         own = persona_text(form.get("persona")).strip()
-        values["style_note"] = edited if edited and edited != own else None
+        values["identity"] = edited if edited and edited != own else None
     return validate(values)
 
 
@@ -97,7 +95,7 @@ def saved_message(saved: Mapping[str, Any], settings: Settings) -> str:
         f"✅ Saved. The next message uses chat model `{settings.chat_model}`, tool mode "
         f"`{settings.tool_mode}`, location ({settings.latitude}, {settings.longitude}), "
         f"persona `{settings.persona}`"
-        + (" with an edited identity block." if settings.style_note else "."),
+        + (" with an edited identity block." if settings.identity else "."),
     ]
     keyed = settings.image_backend in KEYED_IMAGE_BACKENDS
     if saved.get("image_base_url") and keyed and not settings.image_api_key:
@@ -124,24 +122,7 @@ def provider_line(settings: Settings) -> str:
     )
 
 
-def apply_style_note(
-    store_set: Callable[[dict[str, Any]], None], text: str, amend: bool
-) -> tuple[str | None, str]:
-    """(note for the next message, message): amend saves it for every message instead."""
-    note = (text or "").strip() or None
-    if amend:
-        store_set(validate({"style_note": note}))
-        if note is None:
-            return None, "✅ Saved style note cleared: the persona's identity block is back."
-        return None, "✅ Saved: this note replaces the persona's identity for every message."
-    if note is None:
-        return None, "No style note for the next message."
-    return note, "✅ This note applies to your next message only."
-
-
-def build(
-    make_context: Callable[[], Context], style_once: gr.State, load: Any, opened: Any
-) -> None:
+def build(make_context: Callable[[], Context], load: Any, opened: Any) -> None:
     """Lay out the tab inside the current Blocks.
 
     The form is filled when the page loads (not each time the tab opens, which would
@@ -179,14 +160,6 @@ def build(
     )
     save = gr.Button("Save settings", variant="primary", elem_id="save-settings")
     status = gr.Markdown(elem_id="settings-status")
-    gr.Markdown("### Style note")
-    with gr.Row():
-        style_text = gr.Textbox(
-            label="Style note (replaces the identity block)", lines=2, elem_id="style-note", scale=4
-        )
-        amend = gr.Checkbox(label="Amend: keep it for every message", elem_id="style-amend")
-    apply_style = gr.Button("Apply style note", elem_id="apply-style")
-    style_status = gr.Markdown(elem_id="style-status")
 
     form = [
         chat_model,
@@ -226,18 +199,8 @@ def build(
         settings = make_context().settings
         return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
 
-    def on_style(text: str, amend_it: bool) -> tuple[str | None, str, str]:
-        try:
-            note, message = apply_style_note(store.set_profile, text, amend_it)
-        except ConfigError as exc:
-            return None, f"❌ {exc}", gr.skip()
-        return note, message, identity_text(make_context().settings)
-
     save.click(on_save, [*form, identity], [status, identity], api_name="save_settings")
     check.click(on_check, None, endpoint, api_name="endpoint_status")
     persona.input(persona_text, persona, identity, api_visibility="private")
-    apply_style.click(
-        on_style, [style_text, amend], [style_once, style_status, identity], api_name="style_note"
-    )
     load(fill, None, [provider, *form, identity], api_visibility="private")
     gr.on([load, opened], on_check, None, endpoint, api_visibility="private")

@@ -78,14 +78,13 @@ def context_factory(
 def build_app(make_context: ContextFactory) -> gr.Blocks:
     """The app's Blocks (not launched): one builder per tab."""
     with gr.Blocks(title="Companion") as demo:
-        style_once = gr.State(None)  # the Settings tab's style note for the next turn only
         # Shown in the Graph tab, written by the Chat tab when a turn answers.
         trace = gr.Markdown(NO_TRACE, elem_id="turn-trace", render=False)
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                chat_tab.build(make_context, style_once, trace, demo.load)
+                chat_tab.build(make_context, trace, demo.load)
             with gr.Tab("Settings", id="settings", elem_id="tab-settings") as settings_tab:
-                settings_view.build(make_context, style_once, demo.load, settings_tab.select)
+                settings_view.build(make_context, demo.load, settings_tab.select)
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:
                 memories_view.build(make_context, [demo.load, memories_tab.select])
             with gr.Tab("Graph", id="graph", elem_id="tab-graph"):

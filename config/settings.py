@@ -58,7 +58,7 @@ class Settings:
     longitude: float = 0.0
     timezone: str = "UTC"
     persona: str = "yuzuki"
-    style_note: str | None = None
+    identity: str | None = None  # the user's edited identity block, in the persona's place
     allow_private_urls: bool = False
     allowed_image_dir: Path | None = None
     request_timeout: float = 60.0
@@ -104,7 +104,7 @@ PROFILE_KEYS = (
     "longitude",
     "timezone",
     "persona",
-    "style_note",
+    "identity",
 )
 
 _ENV = {

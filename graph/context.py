@@ -30,7 +30,7 @@ class Context:
     registry: ToolRegistry
     vision_model: BaseChatModel | None = None
     clock: Clock | None = None
-    style_note: str | None = None
+    style_note: str | None = None  # this turn's note, after the identity ("For this reply")
     summarize: Any = None  # async (messages) -> str for episodic summaries; None = extractive
     stream_tokens: bool = True  # stream the model's text and live progress (run_turn: off)
 

@@ -129,6 +129,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX messages_created_at ON messages(created_at);
     """,
+    # 4: a style note kept for the rest of one session ("amend"), beside the persona and
+    # never in its place. The profile's old 'style_note' held an edited identity block (or
+    # an amended note, which replaced the identity the same way): it becomes 'identity',
+    # the key of the user's own identity text, so what the persona said does not change.
+    """
+    ALTER TABLE sessions ADD COLUMN style_note TEXT;
+    UPDATE profile SET key = 'identity' WHERE key = 'style_note';
+    """,
 )
 
 

@@ -225,6 +225,23 @@ class Store:
         with self.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
+    def style_note(self, session_id: str) -> str | None:
+        """The style note kept for the rest of this session ("amend"), or None."""
+        row = self.conn.execute(
+            "SELECT style_note FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return row["style_note"] if row else None
+
+    def set_style_note(self, session_id: str, note: str | None) -> None:
+        """Keep a style note for the rest of this session; None or blank removes it."""
+        note = (note or "").strip() or None
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE sessions SET style_note = ? WHERE id = ?", (note, session_id)
+            )
+        if cursor.rowcount == 0:
+            raise StoreError(f"no session {session_id!r}")
+
     # messages -------------------------------------------------------------------
 
     def add_message(

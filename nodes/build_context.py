@@ -1,6 +1,7 @@
 """build_context: assemble exactly what the model sees, the same way every time.
 
-System message (identity block, procedural block, "Your current memories", tool
+System message (identity block; after it, never in its place, the style notes: the
+session's kept note and this turn's; procedural block; "Your current memories"; tool
 awareness for the tools enabled this turn), then the session's last 25 messages up to
 this turn's user message, then this turn's replies and tool results — all read from the
 store, the one source of truth. Images go inline (as image content) only when the vision
@@ -194,12 +195,12 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     tools = [] if reason else ctx.registry.enabled(ctx.tool_context(session_id, user_id))
     settings = ctx.settings
     now = (ctx.clock or store.clock)()
-    identity = ctx.style_note or settings.style_note or persona_text(settings.persona)
     system = system_prompt(
-        identity=identity,
+        identity=settings.identity or persona_text(settings.persona),
+        style_notes=(store.style_note(session_id), ctx.style_note),
         now=now.strftime("%A %d %B %Y, %H:%M UTC"),
         memories=prompt_block(store, now, MEMORY_BUDGET_CHARS),
-        tools=[ToolLine(t.name, t.command or t.name, t.examples) for t in tools],
+        tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
         tool_mode=settings.tool_mode,
         no_tools_reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",

@@ -59,6 +59,10 @@ def default_format(result: dict[str, Any]) -> str:
 class ToolSpec:
     """A tool as the model and the graph see it.
 
+    ``use_when`` is the one sentence saying what the tool does and when to use it: the
+    native schema's description starts with it, and the command protocol (commands mode)
+    gives it as the command's line, so the two modes read the same guidance.
+    ``description`` is the rest: parameter semantics and an example.
     ``parameters`` is a JSON schema (object). ``role`` is the message role of its results
     (web_tool, weather_tool, memory_tool, image_tool). ``command`` is its slash-command
     name; ``parse_command`` turns the text after the command into arguments (default: the
@@ -85,6 +89,12 @@ class ToolSpec:
     examples: tuple[str, ...] = field(default_factory=tuple)
     untrusted: bool = False
     writes_memory: Callable[[dict[str, Any]], bool] | None = None
+    use_when: str = ""
+
+    @property
+    def full_description(self) -> str:
+        """What the model reads of the tool: its use-when sentence, then the details."""
+        return " ".join(part for part in (self.use_when, self.description) if part)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI/OpenRouter function-tool schema."""
@@ -92,7 +102,7 @@ class ToolSpec:
             "type": "function",
             "function": {
                 "name": self.name,
-                "description": self.description,
+                "description": self.full_description,
                 "parameters": self.parameters,
             },
         }

@@ -45,8 +45,8 @@ URL_CACHE_SIZE = 256
 # the markdown pattern's work stays bounded.
 MAX_REFERENCE_CHARS = 4096
 
+USE_WHEN = "Load an image so you can look at it, when the user asks about a photo or picture."
 DESCRIPTION = (
-    "Load an image so you can look at it, when the user asks about a photo or picture. "
     "`reference` (optional): which image — omit it for the latest image in this "
     'conversation, or give a markdown image "![photo](https://example.com/cat.jpg)", an '
     "http(s) URL, or a file path from the conversation."
@@ -212,6 +212,7 @@ def format_loaded(result: dict[str, Any]) -> str:
 TOOLS = [
     ToolSpec(
         name="image_analyze",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=image_analyze,

@@ -44,11 +44,13 @@ CONNECT_TIMEOUT = 10.0
 MAX_JSON_BYTES = MAX_IMAGE_BYTES * 4 // 3 + 1_000_000  # a base64 image at the cap, plus envelope
 ERROR_BYTES = 64_000  # enough of an error body to quote its message
 
+USE_WHEN = (
+    'Generate an image when the user asks for a picture, drawing or photo (e.g. "send a pic").'
+)
 DESCRIPTION = (
-    'Generate an image when the user asks for a picture, drawing or photo (e.g. "send a '
-    'pic"). `prompt`: a complete visual description of the image — subject, setting, '
-    'style — e.g. "a ginger cat asleep on a sunny windowsill, photo". The image is shown '
-    "to the user automatically."
+    "`prompt`: a complete visual description of the image — subject, setting, style — e.g. "
+    '"a ginger cat asleep on a sunny windowsill, photo". The image is shown to the user '
+    "automatically."
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -273,6 +275,7 @@ def format_generated(result: dict[str, Any]) -> str:
 TOOLS = [
     ToolSpec(
         name="image_generate",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=image_generate,

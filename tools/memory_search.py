@@ -21,13 +21,16 @@ from tools.base import ToolContext, ToolSpec
 
 CONTENT_CHARS = 500
 
+USE_WHEN = (
+    "Search your long-term memory of this user, across all your chats with them, when they "
+    "refer to something that is not in the recent conversation: past events, what they "
+    'told you before, or a time like "last Thursday", "yesterday", "last time", "kemarin", '
+    '"minggu lalu", "waktu itu".'
+)
 DESCRIPTION = (
-    "Search your long-term memory of this user, across all your chats with them: saved "
-    "facts, summaries of past conversations and past messages. Use it when the user "
-    "refers to something that is not in the recent conversation — past events, what they "
-    'told you before, or a time like "last Thursday", "yesterday", "last time", '
-    '"kemarin", "minggu lalu", "waktu itu". `query`: the user\'s question in their words, '
-    'time words included, e.g. "what did I cook last Thursday".'
+    "It finds saved facts, summaries of past conversations and past messages. `query`: "
+    "the user's question in their words, time words included, e.g. "
+    '"what did I cook last Thursday".'
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -146,6 +149,7 @@ def has_history(ctx: ToolContext) -> bool:
 TOOLS = [
     ToolSpec(
         name="memory_search",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=memory_search,

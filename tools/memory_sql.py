@@ -27,9 +27,11 @@ from tools.base import ToolContext, ToolSpec
 
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
-DESCRIPTION = (
+USE_WHEN = (
     "Run one SQL statement (SQLite) over the chat database when a question needs counting, "
-    "listing or exact lookups that memory_search cannot do, or to correct stored text. "
+    "listing or exact lookups that memory_search cannot do, or to correct stored text."
+)
+DESCRIPTION = (
     "Only SELECT (WITH … SELECT allowed) and UPDATE run; anything else is refused. "
     "Tables: messages(id, session_id, role, content, created_at UTC 'YYYY-MM-DD HH:MM:SS', "
     "tool_name, meta, image_path), sessions(id, title, persona, created_at), "
@@ -90,6 +92,7 @@ def has_history(ctx: ToolContext) -> bool:
 TOOLS = [
     ToolSpec(
         name="memory_sql",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=memory_sql,

@@ -45,19 +45,23 @@ VALUE: dict[str, Any] = {
     "description": 'The fact itself, e.g. "Budi", "nasi goreng".',
 }
 
+CREATE_USE_WHEN = (
+    "Save a new lasting fact when the user tells you something about themselves worth "
+    "remembering across chats: their name, preferences, the people in their life, plans, "
+    "health constraints."
+)
 CREATE_DESCRIPTION = (
-    "Save a new lasting fact about the user when they tell you something worth remembering "
-    "across conversations. Fails if the key already exists in that category (then use "
-    "update_memory). Example: category identity, key name, value Budi."
+    "Fails if the key already exists in that category (then use update_memory). Example: "
+    "category identity, key name, value Budi."
 )
-UPDATE_DESCRIPTION = (
-    "Change a saved fact when the user corrects it or it has changed. `category` is only "
-    "needed when the same key exists in more than one category."
+UPDATE_USE_WHEN = "Change a saved fact when the user corrects it or it has changed."
+DELETE_USE_WHEN = (
+    "Forget a saved fact when the user takes it back, asks you to forget it, or it is no "
+    "longer true."
 )
-DELETE_DESCRIPTION = (
-    "Forget a saved fact when the user asks you to or it is no longer true. `category` is "
-    "only needed when the same key exists in more than one category."
-)
+ONE_CATEGORY = "`category` is only needed when the same key exists in more than one category."
+UPDATE_DESCRIPTION = ONE_CATEGORY
+DELETE_DESCRIPTION = ONE_CATEGORY
 
 CREATE_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -154,6 +158,7 @@ def has_memories(ctx: ToolContext) -> bool:
 TOOLS = [
     ToolSpec(
         name="create_memory",
+        use_when=CREATE_USE_WHEN,
         description=CREATE_DESCRIPTION,
         parameters=CREATE_PARAMETERS,
         run=create,
@@ -166,6 +171,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="update_memory",
+        use_when=UPDATE_USE_WHEN,
         description=UPDATE_DESCRIPTION,
         parameters=UPDATE_PARAMETERS,
         run=update,
@@ -179,6 +185,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="delete_memory",
+        use_when=DELETE_USE_WHEN,
         description=DELETE_DESCRIPTION,
         parameters=DELETE_PARAMETERS,
         run=delete,

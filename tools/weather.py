@@ -58,9 +58,12 @@ CURRENT_VARIABLES = "temperature_2m,weather_code,wind_speed_10m"
 GEOCODING_CANDIDATES = 10
 DOMINANCE = 5  # population ratio that makes the top match "clearly" the one meant
 
-DESCRIPTION = (
+USE_WHEN = (
     "Get the current weather (temperature in °C, conditions, wind in km/h) when the user "
-    "asks about weather now. `location`: a place name, optionally with region or country "
+    "asks about the weather now."
+)
+DESCRIPTION = (
+    "`location`: a place name, optionally with region or country "
     'to disambiguate, e.g. "Springfield, Illinois"; or `lat` and `lon` in decimal degrees. '
     "With neither, the user's saved location is used. Given both, the weather is for "
     "lat/lon and `location` is only the label."
@@ -266,6 +269,7 @@ def format_weather(result: dict[str, Any]) -> str:
 TOOLS = [
     ToolSpec(
         name="weather",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=weather,

@@ -35,11 +35,13 @@ DEFAULT_RESULTS = 5
 # A DuckDuckGo result page is well under 100 KB; anything far bigger is not one.
 MAX_PAGE_BYTES = 2 * 1024 * 1024
 
-DESCRIPTION = (
+USE_WHEN = (
     "Search the web when the answer needs current or outside facts (news, prices, exchange "
-    "rates, opening hours, anything you are not sure of). `query`: search-engine keywords, "
-    'e.g. "USD to JPY exchange rate"; `max_results`: how many results to return, 3 to 5 '
-    "(default 5)."
+    "rates, opening hours, anything you are not sure of)."
+)
+DESCRIPTION = (
+    '`query`: search-engine keywords, e.g. "USD to JPY exchange rate"; `max_results`: how '
+    "many results to return, 3 to 5 (default 5)."
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -216,6 +218,7 @@ def format_results(result: dict[str, Any]) -> str:
 TOOLS = [
     ToolSpec(
         name="web_search",
+        use_when=USE_WHEN,
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=web_search,

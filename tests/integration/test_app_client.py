@@ -11,11 +11,21 @@ from gradio_client import Client, handle_file
 from app.settings_view import FORM_KEYS
 from evals.fixtures import ImageFixture, cat_image
 from memory.memories import create_memory
+from prompts.templates import persona_text
 
 
-def send(client: Client, text: str, files: list[str] | None = None) -> tuple[Any, ...]:
+def send(
+    client: Client,
+    text: str,
+    files: list[str] | None = None,
+    *,
+    note: str = "",
+    keep: bool = False,
+) -> tuple[Any, ...]:
+    """The outputs of the turn's last update (chat, composer, picker, model line, trace,
+    then the style-note components) after sending ``text`` with an optional style note."""
     message = {"text": text, "files": [handle_file(f) for f in files or []]}
-    return tuple(client.predict(message, api_name="/send"))
+    return tuple(client.predict(message, note, keep, api_name="/send"))
 
 
 def text_of(message: dict[str, Any]) -> str:
@@ -42,7 +52,7 @@ def settings_form(**changes: Any) -> list[Any]:
 
 def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:
     app = launch()
-    chat, _, _, line, trace = send(app.client(), "hello there")
+    chat, _, _, line, trace, *_ = send(app.client(), "hello there")
     assert [(m["role"], text_of(m)) for m in chat] == [
         ("user", "hello there"),
         ("assistant", "You said: hello there"),
@@ -128,30 +138,36 @@ def test_invalid_settings_are_refused_and_valid_ones_change_the_next_turn(launch
     assert text_of(chat[-1]).startswith("Tool says: 35.68, 139.7: 14.2 °C, overcast")
 
 
-def test_edited_identity_is_saved_as_the_style_note(launch) -> None:
+def test_edited_identity_is_saved_as_the_identity(launch) -> None:
     app = launch()
     client = app.client()
     client.predict(*settings_form(), "You are Captain Hook.", api_name="/save_settings")
-    assert app.store.profile()["style_note"] == "You are Captain Hook."
+    assert app.store.profile()["identity"] == "You are Captain Hook."
     send(client, "ahoy")
     assert app.system_message().startswith("You are Captain Hook.")
 
 
-def test_style_note_for_one_message_or_amended_for_all(launch) -> None:
+def test_style_note_for_one_message_or_kept_for_the_chat(launch) -> None:
     app = launch()
     client = app.client()
-    client.predict("Talk like a pirate.", False, api_name="/style_note")
-    send(client, "one")
-    assert app.system_message().startswith("Talk like a pirate.")
+    yuzuki = persona_text("yuzuki")
+    send(client, "one", note="Talk like a pirate.")
+    (session,) = app.store.list_sessions()
+    assert app.store.style_note(session.id) is None  # for one message: nothing is kept
+    assert app.system_message().startswith(f"{yuzuki}\n\nFor this reply: Talk like a pirate.")
     send(client, "two")
-    assert not app.system_message().startswith("Talk like a pirate.")
-    assert "style_note" not in app.store.profile()
+    assert app.system_message().startswith(yuzuki)
+    assert "Talk like a pirate" not in app.system_message()
 
-    client.predict("Answer in haiku.", True, api_name="/style_note")
-    send(client, "three")
+    send(client, "three", note="Answer in haiku.", keep=True)
+    assert app.store.style_note(session.id) == "Answer in haiku."
     send(client, "four")
-    assert app.system_message(-2).startswith("Answer in haiku.")
-    assert app.system_message().startswith("Answer in haiku.")
+    for call in (-2, -1):
+        assert app.system_message(call).startswith(f"{yuzuki}\n\nFor this reply: Answer in haiku.")
+    assert "identity" not in app.store.profile()  # the persona is never overwritten
+    client.predict(api_name="/remove_style_note")
+    send(client, "five")
+    assert "For this reply" not in app.system_message()
 
 
 def test_edited_memory_reaches_the_next_system_message(launch) -> None:

@@ -42,13 +42,13 @@ def test_invalid_values_are_refused(changes: dict[str, object], message: str) ->
         profile_update(form(REMOTE, **changes), persona_text("yuzuki"), REMOTE)
 
 
-def test_edited_identity_becomes_the_style_note_and_the_persona_text_clears_it() -> None:
+def test_edited_identity_is_saved_as_identity_and_the_persona_text_clears_it() -> None:
     update = profile_update(form(REMOTE), "You are a pirate.", REMOTE)
-    assert update == {"style_note": "You are a pirate."}
-    edited = Settings(provider="openai-compatible", style_note="You are a pirate.")
-    assert profile_update(form(edited), persona_text("yuzuki"), edited) == {"style_note": None}
+    assert update == {"identity": "You are a pirate."}
+    edited = Settings(provider="openai-compatible", identity="You are a pirate.")
+    assert profile_update(form(edited), persona_text("yuzuki"), edited) == {"identity": None}
     switched = profile_update(form(REMOTE, persona="journal"), persona_text("journal"), REMOTE)
-    assert switched == {"persona": "journal", "style_note": None}
+    assert switched == {"persona": "journal", "identity": None}
 
 
 def test_image_backend_none_removes_it() -> None:

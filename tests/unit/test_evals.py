@@ -59,10 +59,7 @@ def call(name: str, ok: bool = True, **args: Any) -> ev.ObservedCall:
 
 # Cases that fail for a product gap being fixed under its issue. The regression test fails
 # when one of them starts passing, so its entry goes with the fix.
-KNOWN_GAPS = {
-    case_id: "issue 11 item 4: a one-turn style note replaces the persona's identity block"
-    for case_id in ("per-style-bullets-en", "per-style-singkat-id", "per-style-formal-en")
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -271,15 +271,6 @@ async def test_history_is_the_last_25_messages(make_context) -> None:
     assert seen[-1].content == "latest" and seen[1].content == "m16"
 
 
-async def test_style_note_replaces_identity_for_one_turn(make_context) -> None:
-    ctx = make_context(["ok"])
-    ctx.style_note = "Talk like a pirate."
-    await run_turn(ctx, "s1", "hi")
-    system = ctx.chat_model.calls[0]["messages"][0].content
-    assert system.startswith("Talk like a pirate.")
-    assert "Yuzuki" not in system
-
-
 async def test_optional_sqlite_checkpointer_records_the_turn(make_context, tmp_path) -> None:
     from graph.builder import checkpointed_graph
 

@@ -4,6 +4,7 @@ request made or the result. A parameter added to a schema without a case here fa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +15,12 @@ import pytest
 
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture, ImageFixture, OpenMeteoFixture, cat_image
+from graph.runner import run_turn
+from memory.memories import create_memory
 from memory.store import Store
 from tools import image_analyze, image_generate, weather, web_search
 from tools.base import ToolContext
-from tools.registry import ToolRegistry
+from tools.registry import ToolRegistry, builtin_specs
 
 SPECS = [*web_search.TOOLS, *weather.TOOLS, *image_generate.TOOLS, *image_analyze.TOOLS]
 
@@ -146,3 +149,31 @@ def test_schema_is_valid_and_described(spec):
     assert all(prop.get("description") for prop in spec.parameters["properties"].values())
     assert len(spec.description) < 500
     assert spec.schema()["function"]["name"] == spec.name
+
+
+@pytest.mark.parametrize("spec", builtin_specs(), ids=lambda spec: spec.name)
+def test_each_tool_has_one_use_when_sentence_that_opens_its_description(spec):
+    assert spec.use_when.endswith(".") and not re.search(r"[.!?] [A-Z]", spec.use_when)
+    assert spec.schema()["function"]["description"].startswith(f"{spec.use_when} ")
+    assert spec.use_when not in spec.description  # said once, in one place
+
+
+async def test_both_tool_modes_read_the_same_use_when_sentences(make_context):
+    """One source per tool: the native schema and the command block carry the same text."""
+    registry = ToolRegistry(builtin_specs())
+    ctx = make_context(["ok"], registry=registry)
+    create_memory(ctx.store, "identity", "name", "Rina")
+    ctx.store.add_message("s1", "user", "earlier")
+    await run_turn(ctx, "s1", "hello")
+    offered = [t["function"] for t in ctx.chat_model.calls[0]["tools"]]
+    native = {function["name"]: function["description"] for function in offered}
+    commands = make_context(["ok"], registry=registry, tool_mode="commands")
+    await run_turn(commands, "s1", "hello again")
+    assert commands.chat_model.calls[0]["tools"] == []
+    block = commands.chat_model.calls[0]["messages"][0].content
+    assert {"create_memory", "update_memory", "delete_memory", "memory_search"} <= set(native)
+    for name, description in native.items():
+        spec = registry.get(name)
+        assert spec is not None
+        assert description.startswith(spec.use_when)
+        assert f"- /{spec.command}: {spec.use_when}\n" in block

@@ -1,0 +1,82 @@
+"""The style note in a real headless chromium: under the composer, cleared after send,
+kept for the chat when asked (shown above the composer, removable), never in the
+persona's place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect
+
+from prompts.templates import persona_text
+from tests.e2e.harness import send
+
+TIMEOUT_MS = 15_000
+
+
+def answered(page: Any, text: str) -> None:
+    """Wait for the answer to ``text`` (the harness policy echoes it)."""
+    bot = page.locator("#chatbot [data-testid='bot'] .message-content").last
+    expect(bot).to_contain_text(f"You said: {text}.", timeout=TIMEOUT_MS)
+
+
+def write_note(page: Any, note: str, *, keep: bool = False) -> None:
+    box = page.locator("#style-note textarea")
+    if not box.is_visible():
+        page.locator("#style-note-panel").get_by_text("Style note").click()
+    box.fill(note)
+    if keep:
+        page.locator("#style-keep input").check()
+
+
+def last_system(app: Any) -> str:
+    return str(app.model.calls[-1]["messages"][0].content)
+
+
+def test_a_note_is_for_the_next_message_and_the_box_clears(page: Any, app: Any) -> None:
+    yuzuki = persona_text("yuzuki")
+    write_note(page, "Answer in three short bullet points.")
+    send(page, "ideas for Sunday")
+    answered(page, "ideas for Sunday")
+    assert last_system(app).startswith(
+        f"{yuzuki}\n\nFor this reply: Answer in three short bullet points."
+    )
+    expect(page.locator("#style-note textarea")).to_have_value("")
+    expect(page.locator("#active-note")).to_be_hidden()
+    send(page, "and Monday")
+    answered(page, "and Monday")
+    assert last_system(app).startswith(yuzuki) and "For this reply" not in last_system(app)
+
+
+def test_a_kept_note_shows_stays_for_the_chat_and_can_be_removed(
+    page: Any, app: Any, artifacts: Path
+) -> None:
+    yuzuki = persona_text("yuzuki")
+    write_note(page, "Reply formally, without emoji.", keep=True)
+    send(page, "good morning")
+    answered(page, "good morning")
+    active = page.locator("#active-note")
+    expect(active).to_contain_text("Note for this chat: Reply formally, without emoji.")
+    expect(page.locator("#style-note textarea")).to_have_value("")
+    expect(page.locator("#style-keep input")).not_to_be_checked()
+    page.screenshot(path=artifacts / "chat-style-note.png")
+
+    send(page, "what now")
+    answered(page, "what now")
+    assert last_system(app).startswith(f"{yuzuki}\n\nFor this reply: Reply formally")
+
+    page.reload()  # the note belongs to the chat, not to the page
+    expect(page.locator("#active-note")).to_contain_text("Reply formally", timeout=TIMEOUT_MS)
+    page.locator("#remove-note").click()
+    expect(page.locator("#active-note")).to_be_hidden()
+    send(page, "still there?")
+    answered(page, "still there?")
+    assert "For this reply" not in last_system(app)
+
+    write_note(page, "Answer in haiku.", keep=True)
+    send(page, "a poem")
+    answered(page, "a poem")
+    expect(page.locator("#active-note")).to_be_visible()
+    page.locator("#new-session").click()
+    expect(page.locator("#active-note")).to_be_hidden()  # kept for *that* chat only
