@@ -31,7 +31,7 @@ from config.settings import Settings
 from graph.context import Context
 from graph.events import ModelDone
 from graph.providers import LOCAL_BANNER
-from graph.runner import stream_turn, too_long
+from graph.runner import catch_up_once, schedule_segments, stream_turn, too_long
 from memory.store import Store, StoreError
 
 log = logging.getLogger("companion.app")
@@ -150,8 +150,9 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
     line = gr.Markdown(model_line(first.settings), elem_id="model-line")
 
-    def on_load() -> tuple[Any, ...]:
+    async def on_load() -> tuple[Any, ...]:
         ctx = make_context()
+        catch_up_once(ctx)
         sessions = ctx.store.list_sessions()
         current = sessions[0].id if sessions else None
         return (
@@ -162,12 +163,19 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
             gr.update(visible=ctx.settings.is_local),
         )
 
-    def on_switch(session_id: str | None) -> tuple[Any, ...]:
+    async def on_switch(session_id: str | None, left: str | None) -> tuple[Any, ...]:
+        leave(left, session_id)
         return session_id, _history(store, session_id)
 
-    def on_new() -> tuple[Any, ...]:
+    async def on_new(left: str | None) -> tuple[Any, ...]:
+        leave(left, None)
         created = store.create_session(NEW_TITLE).id
         return created, gr.update(choices=session_choices(store), value=created), []
+
+    def leave(left: str | None, going_to: str | None) -> None:
+        """The person left a session: what they said there becomes an episode now."""
+        if left and left != going_to and store.get_session(left):
+            schedule_segments(make_context(), left, force=True)
 
     def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
         if session_id and store.get_session(session_id):
@@ -250,10 +258,12 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
     noted = [note_line, remove_note]
     # Whenever the conversation in view changes, its kept note (if any) shows with it.
     loaded = load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
-    switched = picker.input(on_switch, picker, [session, chatbot], api_name="switch_session")
-    started = new.click(on_new, None, [session, picker, chatbot], api_name="new_session")
+    switched = picker.input(
+        on_switch, [picker, session], [session, chatbot], api_name="switch_session"
+    )
+    started = new.click(on_new, session, [session, picker, chatbot], api_name="new_session")
     # The chat's own trash button starts a fresh conversation; the old one stays stored.
-    cleared = chatbot.clear(on_new, None, [session, picker, chatbot], api_visibility="private")
+    cleared = chatbot.clear(on_new, session, [session, picker, chatbot], api_visibility="private")
     remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
     rename.click(on_rename, [session, title], [picker, title], api_name="rename_session")
     delete.click(lambda: gr.update(visible=True), None, confirm_row, api_visibility="private")

@@ -125,7 +125,7 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
     import dataclasses
 
     from graph.events import Answer, ToolEnd, ToolStart, TurnError
-    from graph.runner import stream_turn
+    from graph.runner import catch_up_once, stream_turn
 
     if ctx.settings.is_local:
         print(f"[{BANNER_LOCAL}]", file=sys.stderr)
@@ -140,6 +140,8 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
         ctx.store.set_style_note(session_id, note)
         note = None  # kept on the session: build_context reads it from there every turn
     messages = [args.message] if args.message is not None else None
+    if messages is None:  # a conversation, not a one-shot: summarise what was left open
+        catch_up_once(ctx)
     while True:
         if messages is not None:
             if not messages:

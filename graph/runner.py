@@ -237,6 +237,19 @@ def schedule_catch_up(ctx: Context) -> asyncio.Task[None]:
     return _background(catch_up(), "segments:catch-up")
 
 
+_CAUGHT_UP: set[str] = set()  # databases this process has started catching up on
+
+
+def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
+    """``schedule_catch_up`` the first time this process opens the database (app start,
+    terminal chat start); later calls do nothing."""
+    key = str(ctx.store.path)
+    if key in _CAUGHT_UP:
+        return None
+    _CAUGHT_UP.add(key)
+    return schedule_catch_up(ctx)
+
+
 def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
     task = asyncio.get_running_loop().create_task(work, name=name)
     _BACKGROUND.add(task)

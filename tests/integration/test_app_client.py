@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from gradio_client import Client, handle_file
 from app.settings_view import FORM_KEYS
 from evals.fixtures import ImageFixture, cat_image
 from memory.memories import create_memory
+from memory.segments import list_segments
 from prompts.templates import persona_text
 
 
@@ -103,6 +105,20 @@ def test_new_switch_and_delete_sessions(launch) -> None:
     picker, chat = client.predict(api_name="/delete_session")
     assert [s.id for s in app.store.list_sessions()] == [second_id]
     assert picker["value"] == second_id and text_of(chat[0]) == "second chat"
+
+
+def test_leaving_a_chat_turns_it_into_an_episode(launch) -> None:
+    app = launch()
+    client = app.client()
+    send(client, "Tonight I cooked nasi goreng")
+    first_id = app.store.list_sessions()[0].id
+    assert list_segments(app.store, first_id) == []  # open: the chat is still going on
+    client.predict(api_name="/new_session")
+    deadline = time.monotonic() + 10
+    while not list_segments(app.store, first_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (episode,) = list_segments(app.store, first_id)
+    assert "nasi goreng" in episode.summary
 
 
 def test_two_clients_keep_their_own_sessions(launch) -> None:
