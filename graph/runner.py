@@ -223,31 +223,39 @@ def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> 
     return _background(refresh(), _segments_task_name(session_id))
 
 
-def schedule_catch_up(ctx: Context) -> asyncio.Task[None]:
-    """Summarise every session's spans left unsummarised (app start), in the background,
-    a bounded batch at a time so no single step holds the store for long."""
+def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Task[None]:
+    """Summarise every session's spans left unsummarised, in the background, a bounded
+    batch at a time so no single step holds the store for long. With ``every``, sweep
+    again at that interval for as long as the process runs: a chat that goes quiet for
+    30 minutes becomes an episode even if no other turn comes."""
 
     async def catch_up() -> None:
-        try:
-            while await catch_up_segments(ctx.store, ctx.summarize, tz=ctx.settings.timezone):
-                await asyncio.sleep(0)
-        except Exception:
-            log.exception("catching up on unsummarised conversations failed")
+        while True:
+            try:
+                while await catch_up_segments(ctx.store, ctx.summarize, tz=ctx.settings.timezone):
+                    await asyncio.sleep(0)
+            except Exception:
+                log.exception("catching up on unsummarised conversations failed")
+            if every is None:
+                return
+            await asyncio.sleep(every)
 
     return _background(catch_up(), "segments:catch-up")
 
 
-_CAUGHT_UP: set[str] = set()  # databases this process has started catching up on
+_CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
+SWEEP_SECONDS = 300.0
 
 
 def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
-    """``schedule_catch_up`` the first time this process opens the database (app start,
-    terminal chat start); later calls do nothing."""
+    """Start ``schedule_catch_up`` (sweeping every ``SWEEP_SECONDS``) the first time this
+    process opens the database (the app's first page load, a terminal chat); later calls
+    do nothing."""
     key = str(ctx.store.path)
     if key in _CAUGHT_UP:
         return None
     _CAUGHT_UP.add(key)
-    return schedule_catch_up(ctx)
+    return schedule_catch_up(ctx, every=SWEEP_SECONDS)
 
 
 def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:

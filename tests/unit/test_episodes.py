@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from graph.runner import run_turn, schedule_catch_up, schedule_segments
@@ -33,3 +34,21 @@ async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
         (episode,) = list_segments(ctx.store, session_id)
         assert plant in episode.summary
     assert pending_sessions(ctx.store) == []
+
+
+async def test_a_running_app_keeps_sweeping_for_quiet_chats(make_context) -> None:
+    ctx = make_context([])
+    task = schedule_catch_up(ctx, every=0.02)
+    try:
+        await asyncio.sleep(0.05)  # the first sweep found nothing
+        earlier = Store(ctx.store.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+        session = earlier.create_session("Later")
+        earlier.add_message(session.id, "user", "I went cycling along the river")
+        for _ in range(200):
+            if list_segments(ctx.store, session.id):
+                break
+            await asyncio.sleep(0.02)
+        (episode,) = list_segments(ctx.store, session.id)
+        assert "cycling" in episode.summary
+    finally:
+        task.cancel()
