@@ -17,12 +17,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from memory.db import connect, migrate
 
-TOOL_ROLES = ("web_tool", "weather_tool", "memory_tool", "image_tool")
-ROLES = ("user", "assistant", "system", *TOOL_ROLES)
+ToolRole = Literal["web_tool", "weather_tool", "memory_tool", "image_tool"]
+Role = Literal[
+    "user", "assistant", "system", "web_tool", "weather_tool", "memory_tool", "image_tool"
+]
+TOOL_ROLES: tuple[ToolRole, ...] = get_args(ToolRole)
+ROLES: tuple[Role, ...] = get_args(Role)
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 Clock = Callable[[], datetime]

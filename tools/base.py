@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from config.settings import Settings
-from memory.store import Store, utc_now
+from memory.store import Store, ToolRole, utc_now
 
 
 @dataclass
@@ -79,7 +79,7 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     run: ToolRun
-    role: str
+    role: ToolRole
     command: str | None = None
     parse_command: Callable[[str], dict[str, Any]] | None = None
     available: Callable[[ToolContext], bool] = always
