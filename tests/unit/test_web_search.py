@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import tools.web_search as web_search_module
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture
 from memory.store import Store
@@ -154,8 +156,10 @@ async def test_a_huge_page_is_cut_off_at_the_cap(tmp_path, ddg):
     started = time.perf_counter()
     result, stall = await longest_stall(web_search({"query": "hugepage"}, make_ctx(tmp_path, ddg)))
     assert result == {"error": TOO_LARGE}
-    assert time.perf_counter() - started < 2
-    assert stall < 0.5
+    # Generous bounds for a loaded 2-core machine; unbounded, this read 300 MB and
+    # stalled the loop for 7 s.
+    assert time.perf_counter() - started < 10
+    assert stall < 2
 
 
 async def test_a_gzip_bomb_stops_at_the_cap_without_stalling_the_loop(tmp_path, ddg):
@@ -163,7 +167,7 @@ async def test_a_gzip_bomb_stops_at_the_cap_without_stalling_the_loop(tmp_path, 
     work = web_search({"query": "gzipbomb"}, make_ctx(tmp_path, ddg))
     result, stall = await longest_stall(work)
     assert result == {"error": TOO_LARGE}
-    assert stall < 0.5
+    assert stall < 2  # generous for a loaded machine; the bomb stalled the loop for 7 s
 
 
 async def test_only_encodings_read_under_the_cap_are_asked_for(tmp_path, ddg):
@@ -172,11 +176,19 @@ async def test_only_encodings_read_under_the_cap_are_asked_for(tmp_path, ddg):
     assert request.headers["accept-encoding"] == "gzip, deflate"
 
 
-async def test_a_big_result_page_is_parsed_off_the_event_loop(tmp_path, ddg):
-    work = web_search({"query": "manyresults"}, make_ctx(tmp_path, ddg))
-    result, stall = await longest_stall(work)
+async def test_a_big_result_page_is_parsed_off_the_event_loop(tmp_path, ddg, monkeypatch):
+    # Which thread parsed, not how long the loop paused: a timing bound flakes on a
+    # loaded 2-core machine, the thread does not.
+    threads: list[int] = []
+
+    def spy(page: str, limit: int) -> dict:
+        threads.append(threading.get_ident())
+        return parse_results(page, limit)
+
+    monkeypatch.setattr(web_search_module, "parse_results", spy)
+    result = await web_search({"query": "manyresults"}, make_ctx(tmp_path, ddg))
     assert [item["title"] for item in result["results"]] == [f"Result {n}" for n in range(5)]
-    assert stall < 0.5
+    assert threads and threads[0] != threading.get_ident()
 
 
 def test_unwrap_url_handles_redirects_ads_and_plain_links():
