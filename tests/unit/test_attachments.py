@@ -51,9 +51,8 @@ def test_an_adversarial_message_is_scanned_quickly(text: str) -> None:
     assert len(text) > 100_000
     started = time.perf_counter()
     image_url_in(text + " https://example.com/cat.png")
-    assert (
-        time.perf_counter() - started < 3
-    )  # linear: milliseconds; the quadratic scan took 15.8 s (bound generous for load)
+    # Linear: milliseconds; the quadratic scan took 15.8 s (bound generous for load).
+    assert time.perf_counter() - started < 3
 
 
 def test_a_url_after_a_long_adversarial_token_is_still_found() -> None:

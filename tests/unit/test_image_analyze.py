@@ -255,9 +255,8 @@ async def test_an_adversarial_reference_is_answered_quickly(tmp_path):
     started = time.perf_counter()
     near_cap = await image_analyze({"reference": "![](" * 1000}, ctx)
     over_cap = await image_analyze({"reference": "![" * 50_000}, ctx)
-    assert (
-        time.perf_counter() - started < 3
-    )  # generous for a loaded machine; an unbounded regex took seconds
+    # Generous for a loaded machine; an unbounded regex took seconds.
+    assert time.perf_counter() - started < 3
     assert near_cap["error"].startswith("not available:")
     assert over_cap == {"error": TOO_LONG}
 

@@ -121,9 +121,8 @@ async def test_slow_answer_times_out_with_an_error(tmp_path, ddg):
     started = time.perf_counter()
     result = await web_search({"query": "slow query"}, make_ctx(tmp_path, ddg, tool_timeout=0.5))
     assert result == {"error": "web search failed: the search service did not answer in time"}
-    assert (
-        time.perf_counter() - started < 5
-    )  # the 0.5 s tool timeout, with room for a loaded machine
+    # The 0.5 s tool timeout, with room for a loaded machine.
+    assert time.perf_counter() - started < 5
 
 
 async def test_unreachable_endpoint_is_an_error(tmp_path):
