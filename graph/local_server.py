@@ -90,6 +90,10 @@ class LocalServer:
             str(port),
             "--n_ctx",
             str(self.n_ctx),
+            # One server answers every session: a second request must wait its turn, not
+            # cut the first one's answer off mid-stream (llama-cpp-python's default).
+            "--interrupt_requests",
+            "False",
         ]
         self.url = None
         log_dir = self.log_dir or Path(tempfile.gettempdir())
@@ -121,9 +125,20 @@ class LocalServer:
             f"its log is at {self.log_path}"
         )
 
-    def dead(self) -> bool:
-        """True when a server was started and its process has exited since."""
-        return self.process is not None and self.process.poll() is not None
+    def dead(self, grace: float = 0.0) -> bool:
+        """True when a server was started and its process has exited since.
+
+        ``grace``: how long to wait for the exit. A killed process closes its sockets a
+        moment before it can be reaped, so a client that just lost its connection asks
+        with a grace period.
+        """
+        if self.process is None:
+            return False
+        try:
+            self.process.wait(timeout=grace) if grace else self.process.poll()
+        except subprocess.TimeoutExpired:
+            return False
+        return self.process.returncode is not None
 
     def stopped_reason(self) -> str:
         """'the local model server stopped (signal 11); its log is at PATH'."""

@@ -23,6 +23,7 @@ log = logging.getLogger("companion.providers")
 
 LOCAL_BANNER = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 LOCAL_MAX_TOKENS = 512
+DEATH_GRACE = 1.0  # seconds a failed local request waits to learn whether the server died
 PLACEHOLDER_KEY = "not-needed"  # ChatOpenAI refuses to start without a key, even locally
 
 
@@ -220,7 +221,7 @@ def _raise_if_server_died(exc: Exception) -> None:
     the user looking at the network; the process's exit status says what happened.
     """
     server = local_server()
-    if server.dead():
+    if server.dead(grace=DEATH_GRACE):
         log.error("%s (request failed with %s)", server.stopped_reason(), type(exc).__name__)
         raise ProviderError(server.stopped_reason()) from exc
 

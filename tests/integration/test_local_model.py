@@ -6,6 +6,7 @@ ChatOpenAI path as any endpoint, stopped at the end. Also drives the real CLI.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -146,3 +147,18 @@ def test_smoke_test_names_a_crash_and_its_fix() -> None:
     assert "died while generating (signal 11 (SIGSEGV))" in result.detail
     assert REBUILD_HINT in result.detail and "GGML_NATIVE=OFF" in REBUILD_HINT
     assert describe_exit(3) == "exit status 3"
+
+
+async def test_two_sessions_asking_at_once_both_get_whole_answers(tmp_path: Path) -> None:
+    """One local server serves every session: a second request waits rather than cutting
+    the first answer off (llama-cpp-python interrupts by default)."""
+    settings = load_settings({"home": str(tmp_path)}, {}, {})
+    ctx = context_for(settings, Store.open_home(tmp_path))
+    _kill_local_server()  # a fresh port: pooled connections belong to earlier event loops
+    results = await asyncio.gather(
+        run_turn(ctx, "a", "Write four sentences about the sea."),
+        run_turn(ctx, "b", "Write four sentences about the mountains."),
+    )
+    for result in results:
+        answer = ctx.store.get_message(result.answer_message_id)
+        assert answer is not None and not answer.meta.get("error"), answer.content
