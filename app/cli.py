@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from config.settings import PROVIDERS, TOOL_MODES
+from config.settings import PROVIDERS, TOOL_MODES, ConfigError
 
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
@@ -114,7 +114,11 @@ async def _chat(args: argparse.Namespace) -> int:
     from graph.builder import checkpointed_graph
     from graph.setup import open_context
 
-    ctx = open_context(_flags(args))
+    try:
+        ctx = open_context(_flags(args))
+    except ConfigError as exc:  # a bad value from a flag, the environment or the profile
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
     if args.checkpoints:
         async with checkpointed_graph(ctx.settings.home / "checkpoints.db") as graph:
             return await _chat_loop(args, ctx, graph)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
+from zoneinfo import available_timezones
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_WEB_SEARCH_URL = "https://html.duckduckgo.com/html/"
@@ -167,11 +169,34 @@ def _coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}, got {value!r}")
     if name == "tool_mode" and value not in TOOL_MODES:
         raise ConfigError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
+    if name == "timezone":
+        return time_zone(str(value))
     if name == "image_backend" and value not in IMAGE_BACKENDS:
         raise ConfigError(
             f"image_backend must be one of {', '.join(IMAGE_BACKENDS)}, got {value!r}"
         )
     return str(value)
+
+
+@cache
+def _zone_names() -> dict[str, str]:
+    """Every zone of the IANA database zoneinfo reads, by its lower-case name."""
+    return {zone.lower(): zone for zone in available_timezones()}
+
+
+def time_zone(name: str) -> str:
+    """The IANA time zone ``name`` in its canonical spelling, or ConfigError.
+
+    An unknown name is refused, never taken for UTC; a name in the wrong case
+    ("asia/tokyo") gets its real spelling.
+    """
+    spelled = _zone_names().get(name.strip().lower())
+    if spelled is None:
+        raise ConfigError(
+            f"time zone {name!r} is not in the IANA time zone database; "
+            "use a name like Asia/Tokyo, Europe/Berlin or UTC"
+        )
+    return spelled
 
 
 def _host_names(value: Any) -> tuple[str, ...]:
@@ -253,7 +278,10 @@ def load_settings(
         if name in flags:
             values[name] = _coerce(name, flags[name])
         elif name in _ENV and env.get(_ENV[name]):
-            values[name] = _coerce(name, env[_ENV[name]])
+            try:
+                values[name] = _coerce(name, env[_ENV[name]])
+            except ConfigError as exc:  # say which variable to fix
+                raise ConfigError(f"{_ENV[name]}: {exc}") from exc
         elif name in PROFILE_KEYS and profile.get(name):
             values[name] = _coerce(name, profile[name])
             from_profile.add(name)

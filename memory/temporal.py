@@ -11,6 +11,10 @@ its free-text search misreads ordinary words ("we" as Wednesday).
 Cues that point back in time without a date ("last time", "waktu itu", "terakhir",
 "pas aku") give a *recent* cue: no window, search newest first.
 
+The timezone is the person's IANA zone from the settings, which refuse an unknown name;
+here an unknown name is an error too, never UTC in its place (``zone_of``). The same zone
+gives the wall clock the model is told (``clock_text``).
+
 Conventions: a week runs Monday to Sunday; "last <weekday>" / "<hari> lalu" is the most
 recent such day before today; "last week" / "minggu lalu" is the previous calendar week,
 while "hari minggu lalu" is last Sunday; "N weeks ago" is the calendar week holding the
@@ -24,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 MAX_DAYS_BACK = 3660
 
@@ -226,13 +230,29 @@ PART_OF_DAY = _rx(
 
 
 def zone_of(tz: str | None) -> tzinfo:
-    """The named timezone, or UTC when the name is missing or unknown."""
-    if not tz or not isinstance(tz, str):
+    """The named IANA time zone; UTC when no name is given.
+
+    An unknown name raises ValueError: settings refuse one (``config.settings``), and
+    nothing here quietly takes UTC in its place.
+    """
+    if not tz:
         return UTC
     try:
         return ZoneInfo(tz)
-    except Exception:  # unknown or malformed names fall back rather than fail a search
-        return UTC
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise ValueError(f"unknown time zone {tz!r}") from exc
+
+
+def clock_text(now: datetime, tz: str | None) -> str:
+    """``now`` as the person's wall clock, e.g. "Wednesday 25 November 2026, 18:30
+    (Asia/Tokyo, UTC+09:00)": what the model is told the time is."""
+    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    local = aware.astimezone(zone_of(tz))
+    offset = local.strftime("%z")
+    zone = tz or "UTC"
+    if zone != "UTC":
+        zone += f", UTC{offset[:3]}:{offset[3:5]}"
+    return f"{local:%A} {local.day} {local:%B %Y, %H:%M} ({zone})"
 
 
 class _Clock:
@@ -451,11 +471,12 @@ _DAY_RULES = (_explicit_date, _n_ago, _weekday, _days)
 def parse_temporal(text: str, now: datetime, tz: str = "UTC") -> TemporalCue | None:
     """The first time cue in ``text`` as a UTC window relative to ``now`` in ``tz``;
     a recent cue for dateless references ("last time", "waktu itu"); None when there is
-    no cue. Never raises."""
+    no cue. Never raises on any text or moment; an unknown ``tz`` is a ValueError."""
+    zone = zone_of(tz)
     if not isinstance(text, str) or not isinstance(now, datetime) or not text.strip():
         return None
     try:
-        clock = _Clock(now, zone_of(tz))
+        clock = _Clock(now, zone)
         lowered = text.lower()
         for rule in _RULES:
             hit = rule(clock, lowered)

@@ -34,6 +34,7 @@ from graph.routing import guard_reason, model_role
 from graph.state import State, TraceEvent
 from memory.memories import prompt_block
 from memory.store import Message
+from memory.temporal import clock_text
 from prompts.templates import ToolLine, persona_text, system_prompt, tool_result
 
 HISTORY_LIMIT = 25
@@ -198,7 +199,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
         style_notes=(store.style_note(session_id), ctx.style_note),
-        now=now.strftime("%A %d %B %Y, %H:%M UTC"),
+        now=clock_text(now, settings.timezone),
         memories=prompt_block(store, now, MEMORY_BUDGET_CHARS),
         tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
         tool_mode=settings.tool_mode,

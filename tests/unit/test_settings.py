@@ -162,3 +162,28 @@ def test_the_profile_sets_only_profile_keys(key: str, value: str) -> None:
     assert s.api_key == "sk-chat" and s.base_url is None
     with pytest.raises(ConfigError, match="unknown setting"):
         validate_profile({key: value})
+
+
+# --- the time zone is an IANA name, never quietly UTC (issue 13, item 4) ---------------
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "Asia", "../etc/passwd", "UTC+9", "zone.tab"])
+def test_an_unknown_time_zone_is_refused_in_settings(zone: str) -> None:
+    with pytest.raises(ConfigError, match="not in the IANA time zone database"):
+        validate_profile({"timezone": zone})
+
+
+def test_an_unknown_time_zone_from_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings({}, {"COMPANION_TIMEZONE": "Mars/Olympus"}, {})
+    assert str(refused.value) == (
+        "COMPANION_TIMEZONE: time zone 'Mars/Olympus' is not in the IANA time zone database; "
+        "use a name like Asia/Tokyo, Europe/Berlin or UTC"
+    )
+
+
+def test_a_known_time_zone_is_kept_in_its_own_spelling() -> None:
+    assert load_settings({}, {"COMPANION_TIMEZONE": "Asia/Tokyo"}, {}).timezone == "Asia/Tokyo"
+    assert validate_profile({"timezone": " asia/tokyo "}) == {"timezone": "Asia/Tokyo"}
+    assert load_settings({}, {}, {"timezone": "Europe/Berlin"}).timezone == "Europe/Berlin"
+    assert load_settings({}, {}, {}).timezone == "UTC"
