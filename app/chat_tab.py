@@ -25,7 +25,7 @@ from typing import Any
 import gradio as gr
 
 from app.attachments import AttachmentError, attach
-from app.chat_view import TurnView, answer_bubble, history_messages, user_bubble
+from app.chat_view import TurnView, answer_bubble, history_messages, local_time, user_bubble
 from app.graph_view import trace_markdown
 from config.settings import Settings
 from graph.context import Context
@@ -43,9 +43,9 @@ WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANT
 WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
 
 
-def session_choices(store: Store) -> list[tuple[str, str]]:
-    """(label, id) of every session, most recently active first."""
-    return [(f"{s.title} · {s.created_at[:16]}", s.id) for s in store.list_sessions()]
+def session_choices(store: Store, tz: str) -> list[tuple[str, str]]:
+    """(label, id) of every session, most recently active first; times on the person's clock."""
+    return [(f"{s.title} · {local_time(s.created_at, tz)}", s.id) for s in store.list_sessions()]
 
 
 def title_for(text: str) -> str:
@@ -150,6 +150,9 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
     line = gr.Markdown(model_line(first.settings), elem_id="model-line")
 
+    def choices() -> list[tuple[str, str]]:
+        return session_choices(store, make_context().settings.timezone)
+
     async def on_load() -> tuple[Any, ...]:
         ctx = make_context()
         catch_up_once(ctx)
@@ -157,7 +160,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         current = sessions[0].id if sessions else None
         return (
             current,
-            gr.update(choices=session_choices(store), value=current),
+            gr.update(choices=choices(), value=current),
             _history(store, current),
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
@@ -170,7 +173,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
     async def on_new(left: str | None) -> tuple[Any, ...]:
         leave(left, None)
         created = store.create_session(NEW_TITLE).id
-        return created, gr.update(choices=session_choices(store), value=created), []
+        return created, gr.update(choices=choices(), value=created), []
 
     def leave(left: str | None, going_to: str | None) -> None:
         """The person left a session: what they said there becomes an episode now."""
@@ -191,7 +194,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         except StoreError as exc:
             gr.Warning(str(exc))
             return gr.skip(), new_title
-        return gr.update(choices=session_choices(store), value=session_id), ""
+        return gr.update(choices=choices(), value=session_id), ""
 
     def on_delete(session_id: str | None) -> tuple[Any, ...]:
         if session_id:
@@ -200,7 +203,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         current = sessions[0].id if sessions else None
         return (
             current,
-            gr.update(choices=session_choices(store), value=current),
+            gr.update(choices=choices(), value=current),
             _history(store, current),
             gr.update(visible=False),
         )
@@ -240,7 +243,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
             keep: False,
             note_line: shown_note,
             remove_note: remove_shown,
-            picker: gr.update(choices=session_choices(store), value=session_id),
+            picker: gr.update(choices=choices(), value=session_id),
         }
         async for update in _turn(ctx, session_id, text, files, view):
             yield {chatbot: update}

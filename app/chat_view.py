@@ -4,9 +4,13 @@ Pure functions over ``memory.store.Message`` and the turn events of ``graph.even
 the same turn looks the same while it streams and after a reload:
 
 - a user message is one bubble: its image (if any) and its text;
-- each tool step is its own collapsible message titled "🔧 name · argument", pending
-  while it runs, then done with its duration, the command or arguments, and the raw
-  result as JSON — never the stored "🔧 TOOL RESULT" text;
+- each tool step is its own collapsible message titled for people ("Searched the web for
+  “USD to JPY”", "Weather in Tokyo", "Saved to memory: name — Budi"; ``step_title``),
+  pending while it runs, then done with its duration (``graph_view.duration_text``, the
+  one format of every duration the app shows); inside, collapsed, the command or
+  arguments and the raw result as JSON — never the stored "🔧 TOOL RESULT" text;
+- the sources of the turn's web searches are listed as links under its answer
+  (``sources_markdown``: http(s) URLs only, titles escaped);
 - a call not run again because it repeated one of the turn (``meta["duplicate"]``) is not
   shown: the step of the call it repeated is;
 - text the model writes before a tool call is a plain assistant message;
@@ -28,10 +32,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from gradio import ChatMessage
 
+from app.graph_view import duration_text, plain
 from graph.events import (
     Answer,
     ModelDone,
@@ -43,15 +50,58 @@ from graph.events import (
     UserStored,
 )
 from graph.state import TraceEvent
-from memory.store import Message
+from memory.store import Message, parse_time
+from memory.temporal import zone_of
+from tools.weather import LOCATION_NOT_SET
 
-TOOL_ICON = "🔧"
 ERROR_MARK = "⚠️"
 GENERATED_IMAGE_TOOL = "image_generate"
+SEARCH_TOOL = "web_search"
+SQL_TOOL = "memory_sql"
+WEATHER_TOOL = "weather"
 SUMMARY_KEYS = ("location", "query", "prompt", "reference", "key", "sql", "text")
 MAX_SUMMARY_CHARS = 48
 MAX_RESULT_CHARS = 4000
+MAX_SOURCES = 8
+MAX_SOURCE_TITLE_CHARS = 90
 RUNNING = "running…"
+NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
+SQL_CHANGED = "Changed something in our history"
+SOURCES_HEADING = "**Sources**"
+# Characters a Markdown link destination cannot hold as they are (percent-encoded).
+URL_SAFE = ":/?#[]@!$&'*+,;=%~"
+
+
+@dataclass(frozen=True)
+class StepWords:
+    """How a tool's step reads while it runs, once it is done, and after it failed."""
+
+    running: str
+    done: str
+    failed: str
+
+
+STEP_WORDS: dict[str, StepWords] = {
+    "web_search": StepWords("Searching the web", "Searched the web", "Couldn't search the web"),
+    "weather": StepWords("Checking the weather", "Weather", "Couldn't get the weather"),
+    "memory_search": StepWords(
+        "Looking through our past chats",
+        "Looked through our past chats",
+        "Couldn't look through our past chats",
+    ),
+    "memory_sql": StepWords(
+        "Looking something up in our history",
+        "Looked something up in our history",
+        "Couldn't look that up in our history",
+    ),
+    "create_memory": StepWords("Saving to memory", "Saved to memory", "Couldn't save to memory"),
+    "update_memory": StepWords("Updating a memory", "Updated a memory", "Couldn't update a memory"),
+    "delete_memory": StepWords("Forgetting", "Forgot", "Couldn't forget"),
+    "image_generate": StepWords("Drawing an image", "Drew an image", "Couldn't draw an image"),
+    "image_analyze": StepWords(
+        "Looking at the image", "Looked at the image", "Couldn't look at the image"
+    ),
+}
 
 FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*\r?$", re.MULTILINE)
@@ -153,13 +203,53 @@ def _failed(result: Mapping[str, Any] | None) -> bool:
     return isinstance(result, Mapping) and "error" in result
 
 
-def tool_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> str:
-    """The title of a tool step, e.g. "🔧 weather · Tokyo" (" · failed" on an error)."""
-    title = f"{TOOL_ICON} {name}"
-    summary = _summary(args or {})
-    if summary:
-        title += f" · {summary}"
-    return neutralise_markdown(f"{title} · failed" if _failed(result) else title)
+def _arg(args: Mapping[str, Any], key: str) -> str:
+    value = args.get(key)
+    return _short(value) if isinstance(value, str) and value.strip() else ""
+
+
+def _subject(name: str, args: Mapping[str, Any]) -> str:
+    """What the call was about, written to follow the step's words ("" if nothing)."""
+    match name:
+        case "web_search" | "memory_search":
+            query = _arg(args, "query")
+            return f" for “{query}”" if query else ""
+        case "weather":
+            if place := _arg(args, "location"):
+                return f" in {place}"
+            if "lat" in args and "lon" in args:
+                return f" at {args['lat']}, {args['lon']}"
+            return " where you are"
+        case "create_memory" | "update_memory":
+            key, value = _arg(args, "key"), _arg(args, "value")
+            shown = f"{key} — {value}" if key and value else key or value
+            return f": {shown}" if shown else ""
+        case "delete_memory":
+            key = _arg(args, "key")
+            return f": {key}" if key else ""
+        case "image_generate":
+            prompt = _arg(args, "prompt")
+            return f": {prompt}" if prompt else ""
+        case "memory_sql" | "image_analyze":
+            return ""
+    summary = _summary(args)
+    return f" · {summary}" if summary else ""
+
+
+def step_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> str:
+    """A tool step's title, written for people: "Searching the web for “USD to JPY”" while
+    it runs, "Searched the web for “USD to JPY”" once done, "Couldn't search the web…"
+    after a failure. Weather with no location set says where to set one."""
+    if name == WEATHER_TOOL and result is not None and result.get("error") == LOCATION_NOT_SET:
+        return NEEDS_LOCATION
+    if name == SQL_TOOL and result is not None and "updated" in result:
+        return SQL_CHANGED
+    words = STEP_WORDS.get(name)
+    if words is None:  # a tool with no words of its own (a test tool): its name is all we have
+        shown = name.replace("_", " ")
+        words = StepWords(f"Using {shown}", f"Used {shown}", f"{shown} failed")
+    lead = words.running if result is None else words.failed if _failed(result) else words.done
+    return neutralise_markdown(f"{lead}{_subject(name, args or {})}")
 
 
 def _json_block(value: Any) -> str:
@@ -187,17 +277,23 @@ def tool_step(
     duration_ms: float | None = None,
 ) -> ChatMessage:
     """A collapsible tool step: pending without a result, done (with duration) with one."""
-    metadata: dict[str, Any] = {"title": tool_title(name, args, result)}
+    metadata: dict[str, Any] = {"title": step_title(name, args, result)}
     if result is None:
         metadata["status"] = "pending"
     else:
+        # Shown beside the title as it is: gradio's own "duration" would mix "40.0ms"/"2.1s".
         metadata["status"] = "done"
-        metadata["duration"] = round((duration_ms or 0.0) / 1000, 2)
+        metadata["log"] = duration_text(duration_ms or 0.0)
     return ChatMessage(
         role="assistant",
         content=tool_body(args, command, result),
         metadata=metadata,  # type: ignore[arg-type]
     )
+
+
+def local_time(stamp: str, tz: str) -> str:
+    """A stored (UTC) timestamp on the person's clock, e.g. "2026-11-25 18:30"."""
+    return f"{parse_time(stamp).astimezone(zone_of(tz)):%Y-%m-%d %H:%M}"
 
 
 def _image(path: str) -> Any:
@@ -214,10 +310,61 @@ def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
     return ChatMessage(role="user", content=[*parts, text] if text else parts)
 
 
-def answer_bubble(text: str, images: Iterable[str] = (), *, error: bool = False) -> ChatMessage:
-    """An assistant bubble: generated images first, then the text (marked on an error)."""
+def search_sources(name: str | None, result: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The {title, url} results of a web_search call with an http(s) URL, else []."""
+    if name != SEARCH_TOOL or not isinstance(result, Mapping) or _failed(result):
+        return []
+    found = result.get("results")
+    sources = []
+    for item in found if isinstance(found, list) else []:
+        url = item.get("url") if isinstance(item, Mapping) else None
+        if not isinstance(url, str):
+            continue
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:
+            continue
+        if parts.scheme.lower() in ("http", "https") and parts.hostname:
+            title = item.get("title")
+            sources.append({"title": str(title or parts.hostname), "url": url.strip()})
+    return sources
+
+
+def sources_markdown(sources: Iterable[Mapping[str, str]]) -> str:
+    """The turn's sources as a list of plain Markdown links (each URL once), or "".
+
+    Titles come from web pages: every punctuation mark is escaped, so a title is text
+    and never a link, image or tag of its own; URLs are percent-encoded where a Markdown
+    link destination would end early.
+    """
+    lines: list[str] = []
+    seen: set[str] = set()
+    for source in sources:
+        url = source["url"]
+        if url in seen:
+            continue
+        seen.add(url)
+        title = plain(_short(source["title"], MAX_SOURCE_TITLE_CHARS))
+        host = plain(urlsplit(url).hostname or "")
+        lines.append(f"- [{title}]({quote(url, safe=URL_SAFE)}) · {host}")
+        if len(lines) == MAX_SOURCES:
+            break
+    return "\n".join([SOURCES_HEADING, *lines]) if lines else ""
+
+
+def answer_bubble(
+    text: str,
+    images: Iterable[str] = (),
+    *,
+    error: bool = False,
+    sources: Iterable[Mapping[str, str]] = (),
+) -> ChatMessage:
+    """An assistant bubble: generated images first, then the text (marked on an error),
+    then the sources of the turn's web searches."""
     text = neutralise_markdown(text)
     shown = f"{ERROR_MARK} {text}" if error and text else text
+    listed = "" if error else sources_markdown(sources)
+    shown = f"{shown}\n\n{listed}" if shown and listed else shown or listed
     parts: list[Any] = [_image(path) for path in images]
     if not parts:
         return ChatMessage(role="assistant", content=shown)
@@ -236,11 +383,13 @@ def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
     """A session's stored messages as chat messages, in order."""
     out: list[ChatMessage] = []
     images: list[str] = []  # generated this turn, waiting for the answer bubble
+    sources: list[dict[str, str]] = []  # found by this turn's searches, for the same bubble
     for message in messages:
         if message.role == "user":
             if images:
-                out.append(answer_bubble("", images))
+                out.append(answer_bubble("", images, sources=sources))
                 images = []
+            sources = []
             out.append(user_bubble(message.content, message.image_path))
         elif message.is_tool:
             if message.meta.get("duplicate"):
@@ -259,16 +408,16 @@ def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
             image = generated_image(message.tool_name, result)
             if image:
                 images.append(image)
+            sources += search_sources(message.tool_name, result)
         elif message.role == "assistant":
             if message.meta.get("intermediate"):
                 out.append(answer_bubble(message.content))
             else:
-                out.append(
-                    answer_bubble(message.content, images, error=bool(message.meta.get("error")))
-                )
-                images = []
+                error = bool(message.meta.get("error"))
+                out.append(answer_bubble(message.content, images, error=error, sources=sources))
+                images, sources = [], []
     if images:
-        out.append(answer_bubble("", images))
+        out.append(answer_bubble("", images, sources=sources))
     return out
 
 
@@ -282,6 +431,7 @@ class TurnView:
         self._last_call: int | None = None  # bubble of the last finished model call
         self._steps: dict[str, int] = {}  # tool call id -> index of its step
         self._images: list[str] = []
+        self._sources: list[dict[str, str]] = []
         self.error: str | None = None
         self.answer: str | None = None
         self.user_message_id: int | None = None  # set once the user's message is stored
@@ -339,13 +489,16 @@ class TurnView:
         image = generated_image(event.name, event.result)
         if image:
             self._images.append(image)
+        self._sources += search_sources(event.name, event.result)
 
     def _answer(self, event: Answer) -> None:
         self.answer = event.text
         self.trace = event.trace
-        bubble = answer_bubble(self.answer, self._images, error=self.error is not None)
+        bubble = answer_bubble(
+            self.answer, self._images, error=self.error is not None, sources=self._sources
+        )
         if self._last_call is None:
             self.messages.append(bubble)
         else:
             self.messages[self._last_call] = bubble
-        self._images = []
+        self._images, self._sources = [], []

@@ -7,11 +7,15 @@ timing), guard decision ("guard") and provider failure ("error"). Pure text func
 What a cell shows came from the model, tools and the web (a reply, arguments, results),
 so every cell is plain text: each ASCII punctuation mark is backslash-escaped, and no
 image, link or HTML tag in it ever renders (``plain``).
+
+Durations read the same everywhere in the app (``duration_text``): seconds to two
+significant digits, as beside the Chat tab's tool steps.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,6 +23,18 @@ from typing import Any
 NO_TRACE = "_No turn yet: send a message in the Chat tab and its path shows up here._"
 MAX_CELL_CHARS = 300
 MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # all ASCII punctuation
+
+
+def duration_text(ms: float) -> str:
+    """A duration for people, in one format: seconds to two significant digits
+    ("0.0012 s", "0.04 s", "2.1 s"), whole seconds from 10 s, "<0.001 s" below that."""
+    seconds = max(float(ms), 0.0) / 1000
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    if seconds < 0.001:
+        return "0 s" if seconds == 0 else "<0.001 s"
+    decimals = max(1 - math.floor(math.log10(seconds)), 0)
+    return f"{round(seconds, decimals):.{decimals}f}".rstrip("0").rstrip(".") + " s"
 
 
 def mermaid_markdown(mermaid_text: str) -> str:
@@ -96,14 +112,14 @@ def trace_markdown(trace: Iterable[Mapping[str, Any]]) -> str:
     lines = [
         f"**Path:** {' → '.join(path(entries))}",
         "",
-        f"**Time in nodes:** {total:.0f} ms",
+        f"**Time in nodes:** {duration_text(total)}",
         "",
-        "| # | kind | name | ms | what happened |",
+        "| # | kind | name | time | what happened |",
         "|---|---|---|---|---|",
     ]
     for number, entry in enumerate(entries, start=1):
         ms = entry.get("ms")
-        timing = f"{float(ms):.1f}" if ms is not None else ""
+        timing = duration_text(float(ms)) if ms is not None else ""
         lines.append(
             f"| {number} | {entry.get('kind', '')} | {_cell(str(entry.get('name', '')))} "
             f"| {timing} | {_cell(describe(entry))} |"

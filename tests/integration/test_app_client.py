@@ -66,8 +66,8 @@ def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:
 def test_a_tool_step_is_its_own_collapsed_message(launch) -> None:
     chat, *_ = send(launch().client(), "How's the weather?")
     step = chat[1]
-    assert step["metadata"]["title"] == "🔧 weather · failed"
-    assert step["metadata"]["status"] == "done" and step["metadata"]["duration"] >= 0
+    assert step["metadata"]["title"] == "Weather: needs your location → set it in Settings"
+    assert step["metadata"]["status"] == "done" and step["metadata"]["log"].endswith(" s")
     assert "location_not_set" in text_of(step)
     assert "TOOL RESULT" not in text_of(chat[2])
 
@@ -240,7 +240,7 @@ def test_a_generated_image_is_in_the_answer_bubble(launch) -> None:
         app = launch(**images.settings_overrides())
         chat, *_ = send(app.client(), "draw me a cat")
     step, answer = chat[1], chat[2]
-    assert step["metadata"]["title"] == "🔧 image_generate · a black cat"
+    assert step["metadata"]["title"] == "Drew an image: a black cat"
     assert [part["type"] for part in answer["content"]] == ["file", "text"]
     assert Path(answer["content"][0]["file"]).read_bytes().startswith(b"\x89PNG")
     assert text_of(answer).startswith("Tool says:")

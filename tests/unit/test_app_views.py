@@ -85,7 +85,7 @@ def test_trace_shows_the_path_and_each_step() -> None:
     assert describe(trace[4]) == "tool loop 1: 2 of 3 calls ran"
     assert "model m1 \\(chat\\)\\; calls weather" in text and "m2" in text
     assert "cap \\| reached" in text  # pipes cannot break the table
-    assert "**Time in nodes:** 27 ms" in text
+    assert "**Time in nodes:** 0.027 s" in text and "| 0.01 s |" in text  # one format
     assert trace_markdown([]) == NO_TRACE
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,21 +11,32 @@ from markdown_it import MarkdownIt
 
 from app.chat_view import (
     ERROR_MARK,
+    NEEDS_LOCATION,
+    SOURCES_HEADING,
     TurnView,
     answer_bubble,
     code,
     history_messages,
+    local_time,
     neutralise_markdown,
+    search_sources,
+    sources_markdown,
+    step_title,
     tool_step,
-    tool_title,
     user_bubble,
 )
+from app.graph_view import duration_text
 from graph.events import Answer, ModelDone, TextDelta, ToolEnd, ToolStart, TurnError, UserStored
 from graph.runner import stream_turn
 from memory.store import Message
 from tests.support.chat_model import tool_call
 from tools.base import ToolSpec
 from tools.registry import ToolRegistry
+from tools.weather import TOOLS as WEATHER_TOOLS
+from tools.web_search import TOOLS as WEB_SEARCH_TOOLS
+
+(WEATHER_SPEC,) = WEATHER_TOOLS
+(WEB_SEARCH_SPEC,) = WEB_SEARCH_TOOLS
 
 
 def msg(role: str, content: str = "", **kwargs: Any) -> Message:
@@ -70,14 +82,14 @@ def test_tool_step_is_collapsed_with_duration_and_raw_output() -> None:
     _, step, answer = history_messages(
         [msg("user", "weather?"), weather_result(), msg("assistant", "14 degrees in Tokyo.")]
     )
-    assert step.metadata == {"title": "🔧 weather · Tokyo", "status": "done", "duration": 0.23}
+    assert step.metadata == {"title": "Weather in Tokyo", "status": "done", "log": "0.23 s"}
     assert 'arguments: `{"location": "Tokyo"}`' in step.content
     assert '"temperature": 14.2' in step.content
     assert "TOOL RESULT" not in step.content
     assert answer.content == "14 degrees in Tokyo." and answer.metadata == {}
 
 
-def test_command_calls_show_the_command_and_failures_say_so() -> None:
+def test_command_calls_show_the_command_and_a_missing_location_says_where_to_set_it() -> None:
     failed = msg(
         "weather_tool",
         "🔧 TOOL RESULT — WEATHER\n\nError: location_not_set\n\n---",
@@ -85,16 +97,52 @@ def test_command_calls_show_the_command_and_failures_say_so() -> None:
         meta={"arguments": {}, "result": {"error": "location_not_set"}, "command": "/weather"},
     )
     (step,) = history_messages([failed])
-    assert step.metadata["title"] == "🔧 weather · failed"
+    assert step.metadata["title"] == NEEDS_LOCATION
+    assert "needs your location → set it in Settings" in NEEDS_LOCATION
     assert step.content.startswith("`/weather`")
     assert "location_not_set" in step.content
 
 
-def test_titles_name_the_argument_that_matters() -> None:
-    assert tool_title("web_search", {"query": "USD  to\nJPY"}) == "🔧 web_search · USD to JPY"
-    assert tool_title("weather", {"lat": 35.68, "lon": 139.69}) == "🔧 weather · 35.68, 139.69"
-    assert tool_title("memory_sql", {}) == "🔧 memory_sql"
-    assert len(tool_title("web_search", {"query": "x" * 200})) < 70
+DONE = {"ok": True}  # any result without an error
+FAILED = {"error": "it broke"}
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "result", "title"),
+    [
+        ("web_search", {"query": "USD  to\nJPY"}, None, "Searching the web for “USD to JPY”"),
+        ("web_search", {"query": "USD  to\nJPY"}, DONE, "Searched the web for “USD to JPY”"),
+        ("web_search", {"query": "x"}, FAILED, "Couldn't search the web for “x”"),
+        ("weather", {"location": "Tokyo"}, None, "Checking the weather in Tokyo"),
+        ("weather", {"location": "Tokyo"}, DONE, "Weather in Tokyo"),
+        ("weather", {"lat": 35.68, "lon": 139.69}, DONE, "Weather at 35.68, 139.69"),
+        ("weather", {}, DONE, "Weather where you are"),
+        ("weather", {}, {"error": "location_not_set"}, NEEDS_LOCATION),
+        ("weather", {"location": "Oz"}, FAILED, "Couldn't get the weather in Oz"),
+        ("memory_search", {"query": "tea"}, DONE, "Looked through our past chats for “tea”"),
+        ("memory_sql", {"sql": "SELECT 1"}, DONE, "Looked something up in our history"),
+        ("memory_sql", {"sql": "UPDATE m"}, {"updated": 1}, "Changed something in our history"),
+        ("create_memory", {"key": "name", "value": "Budi"}, DONE, "Saved to memory: name — Budi"),
+        ("update_memory", {"key": "city", "value": "Bali"}, DONE, "Updated a memory: city — Bali"),
+        ("delete_memory", {"key": "favourite drink"}, DONE, "Forgot: favourite drink"),
+        ("image_generate", {"prompt": "a cat"}, None, "Drawing an image: a cat"),
+        ("image_generate", {"prompt": "a cat"}, DONE, "Drew an image: a cat"),
+        ("image_analyze", {}, DONE, "Looked at the image"),
+        ("nap", {"seconds": 4}, None, "Using nap"),
+    ],
+)
+def test_step_titles_are_written_for_people(name, args, result, title) -> None:
+    assert step_title(name, args, result) == title
+
+
+def test_no_title_shows_an_internal_name_and_long_arguments_are_cut() -> None:
+    internal = ["web_search", "weather", "memory_search", "memory_sql", "create_memory"]
+    internal += ["update_memory", "delete_memory", "image_generate", "image_analyze"]
+    for name in internal:
+        for result in (None, DONE, FAILED):
+            title = step_title(name, {"query": "q", "key": "k"}, result)
+            assert "_" not in title and "🔧" not in title, title
+    assert len(step_title("web_search", {"query": "x" * 200})) < 80
 
 
 def test_uploaded_image_and_its_text_are_one_user_bubble() -> None:
@@ -116,7 +164,7 @@ def test_generated_image_goes_into_the_answer_bubble_of_its_turn() -> None:
     )
     assert [m.role for m in view] == ["user", "assistant", "assistant", "user"]
     step, answer = view[1], view[2]
-    assert files(step) == [] and step.metadata["title"] == "🔧 image_generate · a cat"
+    assert files(step) == [] and step.metadata["title"] == "Drew an image: a cat"
     assert files(answer) == ["/m/gen.png"] and texts(answer) == ["Here you go!"]
 
 
@@ -152,7 +200,7 @@ def test_intermediate_text_is_its_own_plain_message_before_the_step() -> None:
     )
     assert [(m.content if not m.metadata else m.metadata["title"]) for m in view[1:]] == [
         "Let me look.",
-        "🔧 weather · Tokyo",
+        "Weather in Tokyo",
         "Cloudy.",
     ]
 
@@ -176,7 +224,7 @@ def test_a_tool_step_is_pending_until_its_result_arrives() -> None:
     view.apply(user_stored("weather?"))
     view.apply(ToolStart("c1", "weather", {"location": "Tokyo"}, None))
     pending = view.messages[-1]
-    assert pending.metadata == {"title": "🔧 weather · Tokyo", "status": "pending"}
+    assert pending.metadata == {"title": "Checking the weather in Tokyo", "status": "pending"}
     assert "running" in pending.content
     view.apply(
         ToolEnd(
@@ -187,7 +235,11 @@ def test_a_tool_step_is_pending_until_its_result_arrives() -> None:
     assert view.messages[-1] == tool_step(
         "weather", {"location": "Tokyo"}, None, {"temperature": 14.2}, 1500.0
     )
-    assert view.messages[-1].metadata["duration"] == 1.5
+    assert view.messages[-1].metadata == {
+        "title": "Weather in Tokyo",
+        "status": "done",
+        "log": "1.5 s",
+    }
 
 
 def test_tokens_grow_one_bubble_per_model_call() -> None:
@@ -264,18 +316,118 @@ async def test_live_turn_looks_like_its_history_after_reload(
 ) -> None:
     registry = _image_registry(home) if image else None
     ctx = make_context(script, tool_mode=tool_mode, registry=registry)
-    ctx.store.add_message("s1", "user", "earlier")
-    ctx.store.add_message("s1", "assistant", "earlier answer")
-    view = TurnView(history_messages(ctx.store.messages("s1")))
+    await ctx.store.add_message("s1", "user", "earlier")
+    await ctx.store.add_message("s1", "assistant", "earlier answer")
+    view = TurnView(history_messages(await ctx.store.messages("s1")))
     async for event in stream_turn(ctx, "s1", "go"):
         view.apply(event)
-    reloaded = history_messages(ctx.store.messages("s1"))
+    reloaded = history_messages(await ctx.store.messages("s1"))
     assert view.messages == reloaded
     answer = reloaded[-1]
     assert answer.role == "assistant" and not answer.metadata
     assert all("TOOL RESULT" not in text for m in reloaded for text in texts(m))
     if image:
-        assert files(answer) == [str(ctx.store.media_dir / "gen.png")]
+        assert files(answer) == [str(ctx.store.blocking.media_dir / "gen.png")]
+
+
+SEARCH_RESULTS = [
+    {"title": "USD to JPY | Rates", "snippet": "150.2", "url": "https://rates.example/usd-jpy"},
+    {"title": "Yen (currency)", "snippet": "The yen…", "url": "https://en.example/wiki/Yen_(x)"},
+    {"title": "Sneaky", "snippet": "", "url": "javascript:alert(1)"},
+]
+
+
+def _search_registry() -> ToolRegistry:
+    """The real weather tool (no location set: it answers without a request) and
+    web_search answering from a fixed result list, in the real tool's result shape."""
+
+    async def search(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return {"query": args["query"], "results": SEARCH_RESULTS}
+
+    return ToolRegistry([replace(WEB_SEARCH_SPEC, run=search), WEATHER_SPEC])
+
+
+async def test_search_sources_and_a_missing_location_look_the_same_live_and_reloaded(
+    make_context,
+) -> None:
+    script = [
+        tool_call("web_search", {"query": "USD to JPY"}),
+        tool_call("weather", {}),
+        "About 150 yen; tell me your city for the weather.",
+    ]
+    ctx = make_context(script, registry=_search_registry())
+    view = TurnView([])
+    async for event in stream_turn(ctx, "s1", "yen rate and weather?"):
+        view.apply(event)
+    reloaded = history_messages(await ctx.store.messages("s1"))
+    assert view.messages == reloaded
+    _, search, weather, answer = reloaded
+    assert search.metadata["title"] == "Searched the web for “USD to JPY”"
+    assert weather.metadata["title"] == NEEDS_LOCATION
+    assert '"location_not_set"' in weather.content  # the raw output stays inside
+    text, sources = answer.content.split("\n\n")
+    assert text == "About 150 yen; tell me your city for the weather."
+    assert sources.splitlines() == [
+        SOURCES_HEADING,
+        "- [USD to JPY \\| Rates](https://rates.example/usd-jpy) · rates\\.example",
+        "- [Yen \\(currency\\)](https://en.example/wiki/Yen_%28x%29) · en\\.example",
+    ]
+    html = MarkdownIt("commonmark").render(answer.content)
+    assert '<a href="https://en.example/wiki/Yen_%28x%29">Yen (currency)</a>' in html
+    assert "javascript" not in html
+
+
+def test_sources_are_links_that_cannot_carry_markup() -> None:
+    found = search_sources(
+        "web_search",
+        {
+            "results": [
+                {"title": f"![x]({PIN_URL}) <img src=x> [a](b)", "url": "https://a.example/1"},
+                {"title": "again", "url": "https://a.example/1"},  # each URL once
+                {"title": "no scheme", "url": "a.example/2"},
+                {"title": "ftp", "url": "ftp://a.example/3"},
+                {"title": "spaces", "url": "https://a.example/a b)c<d>"},
+                "not a result",
+            ]
+        },
+    )
+    html = MarkdownIt("commonmark", {"html": True}).render(sources_markdown(found))
+    assert html.count("<a ") == 2 and "<img" not in html
+    assert 'href="https://a.example/a%20b%29c%3Cd%3E"' in html
+    assert search_sources("web_search", {"error": "rate limited"}) == []
+    assert search_sources("weather", {"results": [{"url": "https://a.example"}]}) == []
+    assert sources_markdown([]) == ""
+
+
+def test_an_error_answer_lists_no_sources() -> None:
+    sources = [{"title": "t", "url": "https://a.example"}]
+    assert answer_bubble("Sorry.", sources=sources, error=True).content == f"{ERROR_MARK} Sorry."
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        (0, "0 s"),
+        (0.2, "<0.001 s"),
+        (1.24, "0.0012 s"),
+        (40, "0.04 s"),
+        (43.7, "0.044 s"),
+        (230, "0.23 s"),
+        (1500, "1.5 s"),
+        (2049, "2 s"),
+        (14_300, "14 s"),
+    ],
+)
+def test_every_duration_has_one_format(ms: float, shown: str) -> None:
+    assert duration_text(ms) == shown
+    step = tool_step("nap", {}, None, {"ok": True}, ms)
+    assert step.metadata["log"] == shown and "duration" not in step.metadata
+
+
+def test_times_are_shown_on_the_persons_clock() -> None:
+    assert local_time("2026-11-25 09:30:00", "Asia/Tokyo") == "2026-11-25 18:30"
+    assert local_time("2026-11-25 23:30:00", "Asia/Tokyo") == "2026-11-26 08:30"
+    assert local_time("2026-11-25 09:30:00", "UTC") == "2026-11-25 09:30"
 
 
 PIN_URL = "http://127.0.0.1:9/?pin=4321"
