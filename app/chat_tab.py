@@ -9,7 +9,7 @@ Each browser keeps its own session id in a ``gr.State``. A message that cannot b
 (too long, or the database cannot take it) stays in the composer, and the chat says why.
 
 The style note sits under the composer: sent with the next message only, or, with "Keep
-for this chat" ticked, kept on the session (``Store.set_style_note``) and shown above
+for this chat" ticked, kept on the session (``AsyncStore.set_style_note``) and shown above
 the composer as the chat's active note until removed. Either way the box clears once the
 message is sent; the note goes after the persona's identity block, never in its place.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import gradio as gr
@@ -32,7 +32,9 @@ from graph.context import Context
 from graph.events import ModelDone
 from graph.providers import LOCAL_BANNER
 from graph.runner import catch_up_once, schedule_segments, stream_turn, too_long
-from memory.store import Store, StoreError
+from graph.setup import ContextFactory
+from memory.async_store import AsyncStore
+from memory.store import StoreError
 
 log = logging.getLogger("companion.app")
 
@@ -43,9 +45,10 @@ WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANT
 WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
 
 
-def session_choices(store: Store, tz: str) -> list[tuple[str, str]]:
+async def session_choices(store: AsyncStore, tz: str) -> list[tuple[str, str]]:
     """(label, id) of every session, most recently active first; times on the person's clock."""
-    return [(f"{s.title} · {local_time(s.created_at, tz)}", s.id) for s in store.list_sessions()]
+    sessions = await store.list_sessions()
+    return [(f"{s.title} · {local_time(s.created_at, tz)}", s.id) for s in sessions]
 
 
 def title_for(text: str) -> str:
@@ -54,13 +57,13 @@ def title_for(text: str) -> str:
     return line if len(line) <= TITLE_CHARS else f"{line[: TITLE_CHARS - 1]}…"
 
 
-def ensure_session(store: Store, session_id: str | None, text: str) -> str:
+async def ensure_session(store: AsyncStore, session_id: str | None, text: str) -> str:
     """The session to write to: the given one (titled from its first message) or a new one."""
-    session = store.get_session(session_id) if session_id else None
+    session = await store.get_session(session_id) if session_id else None
     if session is None:
-        return store.create_session(title_for(text)).id
-    if session.title == NEW_TITLE and store.count_messages(session.id) == 0:
-        store.rename_session(session.id, title_for(text))
+        return (await store.create_session(title_for(text))).id
+    if session.title == NEW_TITLE and await store.count_messages(session.id) == 0:
+        await store.rename_session(session.id, title_for(text))
     return session.id
 
 
@@ -74,13 +77,13 @@ def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None)
     return f"model: {last.get('model')}{role}"
 
 
-def _history(store: Store, session_id: str | None) -> list[Any]:
-    return history_messages(store.messages(session_id)) if session_id else []
+async def _history(store: AsyncStore, session_id: str | None) -> list[Any]:
+    return history_messages(await store.messages(session_id)) if session_id else []
 
 
-def active_note(store: Store, session_id: str | None) -> tuple[Any, Any]:
+async def active_note(store: AsyncStore, session_id: str | None) -> tuple[Any, Any]:
     """(the active-note line, the Remove button) for the note kept on this session."""
-    note = store.style_note(session_id) if session_id else None
+    note = await store.style_note(session_id) if session_id else None
     text = f"📝 **Note for this chat:** {note}" if note else ""
     return gr.update(value=text, visible=bool(note)), gr.update(visible=bool(note))
 
@@ -104,11 +107,11 @@ def failure_bubble(exc: Exception) -> Any:
     return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
 
 
-def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) -> None:
+def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     """Lay out the tab inside the current Blocks; ``load`` is the page's load event and
-    ``trace`` is where the last turn's path goes."""
-    first = make_context()
-    store = first.store
+    ``trace`` is where the last turn's path goes. The model line and the local banner are
+    filled in when the page loads."""
+    store = make_context.store
     session = gr.State(None)
     with gr.Row():
         picker = gr.Dropdown([], label="Conversation", elem_id="session-picker", scale=4)
@@ -121,9 +124,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         gr.Markdown("Delete this conversation and all its messages?")
         confirm = gr.Button("Yes, delete it", variant="stop", elem_id="confirm-delete")
         cancel = gr.Button("Cancel", elem_id="cancel-delete")
-    banner = gr.Markdown(
-        f"⚠️ {LOCAL_BANNER}", visible=first.settings.is_local, elem_id="local-banner"
-    )
+    banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
     chatbot = gr.Chatbot(
         elem_id="chatbot", height=560, label="Companion", buttons=["copy", "copy_all"]
     )
@@ -148,63 +149,63 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
             elem_id="style-note",
         )
         keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
-    line = gr.Markdown(model_line(first.settings), elem_id="model-line")
+    line = gr.Markdown(elem_id="model-line")
 
-    def choices() -> list[tuple[str, str]]:
-        return session_choices(store, make_context().settings.timezone)
+    async def choices() -> list[tuple[str, str]]:
+        return await session_choices(store, (await make_context()).settings.timezone)
 
     async def on_load() -> tuple[Any, ...]:
-        ctx = make_context()
+        ctx = await make_context()
         catch_up_once(ctx)
-        sessions = ctx.store.list_sessions()
+        sessions = await store.list_sessions()
         current = sessions[0].id if sessions else None
         return (
             current,
-            gr.update(choices=choices(), value=current),
-            _history(store, current),
+            gr.update(choices=await choices(), value=current),
+            await _history(store, current),
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
         )
 
     async def on_switch(session_id: str | None, left: str | None) -> tuple[Any, ...]:
-        leave(left, session_id)
-        return session_id, _history(store, session_id)
+        await leave(left, session_id)
+        return session_id, await _history(store, session_id)
 
     async def on_new(left: str | None) -> tuple[Any, ...]:
-        leave(left, None)
-        created = store.create_session(NEW_TITLE).id
-        return created, gr.update(choices=choices(), value=created), []
+        await leave(left, None)
+        created = (await store.create_session(NEW_TITLE)).id
+        return created, gr.update(choices=await choices(), value=created), []
 
-    def leave(left: str | None, going_to: str | None) -> None:
+    async def leave(left: str | None, going_to: str | None) -> None:
         """The person left a session: what they said there becomes an episode now."""
-        if left and left != going_to and store.get_session(left):
-            schedule_segments(make_context(), left, force=True)
+        if left and left != going_to and await store.get_session(left):
+            schedule_segments(await make_context(), left, force=True)
 
-    def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
-        if session_id and store.get_session(session_id):
-            store.set_style_note(session_id, None)
-        return active_note(store, session_id)
+    async def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
+        if session_id and await store.get_session(session_id):
+            await store.set_style_note(session_id, None)
+        return await active_note(store, session_id)
 
-    def on_rename(session_id: str | None, new_title: str) -> tuple[Any, str]:
+    async def on_rename(session_id: str | None, new_title: str) -> tuple[Any, str]:
         if not session_id:
             gr.Warning("Send a message first: there is no conversation to rename yet.")
             return gr.skip(), new_title
         try:
-            store.rename_session(session_id, new_title)
+            await store.rename_session(session_id, new_title)
         except StoreError as exc:
             gr.Warning(str(exc))
             return gr.skip(), new_title
-        return gr.update(choices=choices(), value=session_id), ""
+        return gr.update(choices=await choices(), value=session_id), ""
 
-    def on_delete(session_id: str | None) -> tuple[Any, ...]:
+    async def on_delete(session_id: str | None) -> tuple[Any, ...]:
         if session_id:
-            store.delete_session(session_id)
-        sessions = store.list_sessions()
+            await store.delete_session(session_id)
+        sessions = await store.list_sessions()
         current = sessions[0].id if sessions else None
         return (
             current,
-            gr.update(choices=choices(), value=current),
-            _history(store, current),
+            gr.update(choices=await choices(), value=current),
+            await _history(store, current),
             gr.update(visible=False),
         )
 
@@ -219,22 +220,24 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
         style_note = (style_note or "").strip()
         # A copy: the factory's Context is shared, the style note is this turn's only (a
         # kept note is read from the session by build_context instead).
-        ctx = dataclasses.replace(make_context(), style_note=None if kept else style_note or None)
+        ctx = await make_context()
+        ctx = dataclasses.replace(ctx, style_note=None if kept else style_note or None)
         # Refused before the composer is cleared: the message stays there to be fixed.
         refusal = too_long(text, ctx.settings.max_message_chars)
         if refusal:
             refused = answer_bubble(refusal, error=True)
-            yield {chatbot: [*_history(store, session_id), refused], box: message}
+            yield {chatbot: [*await _history(store, session_id), refused], box: message}
             return
         try:
-            session_id = ensure_session(store, session_id, text)
+            session_id = await ensure_session(store, session_id, text)
             if kept and style_note:
-                store.set_style_note(session_id, style_note)
+                await store.set_style_note(session_id, style_note)
         except Exception as exc:
-            yield {chatbot: [*_history(store, session_id), failure_bubble(exc)], box: message}
+            failed = failure_bubble(exc)
+            yield {chatbot: [*await _history(store, session_id), failed], box: message}
             return
-        view = TurnView(_history(store, session_id))
-        shown_note, remove_shown = active_note(store, session_id)
+        view = TurnView(await _history(store, session_id))
+        shown_note, remove_shown = await active_note(store, session_id)
         yield {
             chatbot: [*view.messages, user_bubble(text)],
             box: gr.update(value=None, interactive=False),
@@ -243,7 +246,7 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
             keep: False,
             note_line: shown_note,
             remove_note: remove_shown,
-            picker: gr.update(choices=choices(), value=session_id),
+            picker: gr.update(choices=await choices(), value=session_id),
         }
         async for update in _turn(ctx, session_id, text, files, view):
             yield {chatbot: update}
@@ -255,8 +258,8 @@ def build(make_context: Callable[[], Context], trace: gr.Markdown, load: Any) ->
             trace: trace_markdown(view.trace),
         }
 
-    def show_note(session_id: str | None) -> tuple[Any, Any]:
-        return active_note(store, session_id)
+    async def show_note(session_id: str | None) -> tuple[Any, Any]:
+        return await active_note(store, session_id)
 
     noted = [note_line, remove_note]
     # Whenever the conversation in view changes, its kept note (if any) shows with it.

@@ -135,13 +135,13 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
         print(f"[{BANNER_LOCAL}]", file=sys.stderr)
     else:
         print(f"[model: {ctx.settings.chat_model}]", file=sys.stderr)
-    session_id = args.session or ctx.store.create_session().id
+    session_id = args.session or (await ctx.store.create_session()).id
     note = args.style
     if args.amend:
-        if ctx.store.get_session(session_id) is None:
+        if await ctx.store.get_session(session_id) is None:
             print(f"companion: no session {session_id!r} to keep the note on", file=sys.stderr)
             return 2
-        ctx.store.set_style_note(session_id, note)
+        await ctx.store.set_style_note(session_id, note)
         note = None  # kept on the session: build_context reads it from there every turn
     messages = [args.message] if args.message is not None else None
     if messages is None:  # a conversation, not a one-shot: summarise what was left open

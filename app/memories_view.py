@@ -1,30 +1,23 @@
 """The Memories tab: what the companion knows, by category, with edit and delete.
 
-Rows come from ``memory.memories.list_memories``; an edit or a deletion is written to
-the store at once, so the next turn's system message ("Your current memories") has it.
-Deleting asks for a confirmation first. "Undo last SQL edit" puts back what the newest
-memory_sql UPDATE replaced (memory.sql_journal), unless those rows changed since.
+Rows come from the store's ranked memories (``AsyncStore.ranked_memories``); an edit or a
+deletion is written to the store at once, so the next turn's system message ("Your
+current memories") has it. Deleting asks for a confirmation first. "Undo last SQL edit"
+puts back what the newest memory_sql UPDATE replaced (memory.sql_journal), unless those
+rows changed since.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import gradio as gr
 
-from graph.context import Context
-from memory.memories import (
-    CATEGORIES,
-    MemoryRecordError,
-    delete_memory_by_id,
-    list_memories,
-    update_memory_by_id,
-)
-from memory.segments import recent_segments
-from memory.sql_journal import EditConflict, undo_last_edit
-from memory.store import Store
+from graph.setup import ContextFactory
+from memory.memories import CATEGORIES, Memory, MemoryRecordError
+from memory.segments import Segment
+from memory.sql_journal import EditConflict
 
 COLUMNS = ["category", "key", "value", "last recalled", "retrievability", "id"]
 EPISODE_COLUMNS = ["from", "to", "session", "summary", "summary by"]
@@ -32,24 +25,24 @@ SUMMARY_KINDS = {"model": "the chat model", "extractive": "extractive fallback (
 EMPTY = "_No memories yet: they are made when you ask the companion to remember something._"
 
 
-def memory_rows(store: Store, now: datetime) -> list[list[Any]]:
-    """Table rows grouped by category (in the fixed category order), most retrievable first."""
-    rows = list_memories(store, now)
-    rows.sort(key=lambda row: CATEGORIES.index(row["category"]))
+def memory_rows(memories: list[Memory], now: datetime) -> list[list[Any]]:
+    """Table rows of ranked memories, grouped by category (in the fixed category order),
+    most retrievable first within each."""
+    grouped = sorted(memories, key=lambda memory: CATEGORIES.index(memory.category))
     return [
         [
-            row["category"],
-            row["key"],
-            row["value"],
-            row["last_recalled_at"] or "never",
-            row["retrievability"],
-            row["id"],
+            memory.category,
+            memory.key,
+            memory.value,
+            memory.last_recalled_at or "never",
+            round(memory.retrievability(now), 3),
+            memory.id,
         ]
-        for row in rows
+        for memory in grouped
     ]
 
 
-def episode_rows(store: Store, limit: int = 50) -> list[list[str]]:
+def episode_rows(segments: list[Segment]) -> list[list[str]]:
     """Episodic memory, newest first, each summary labelled with how it was written."""
     return [
         [
@@ -59,14 +52,13 @@ def episode_rows(store: Store, limit: int = 50) -> list[list[str]]:
             segment.summary,
             SUMMARY_KINDS.get(segment.summary_kind, segment.summary_kind),
         ]
-        for segment in recent_segments(store, limit)
+        for segment in segments
     ]
 
 
-def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
+def build(make_context: ContextFactory, refresh: list[Any]) -> None:
     """Lay out the tab inside the current Blocks; ``refresh`` triggers reload the table."""
-    ctx = make_context()
-    store, clock = ctx.store, ctx.clock or ctx.store.clock
+    store = make_context.store
     table = gr.Dataframe(
         headers=COLUMNS,
         interactive=False,
@@ -98,51 +90,58 @@ def build(make_context: Callable[[], Context], refresh: list[Any]) -> None:
         elem_id="episodes-table",
     )
 
-    def rows() -> tuple[list[list[Any]], str]:
-        found = memory_rows(store, clock())
+    async def table_rows() -> list[list[Any]]:
+        now = store.clock()
+        return memory_rows(await store.ranked_memories(now), now)
+
+    async def rows() -> tuple[list[list[Any]], str]:
+        found = await table_rows()
         return found, "" if found else EMPTY
+
+    async def episodes_now() -> list[list[str]]:
+        return episode_rows(await store.recent_segments())
 
     def on_select(event: gr.SelectData) -> tuple[str, str, str, str]:
         row = event.row_value or [""] * len(COLUMNS)
         return row[5], row[0], row[1], row[2]
 
-    def on_save(memory: str, cat: str, name: str, text: str) -> tuple[Any, str]:
+    async def on_save(memory: str, cat: str, name: str, text: str) -> tuple[Any, str]:
         if not memory:
             return gr.skip(), "Select a memory in the table first."
         try:
-            update_memory_by_id(store, memory, text, key=name, category=cat)
+            await store.update_memory(memory, text, key=name, category=cat)
         except MemoryRecordError as exc:
             return gr.skip(), f"❌ Not saved: {exc}"
-        return memory_rows(store, clock()), f"✅ Saved `{cat} / {name}`."
+        return await table_rows(), f"✅ Saved `{cat} / {name}`."
 
     def ask(memory: str) -> tuple[Any, Any, str]:
         if not memory:
             return gr.skip(), gr.skip(), "Select a memory in the table first."
         return gr.update(visible=True), gr.update(visible=True), "Delete this memory?"
 
-    def on_delete(memory: str) -> tuple[Any, ...]:
+    async def on_delete(memory: str) -> tuple[Any, ...]:
         hidden = gr.update(visible=False)
         try:
-            delete_memory_by_id(store, memory)
+            await store.delete_memory(memory)
         except MemoryRecordError as exc:
             return gr.skip(), hidden, hidden, f"❌ {exc}", memory
-        return memory_rows(store, clock()), hidden, hidden, "🗑️ Deleted.", ""
+        return await table_rows(), hidden, hidden, "🗑️ Deleted.", ""
 
-    def on_undo_sql() -> tuple[Any, str]:
+    async def on_undo_sql() -> tuple[Any, str]:
         try:
-            batch = undo_last_edit(store)
+            batch = await store.undo_last_sql_edit()
         except EditConflict as exc:
             return gr.skip(), f"❌ Not undone: {exc}"
         if batch is None:
             return gr.skip(), "Nothing to undo: no memory_sql edit is left."
         restored = ", ".join(edit.label for edit in batch.edits)
         return (
-            memory_rows(store, clock()),
+            await table_rows(),
             f"↩️ Undid the SQL edit of {batch.created_at} UTC ({restored}).",
         )
 
     gr.on(refresh, rows, None, [table, status], api_name="memories")
-    gr.on(refresh, lambda: episode_rows(store), None, episodes, api_name="episodes")
+    gr.on(refresh, episodes_now, None, episodes, api_name="episodes")
     table.select(on_select, None, [memory_id, category, key, value], api_visibility="private")
     save.click(
         on_save, [memory_id, category, key, value], [table, status], api_name="update_memory"

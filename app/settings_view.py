@@ -17,7 +17,7 @@ stored one (``validate_profile``): a key goes only to the endpoint it was given 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import gradio as gr
@@ -31,8 +31,8 @@ from config.settings import (
     Settings,
 )
 from config.settings import validate_profile as validate
-from graph.context import Context
 from graph.providers import endpoint_status
+from graph.setup import ContextFactory
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
@@ -122,13 +122,13 @@ def provider_line(settings: Settings) -> str:
     )
 
 
-def build(make_context: Callable[[], Context], load: Any, opened: Any) -> None:
+def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
     """Lay out the tab inside the current Blocks.
 
     The form is filled when the page loads (not each time the tab opens, which would
     overwrite what the user is typing); the endpoint is checked on both.
     """
-    store = make_context().store
+    store = make_context.store
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
         endpoint = gr.Markdown(elem_id="endpoint-status")
@@ -175,8 +175,8 @@ def build(make_context: Callable[[], Context], load: Any, opened: Any) -> None:
         persona,
     ]
 
-    def fill() -> list[Any]:
-        settings = make_context().settings
+    async def fill() -> list[Any]:
+        settings = (await make_context()).settings
         values = form_values(settings)
         return [
             provider_line(settings),
@@ -184,19 +184,19 @@ def build(make_context: Callable[[], Context], load: Any, opened: Any) -> None:
             identity_text(settings),
         ]
 
-    def on_save(*values: Any) -> tuple[str, str]:
+    async def on_save(*values: Any) -> tuple[str, str]:
         *fields, edited = values
         try:
             form = dict(zip(FORM_KEYS, fields, strict=True))
-            update = profile_update(form, edited, make_context().settings)
+            update = profile_update(form, edited, (await make_context()).settings)
         except ConfigError as exc:
             return f"❌ Not saved: {exc}", edited
-        store.set_profile(update)
-        settings = make_context().settings
+        await store.set_profile(update)
+        settings = (await make_context()).settings
         return saved_message(update, settings), identity_text(settings)
 
     async def on_check() -> str:
-        settings = make_context().settings
+        settings = (await make_context()).settings
         return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
 
     save.click(on_save, [*form, identity], [status, identity], api_name="save_settings")

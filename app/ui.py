@@ -1,12 +1,14 @@
 """The Gradio app: Chat, Settings, Memories and Graph tabs, and the server around them.
 
-``build_app(make_context)`` lays the app out around a context factory, one builder per
-tab (``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``):
-every turn calls the factory for the ``Context`` of the current profile, so a saved
-setting applies to the next message. ``launch_app`` starts it without blocking (tests
-launch it around a scripted model); ``serve`` is what ``companion`` runs. Each browser
-keeps its own session id in a ``gr.State``, handlers are async and the queue runs many
-at once, so two browsers chat side by side and a running tool never freezes the page.
+``build_app(make_context)`` lays the app out around a ``graph.setup.ContextFactory``, one
+builder per tab (``app.chat_tab``, ``app.settings_view``, ``app.memories_view``,
+``graph_tab``): every turn awaits the factory for the ``Context`` of the current profile,
+so a saved setting applies to the next message, and every handler reaches the store
+through its async interface (``make_context.store``). ``launch_app`` starts it without
+blocking (tests launch it around a scripted model); ``serve`` is what ``companion`` runs.
+Each browser keeps its own session id in a ``gr.State``, handlers are async and the queue
+runs many at once, so two browsers chat side by side and a running tool never freezes the
+page.
 
 The server trusts no stranger (``app.security``): it answers only to its own Host names,
 serves a Content-Security-Policy, throttles failed logins and caps uploads at
@@ -15,10 +17,11 @@ serves a Content-Security-Policy, throttles failed logins and caps uploads at
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 # Gradio and its client phone home unless told not to; nothing leaves this machine.
@@ -30,49 +33,14 @@ import gradio as gr
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
 from app.security import exposure_problem, middleware, trusted_hosts
-from config.settings import ConfigError, load_settings
+from config.settings import ConfigError
 from graph.builder import mermaid
-from graph.context import Context
-from graph.setup import context_for, open_settings
+from graph.setup import ContextFactory
 
-ContextFactory = Callable[[], Context]
 USER = "companion"
 CONCURRENCY = 16
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
 CSS = "#model-line { opacity: 0.7; font-size: 0.9em; } #local-banner { color: #b45309; }"
-
-
-def context_factory(
-    flags: Mapping[str, Any] | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    chat_model: Any = None,
-    vision_model: Any = None,
-    registry: Any = None,
-) -> ContextFactory:
-    """Open the store once; each call gives the Context for the profile as it is now.
-
-    The Context (and its model clients, with their HTTP connections) is rebuilt only when
-    the profile has changed since the last call, not on every turn.
-    """
-    _, store = open_settings(flags, env)
-    built: dict[tuple[tuple[str, str], ...], Context] = {}
-
-    def make() -> Context:
-        profile = store.profile()
-        key = tuple(sorted(profile.items()))
-        if key not in built:
-            built.clear()
-            built[key] = context_for(
-                load_settings(flags, env, profile),
-                store,
-                registry=registry,
-                chat_model=chat_model,
-                vision_model=vision_model,
-            )
-        return built[key]
-
-    return make
 
 
 def build_app(make_context: ContextFactory) -> gr.Blocks:
@@ -119,7 +87,7 @@ def launch_app(
     problem = exposure_problem(host, password)
     if problem:
         raise ValueError(problem)
-    media = make_context().store.media_dir
+    media = make_context.store.media_dir
     demo = build_app(make_context)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     _, url, _ = demo.launch(
@@ -151,8 +119,8 @@ def serve(
     COMPANION_ALLOWED_HOSTS, or a ``password`` flag).
     """
     try:
-        make_context = context_factory(flags)
-        settings = make_context().settings
+        make_context = ContextFactory(flags)
+        settings = asyncio.run(make_context()).settings
     except ConfigError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2

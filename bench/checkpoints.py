@@ -29,6 +29,7 @@ from config.settings import Settings  # noqa: E402
 from graph.builder import checkpointed_graph  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
@@ -58,7 +59,7 @@ async def measure(home: Path, image_kb: int) -> dict[str, Any]:
             chat_model="scripted-chat",
             vision_model="scripted-vision",
         ),
-        store=store,
+        store=AsyncSqliteStore(store),
         chat_model=ScriptedChatModel(
             script=[tool_call("image_analyze", {"reference": "photo.jpg"})], name_="scripted-chat"
         ),

@@ -31,6 +31,7 @@ quiet_environment()
 from config.settings import Settings  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import context_for  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
@@ -84,7 +85,7 @@ async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -
     registry = ToolRegistry(
         [ToolSpec("lookup", "Look a key up.", LOOKUP_SCHEMA, lookup, "web_tool")]
     )
-    ctx = context_for(settings, store, registry=registry)
+    ctx = context_for(settings, AsyncSqliteStore(store), registry=registry)
     started = time.perf_counter()
     results = await asyncio.gather(
         *(session(ctx, f"bench-{i}", turns) for i in range(sessions)), return_exceptions=True

@@ -4,7 +4,9 @@ One user turn = one native tool call + one final answer, with an instant scripte
 and an instant tool. Ours runs the whole pipeline (``graph.runner.run_turn``: the user
 message stored, build_context twice, call_model twice, execute_tool, every message
 persisted in a real SQLite store, segments refreshed); the baseline is
-``langgraph.prebuilt.create_react_agent`` with the same model and tool, in memory.
+``langgraph.prebuilt.create_react_agent`` with the same model and tool, in memory. One
+more row runs our turn with every store call in the store's threads
+(``AsyncSqliteStore(try_inline=False)``): what the store's inline try saves.
 
 Both run in the same process, interleaved in rounds so machine noise hits both alike;
 figures are medians over all timed turns after a warm-up.
@@ -37,6 +39,7 @@ from langchain_core.tools import StructuredTool  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
@@ -71,8 +74,12 @@ async def ping(text: str) -> dict[str, str]:
     return {"pong": text}
 
 
-def companion_turns(home: Path) -> tuple[Turn, Turn]:
-    """Our turn in a fresh session each time, and in one session whose history keeps growing."""
+def companion_turns(home: Path, *, try_inline: bool = True) -> tuple[Turn, Turn]:
+    """Our turn in a fresh session each time, and in one session whose history keeps growing.
+
+    ``try_inline=False`` runs every store call in the store's threads, even those the
+    store would first try on the event loop (the turn's small reads and writes).
+    """
     model = ScriptedChatModel(script=policy, name_="scripted")
     registry = ToolRegistry(
         [ToolSpec("ping", "Ping the server.", PING_SCHEMA, ping_tool, "web_tool")]
@@ -81,7 +88,7 @@ def companion_turns(home: Path) -> tuple[Turn, Turn]:
         settings=Settings(
             home=home, provider="openai-compatible", tool_mode="native", chat_model="scripted"
         ),
-        store=Store.open_home(home),
+        store=AsyncSqliteStore(Store.open_home(home), try_inline=try_inline),
         chat_model=model,
         registry=registry,
     )
@@ -167,12 +174,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as folder:
         fresh, ongoing = companion_turns(Path(folder) / "home")
+        threaded, _ = companion_turns(Path(folder) / "threaded", try_inline=False)
         invoke, stream = prebuilt_turns()
         variants = {
             "prebuilt create_react_agent, ainvoke": invoke,
             "prebuilt create_react_agent, astream (messages+updates+custom)": stream,
             "companion run_turn, new session": fresh,
             "companion run_turn, session with history": ongoing,
+            "companion run_turn, new session, every store call in a thread": threaded,
         }
         samples = asyncio.run(measure(variants, args.turns, args.warmup, args.rounds))
         baseline = statistics.median(samples["prebuilt create_react_agent, ainvoke"])

@@ -45,6 +45,7 @@ quiet_environment()
 
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.retrieval import search_messages  # noqa: E402
 from memory.segments import refresh_segments  # noqa: E402
 from memory.sql_guard import run_sql  # noqa: E402
@@ -168,7 +169,7 @@ def context_cost(
     """p50/p95 of build_context for the asked session's newest user message."""
     ctx = Context(
         settings=Settings(home=home, provider="openai-compatible", tool_mode="native"),
-        store=store,
+        store=AsyncSqliteStore(store),
         chat_model=ScriptedChatModel(script=["ok"]),
         registry=default_registry(),
         clock=lambda: NOW,

@@ -59,6 +59,7 @@ from evals.staged import PromptLog, StagedChatModel
 from graph.providers import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
+from memory.async_store import AsyncSqliteStore
 from memory.memories import create_memory
 from memory.store import Store
 from prompts.templates import persona_text
@@ -220,6 +221,7 @@ async def run_case(
     with tempfile.TemporaryDirectory(prefix=f"companion-eval-{case.id}-") as folder:
         home = Path(folder)
         store = Store.open_home(home, clock=lambda: case.now)
+        graph_store = AsyncSqliteStore(store)
         try:
             settings = case_settings(model, case, home, fixtures)
             models = model.build(settings)
@@ -233,7 +235,11 @@ async def run_case(
                 else None
             )
             ctx = context_for(
-                settings, store, registry=default_registry(), chat_model=chat, vision_model=vision
+                settings,
+                graph_store,
+                registry=default_registry(),
+                chat_model=chat,
+                vision_model=vision,
             )
             ctx = dataclasses.replace(ctx, summarize=models.summarize, style_note=case.style_note)
             session_id = f"eval-{case.id}"
@@ -262,7 +268,7 @@ async def run_case(
             )
             return CaseRun(case, run, observation, checks)
         finally:
-            store.close()
+            graph_store.close()
 
 
 def _judge(model: ModelUnderTest) -> ChatJudge:

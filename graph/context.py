@@ -16,7 +16,8 @@ from tools.base import ToolContext
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from memory.store import Clock, Store
+    from memory.async_store import AsyncStore
+    from memory.store import Clock
     from tools.registry import ToolRegistry
 
 
@@ -25,7 +26,7 @@ class Context:
     """What a graph run needs besides its state: passed as ``context=`` to the graph."""
 
     settings: Settings
-    store: Store
+    store: AsyncStore  # every store call of the graph goes through it, off the event loop
     chat_model: BaseChatModel
     registry: ToolRegistry
     vision_model: BaseChatModel | None = None
@@ -40,7 +41,7 @@ class Context:
         """The context tools run with (their gates read it too)."""
         return ToolContext(
             settings=self.settings,
-            store=self.store,
+            store=self.store.blocking,  # tools run their SQLite work in worker threads
             session_id=session_id,
             clock=self.clock or self.store.clock,
             vision_available=self.vision_model is not None,

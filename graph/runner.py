@@ -38,7 +38,6 @@ from graph.events import (
     UserStored,
 )
 from graph.state import ExecutedCall, State, TraceEvent
-from memory.segments import catch_up_segments, refresh_segments
 from memory.store import Message
 
 log = logging.getLogger("companion.runner")
@@ -130,7 +129,7 @@ async def stream_turn(
         yield Answer(refusal, None, [], [])
         return
     graph = graph or default_graph()
-    user = ctx.store.add_message(
+    user = await ctx.store.add_message(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}
     )
     yield UserStored(user)
@@ -214,8 +213,8 @@ def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> 
 
     async def refresh() -> None:
         try:
-            await refresh_segments(
-                ctx.store, session_id, ctx.summarize, force=force, tz=ctx.settings.timezone
+            await ctx.store.refresh_segments(
+                session_id, ctx.summarize, force=force, tz=ctx.settings.timezone
             )
         except Exception:  # episodic memory is best effort; the next turn retries
             log.exception("segment refresh failed for session %s", session_id)
@@ -232,7 +231,7 @@ def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Ta
     async def catch_up() -> None:
         while True:
             try:
-                while await catch_up_segments(ctx.store, ctx.summarize, tz=ctx.settings.timezone):
+                while await ctx.store.catch_up_segments(ctx.summarize, tz=ctx.settings.timezone):
                     await asyncio.sleep(0)
             except Exception:
                 log.exception("catching up on unsummarised conversations failed")
@@ -251,7 +250,7 @@ def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
     """Start ``schedule_catch_up`` (sweeping every ``SWEEP_SECONDS``) the first time this
     process opens the database (the app's first page load, a terminal chat); later calls
     do nothing."""
-    key = str(ctx.store.path)
+    key = ctx.store.location
     if key in _CAUGHT_UP:
         return None
     _CAUGHT_UP.add(key)

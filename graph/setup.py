@@ -14,6 +14,7 @@ from typing import Any
 from config.settings import Settings, load_settings
 from graph.context import Context
 from graph.providers import lazy_local_model, make_chat_model, make_vision_model
+from memory.async_store import AsyncSqliteStore, AsyncStore
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
 
@@ -42,12 +43,12 @@ def open_context(
 ) -> Context:
     """A ready Context for the configured provider (starts nothing until the first call)."""
     settings, store = open_settings(flags, env)
-    return context_for(settings, store, registry=registry)
+    return context_for(settings, AsyncSqliteStore(store), registry=registry)
 
 
 def context_for(
     settings: Settings,
-    store: Store,
+    store: AsyncStore,
     *,
     registry: ToolRegistry | None = None,
     chat_model: Any = None,
@@ -64,6 +65,39 @@ def context_for(
         # The tiny local model writes poor summaries: it gets the extractive fallback.
         summarize=None if settings.is_local or chat_model is not None else model_summarizer(model),
     )
+
+
+class ContextFactory:
+    """The app's store, opened once, and the Context for the profile as it is now.
+
+    ``await factory()`` reads the profile (off the event loop) and rebuilds the Context,
+    with its model clients and their HTTP connections, only when the profile has changed
+    since the last call, not on every turn.
+    """
+
+    def __init__(
+        self,
+        flags: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        chat_model: Any = None,
+        vision_model: Any = None,
+        registry: ToolRegistry | None = None,
+    ) -> None:
+        self.flags, self.env = flags, os.environ if env is None else env
+        self.store = AsyncSqliteStore(Store.open_home(resolve_home(flags, self.env)))
+        self.models = {"chat_model": chat_model, "vision_model": vision_model}
+        self.registry = registry
+        self._built: tuple[tuple[tuple[str, str], ...], Context] | None = None
+
+    async def __call__(self) -> Context:
+        profile = await self.store.profile()
+        key = tuple(sorted(profile.items()))
+        if self._built is None or self._built[0] != key:
+            settings = load_settings(self.flags, self.env, profile)
+            context = context_for(settings, self.store, registry=self.registry, **self.models)
+            self._built = (key, context)
+        return self._built[1]
 
 
 def model_summarizer(model: Any) -> Any:

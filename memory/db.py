@@ -140,21 +140,30 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
-    """Open a connection configured for concurrent use (WAL, busy timeout, FKs)."""
+def connect(
+    path: Path | str, *, read_only: bool = False, wait_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """Open a connection configured for concurrent use (WAL, busy timeout, FKs); it waits
+    up to ``wait_ms`` for another connection's lock (0: it raises at once, ``is_busy``)."""
     if read_only:
         uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(
-            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
-        )
+        conn = sqlite3.connect(uri, uri=True, timeout=wait_ms / 1000, check_same_thread=False)
     else:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        conn = sqlite3.connect(str(path), timeout=wait_ms / 1000, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout={wait_ms}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def is_busy(error: BaseException) -> bool:
+    """True when SQLite refused because another connection holds a lock it needs."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    primary = getattr(error, "sqlite_errorcode", 0) & 0xFF  # extended codes keep it low
+    return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from memory import scoring
 from memory.store import Store, StoreError, format_time, parse_time
@@ -339,33 +338,17 @@ def search_memories(
     return scored[:limit]
 
 
-def list_memories(store: Store, now: datetime) -> list[dict[str, Any]]:
-    """Rows for the app's Memories tab, most retrievable first."""
-    return [
-        {
-            "id": memory.id,
-            "category": memory.category,
-            "key": memory.key,
-            "value": memory.value,
-            "last_recalled_at": memory.last_recalled_at,
-            "retrievability": round(memory.retrievability(now), 3),
-            "recall_count": memory.recall_count,
-            "updated_at": memory.updated_at,
-        }
-        for memory in ranked(store, now)
-    ]
-
-
-def prompt_block(store: Store, now: datetime, budget_chars: int = 1500) -> str:
+def prompt_block(memories: Iterable[Memory], budget_chars: int = 1500) -> str:
     """The "Your current memories" section of the system message, within ``budget_chars``.
 
-    Memories are chosen most retrievable first until the budget is spent, then shown
-    grouped by category in a fixed order. Returns "" when there is nothing to show.
+    ``memories`` come most retrievable first (``ranked``) and are chosen in that order
+    until the budget is spent, then shown grouped by category in a fixed order. Returns ""
+    when there is nothing to show.
     """
     chosen: dict[str, list[str]] = {category: [] for category in CATEGORIES}
     # Fixed cost: the heading, and one title line per category that gets a memory.
     used = len(PROMPT_HEADING)
-    for memory in ranked(store, now):
+    for memory in memories:
         line = f"- {memory.key}: {memory.value}"
         cost = len(line) + 1
         if not chosen[memory.category]:

@@ -17,7 +17,8 @@ extractive summary (``summary_kind='extractive'``): a local date/time-of-day hea
 such as "Thu 20 Nov, evening:" followed by the most informative user lines. Summaries
 see only user and assistant messages, so tool output (memory_tool results above all)
 never leaks into episodic memory. Summaries are indexed by ``segments_fts`` for search.
-The SQLite work runs in a worker thread, so a refresh never blocks the event loop.
+The SQLite work runs in a worker thread (``offload``: ``asyncio.to_thread`` unless the
+caller has its own reader and writer threads), so a refresh never blocks the event loop.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol, TypeVar
 
 from memory.retrieval import fts_query
 from memory.store import Message, Store, _message, format_time, parse_time
@@ -45,6 +47,18 @@ SPEAKER_ROLES = ("user", "assistant")
 CATCH_UP_BUDGET = 20  # segments per catch_up_segments call (each may be a model call)
 
 Summarizer = Callable[[list[Message]], Awaitable[str]]
+T = TypeVar("T")
+
+
+class Offload(Protocol):
+    """Runs a blocking store call off the event loop; ``writes`` says whether it writes."""
+
+    def __call__(self, call: Callable[[], T], *, writes: bool) -> Awaitable[T]: ...
+
+
+async def in_thread(call: Callable[[], T], *, writes: bool) -> T:
+    """The default ``Offload``: a worker thread of the default pool."""
+    return await asyncio.to_thread(call)
 
 
 @dataclass(frozen=True)
@@ -214,15 +228,16 @@ async def refresh_segments(
     force: bool = False,
     tz: str = "UTC",
     limit: int | None = None,
+    offload: Offload = in_thread,
 ) -> int:
     """Cut and summarise the session's closed spans not yet segmented, oldest first (at
     most ``limit`` of them); returns how many segments were added. ``force`` closes the
     newest span too (the person switched to or started another session)."""
-    spans = await asyncio.to_thread(_closed_spans, store, session_id, force, limit)
+    spans = await offload(lambda: _closed_spans(store, session_id, force, limit), writes=False)
     if not spans:
         return 0
     summaries = await _summaries(spans, session_id, summarize, tz)
-    return await asyncio.to_thread(_insert, store, session_id, summaries)
+    return await offload(lambda: _insert(store, session_id, summaries), writes=True)
 
 
 def pending_sessions(store: Store) -> list[str]:
@@ -245,16 +260,19 @@ async def catch_up_segments(
     *,
     tz: str = "UTC",
     budget: int = CATCH_UP_BUDGET,
+    offload: Offload = in_thread,
 ) -> int:
     """Summarise every session's closed spans not yet segmented — a span is closed once
     its last message is over 30 minutes old — least recently active sessions first, at
     most ``budget`` segments per call. Returns how many were added: call again until it
     returns 0 (app start does, in the background)."""
     added = 0
-    for session_id in await asyncio.to_thread(pending_sessions, store):
+    for session_id in await offload(lambda: pending_sessions(store), writes=False):
         if added >= budget:
             break
-        added += await refresh_segments(store, session_id, summarize, tz=tz, limit=budget - added)
+        added += await refresh_segments(
+            store, session_id, summarize, tz=tz, limit=budget - added, offload=offload
+        )
     return added
 
 

@@ -2,11 +2,13 @@
 
 All SQL of the application lives in memory/ and is parameterised. A ``Store`` keeps one
 connection per thread (SQLite connections are cheap and WAL lets readers and writers
-overlap), so the Gradio worker threads, the CLI and background jobs can share it.
+overlap), so worker threads, the CLI and background jobs can share it. Its calls block:
+async code uses it through ``memory.async_store``.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import sqlite3
@@ -19,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memory.db import connect, migrate
+from memory.db import BUSY_TIMEOUT_MS, connect, migrate
 
 ToolRole = Literal["web_tool", "weather_tool", "memory_tool", "image_tool"]
 Role = Literal[
@@ -114,10 +116,22 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.clock = clock
+        self._wait_ms = BUSY_TIMEOUT_MS
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         migrate(self.conn)
+
+    def without_waiting(self) -> Store:
+        """This store on connections of its own that never wait: a call that needs a lock
+        another connection holds raises at once (``memory.db.is_busy``), and a commit never
+        runs a WAL checkpoint (``checkpoint`` does, elsewhere). For the event loop."""
+        other = copy.copy(self)
+        other._wait_ms = 0
+        other._local = threading.local()
+        other._connections = []
+        other._lock = threading.Lock()
+        return other
 
     @classmethod
     def open_home(cls, home: Path | str, *, clock: Clock = utc_now) -> Store:
@@ -138,7 +152,9 @@ class Store:
         """This thread's connection."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path)
+            conn = connect(self.path, wait_ms=self._wait_ms)
+            if not self._wait_ms:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -163,6 +179,11 @@ class Store:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Copy what the write-ahead log holds into the database file (a passive
+        checkpoint: it waits for no one, and leaves what readers still need)."""
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def health(self) -> tuple[str, int]:
         """``PRAGMA integrity_check``'s verdict ("ok" when sound) and the schema version."""

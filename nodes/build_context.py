@@ -185,34 +185,33 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     """Read history and this turn's results from the store; decide tools and model."""
     started = time.perf_counter()
     ctx = runtime.context
-    store = ctx.store
     session_id = state["session_id"]
     user_id = state["user_message_id"]
-    turn = store.messages_after(session_id, user_id)
-
     reason = guard_reason(state)
     role = model_role(state)
     vision = role == "vision" and ctx.vision_model is not None
-    tools = [] if reason else ctx.registry.enabled(ctx.tool_context(session_id, user_id))
     settings = ctx.settings
-    now = (ctx.clock or store.clock)()
+    now = (ctx.clock or ctx.store.clock)()
+    # History up to this turn's message does not change during the turn: replayed once
+    # (chat form) and reused by later loops; a vision call replays it with images inline.
+    replayed = state.get("history")
+    stored = await ctx.store.read_turn(
+        session_id, user_id, history=HISTORY_LIMIT if vision or replayed is None else 0, now=now
+    )
+    turn, history = stored.turn, stored.history
+    tools = [] if reason else ctx.registry.enabled(ctx.tool_context(session_id, user_id))
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
-        style_notes=(store.style_note(session_id), ctx.style_note),
+        style_notes=(stored.style_note, ctx.style_note),
         now=clock_text(now, settings.timezone),
-        memories=prompt_block(store, now, MEMORY_BUDGET_CHARS),
+        memories=prompt_block(stored.memories, MEMORY_BUDGET_CHARS),
         tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
         tool_mode=settings.tool_mode,
         no_tools_reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",
     )
-    mode, media = settings.tool_mode, store.media_dir
+    mode, media = settings.tool_mode, ctx.store.media_dir
     untrusted = untrusted_tools(ctx)
-    # History up to this turn's message does not change during the turn: replayed once
-    # (chat form) and reused by later loops; a vision call replays it with images inline.
-    replayed = state.get("history")
-    if vision or replayed is None:
-        history = store.recent_messages(session_id, HISTORY_LIMIT, before_id=user_id + 1)
     if vision:
         past = replay(
             [*history, *turn], tool_mode=mode, vision=True, media_dir=media, untrusted=untrusted

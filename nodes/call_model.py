@@ -144,7 +144,7 @@ async def stream_reply(
     return reply
 
 
-def _failed(
+async def _failed(
     ctx: Context,
     session_id: str,
     model: str | None,
@@ -166,7 +166,7 @@ def _failed(
     else:
         text = MODEL_ERROR.format(detail=detail)
     meta = {"error": True, "detail": detail, "model": model, "internal": internal}
-    stored = ctx.store.add_message(session_id, "assistant", text, meta=meta)
+    stored = await ctx.store.add_message(session_id, "assistant", text, meta=meta)
     ms = round((time.perf_counter() - started) * 1000, 2)
     return {
         "calls": [],
@@ -217,13 +217,14 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
         if not is_provider_error(exc):
             log.exception("call_model: a bug in Companion, not a provider failure")
             detail = f"{type(exc).__name__}: {exc}"[:200]
-            return _failed(ctx, session_id, name, started, detail, internal=True)
+            return await _failed(ctx, session_id, name, started, detail, internal=True)
         log.exception("call_model: the provider failed (%s)", name)
-        return _failed(ctx, session_id, name, started, describe_provider_error(exc))
+        return await _failed(ctx, session_id, name, started, describe_provider_error(exc))
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(getattr(reply, "content", reply)))
     if stream_was_cut(reply):
-        return _failed(ctx, session_id, name, started, STREAM_CUT_DETAIL, _text(reply).strip())
+        partial = _text(reply).strip()
+        return await _failed(ctx, session_id, name, started, STREAM_CUT_DETAIL, partial)
     ms = round((time.perf_counter() - started) * 1000, 2)
     calls, text = reply_calls(reply, ctx)
     final = not calls or tools_off
@@ -237,7 +238,7 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
         usage = getattr(reply, "usage_metadata", None)
         if usage:
             meta["usage"] = dict(usage)
-        stored = ctx.store.add_message(session_id, "assistant", text, meta=meta)
+        stored = await ctx.store.add_message(session_id, "assistant", text, meta=meta)
         if final:
             update["answer"], update["answer_message_id"] = text, stored.id
     update["trace"] = [

@@ -100,7 +100,7 @@ async def execute_tool(state: State, runtime: Runtime[Context]) -> ToolUpdate:
     ctx = runtime.context
     outcomes = await _run_all(_plan(state, ctx), state, runtime)
     group = uuid.uuid4().hex[:10]
-    stored = [_store(ctx, state["session_id"], outcome, group) for outcome in outcomes]
+    stored = [await _store(ctx, state["session_id"], outcome, group) for outcome in outcomes]
     return _report(outcomes, stored, state, runtime)
 
 
@@ -174,7 +174,7 @@ async def _run(call: ToolCall, ctx: Context, state: State) -> Outcome:
     return Outcome(call, "run", result, (time.perf_counter() - started) * 1000)
 
 
-def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) -> Message:
+async def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) -> Message:
     """Store one call's result (or guard note) as a tool message of its family's role."""
     call, result = outcome.call, outcome.result
     meta: dict[str, Any] = {
@@ -187,7 +187,7 @@ def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) -> Messa
     }
     if outcome.verdict == "duplicate":
         meta["duplicate"] = True  # the chat hides it: the earlier result is the one shown
-    return ctx.store.add_message(
+    return await ctx.store.add_message(
         session_id,
         ctx.registry.role_of(call["name"]),
         ctx.registry.format_result(call["name"], result),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ for _name, _value in {
 
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
@@ -91,13 +92,23 @@ def store(home: Path) -> Store:
 
 
 @pytest.fixture
+def async_store(store: Store) -> Iterator[AsyncSqliteStore]:
+    """The same store through its async interface (what the graph and the app use)."""
+    facade = AsyncSqliteStore(store)
+    yield facade
+    facade.close()
+
+
+@pytest.fixture
 def test_registry() -> ToolRegistry:
     """A registry of the test tools."""
     return ToolRegistry(TEST_TOOLS)
 
 
 @pytest.fixture
-def make_context(store: Store, home: Path, test_registry: ToolRegistry) -> Callable[..., Context]:
+def make_context(
+    async_store: AsyncSqliteStore, home: Path, test_registry: ToolRegistry
+) -> Callable[..., Context]:
     """Build a graph Context around a scripted model."""
 
     def make(
@@ -112,7 +123,7 @@ def make_context(store: Store, home: Path, test_registry: ToolRegistry) -> Calla
         settings.setdefault("chat_model", "scripted-chat")
         return Context(
             settings=Settings(home=home, **settings),
-            store=store,
+            store=async_store,
             chat_model=ScriptedChatModel(script=script, name_="scripted-chat"),
             registry=registry or test_registry,
             vision_model=ScriptedChatModel(script=vision_script, name_="scripted-vision")

@@ -165,7 +165,11 @@ async def image_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
         return {"error": TOO_LONG}
     source = "reference"
     if not reference:
-        latest = ctx.store.latest_image(ctx.session_id) if ctx.session_id else None
+        latest = (
+            await asyncio.to_thread(ctx.store.latest_image, ctx.session_id)
+            if ctx.session_id
+            else None
+        )
         if latest is None or not latest.image_path:
             return {"error": NO_IMAGE}
         reference, source = latest.image_path, "latest"

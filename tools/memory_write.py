@@ -7,6 +7,7 @@ message that tells the model what to do instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -114,9 +115,10 @@ def _split_command(text: str) -> dict[str, Any]:
     return args
 
 
-def _result(run: Callable[[], Memory]) -> dict[str, Any]:
+async def _result(run: Callable[[], Memory]) -> dict[str, Any]:
+    # A write may wait for another writer's lock: in a worker thread, never on the loop.
     try:
-        memory = run()
+        memory = await asyncio.to_thread(run)
     except MemoryRecordError as exc:
         return {"error": str(exc)}
     return {"success": True, "memory_id": memory.id}
@@ -124,14 +126,14 @@ def _result(run: Callable[[], Memory]) -> dict[str, Any]:
 
 async def create(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Save a new memory."""
-    return _result(
+    return await _result(
         lambda: create_memory(ctx.store, args["category"], args["key"], args["value"], ctx.now())
     )
 
 
 async def update(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Change an existing memory's value."""
-    return _result(
+    return await _result(
         lambda: update_memory(
             ctx.store, args.get("category"), args["key"], args["value"], ctx.now()
         )
@@ -140,7 +142,7 @@ async def update(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 async def delete(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Forget a memory."""
-    return _result(lambda: delete_memory(ctx.store, args.get("category"), args["key"]))
+    return await _result(lambda: delete_memory(ctx.store, args.get("category"), args["key"]))
 
 
 def format_write(result: dict[str, Any]) -> str:

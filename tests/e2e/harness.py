@@ -98,7 +98,8 @@ class RunningApp:
 @contextmanager
 def running_app(home: Path) -> Iterator[RunningApp]:
     """The app on a free port with the scripted policy; weather goes to a local fixture."""
-    from app.ui import context_factory, launch_app
+    from app.ui import launch_app
+    from graph.setup import ContextFactory
 
     with OpenMeteoFixture() as weather:
         flags = {
@@ -109,8 +110,8 @@ def running_app(home: Path) -> Iterator[RunningApp]:
         }
         model = ScriptedChatModel(script=policy, name_="scripted-chat")
         registry = ToolRegistry([*builtin_specs(), NAP])
-        make = context_factory(flags, env={}, chat_model=model, registry=registry)
-        make().store.set_profile({"chat_model": "scripted-chat"})
+        make = ContextFactory(flags, env={}, chat_model=model, registry=registry)
+        make.store.blocking.set_profile({"chat_model": "scripted-chat"})
         demo, url = launch_app(make, port=free_port())
         try:
             yield RunningApp(url, model, home)

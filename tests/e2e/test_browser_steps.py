@@ -46,7 +46,8 @@ def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessa
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The app with the scripted policy, web_search pointed at the DuckDuckGo fixture."""
-    from app.ui import context_factory, launch_app
+    from app.ui import launch_app
+    from graph.setup import ContextFactory
 
     home = tmp_path_factory.mktemp("e2e-steps") / "home"
     with DuckDuckGoFixture() as search:
@@ -57,10 +58,10 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
             **search.settings_overrides(),
         }
         model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        make = context_factory(
+        make = ContextFactory(
             flags, env={}, chat_model=model, registry=ToolRegistry(builtin_specs())
         )
-        make().store.set_profile({"chat_model": "scripted-chat"})
+        make.store.blocking.set_profile({"chat_model": "scripted-chat"})
         demo, url = launch_app(make, port=free_port())
         try:
             yield RunningApp(url, model, home)

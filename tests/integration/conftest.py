@@ -12,8 +12,10 @@ import pytest
 from gradio_client import Client
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from app.ui import context_factory, launch_app
+from app.ui import launch_app
 from evals.fixtures import OpenMeteoFixture
+from graph.setup import ContextFactory
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tests.support.chat_model import ScriptedChatModel, tool_call
 
@@ -40,6 +42,7 @@ class Running:
     model: ScriptedChatModel
     store: Store
     home: Path
+    graph_store: AsyncSqliteStore  # the same database as the app's handlers reach it
 
     def client(self, **kwargs: Any) -> Client:
         return Client(self.url, analytics_enabled=False, verbose=False, **kwargs)
@@ -77,14 +80,14 @@ def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..
             **flags,
         }
         model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        make = context_factory(flags, env={}, chat_model=model)
-        store = make().store
+        make = ContextFactory(flags, env={}, chat_model=model)
+        store = make.store.blocking
         store.set_profile({"chat_model": "scripted-chat"})
         demo, url = launch_app(
             make, port=free_port(), password=password, allowed_hosts=allowed_hosts
         )
         demos.append(demo)
-        return Running(url, model, store, home)
+        return Running(url, model, store, home, make.store)
 
     yield start
     for demo in demos:

@@ -292,9 +292,10 @@ def test_a_database_that_cannot_write_says_so_and_keeps_the_message(
     client = app.client()
     send(client, "first")
     pages = app.store.conn.execute("PRAGMA page_count").fetchone()[0]
-    # Every connection the app's store opened (one per server thread) refuses writes from
-    # now on: read-only, or no room for one more page, as a full disk would.
-    for conn in app.store._connections:
+    # Every connection the app's store opened (one per thread, and the event loop's own)
+    # refuses writes from now on: read-only, or no room for one more page, as a full disk
+    # would.
+    for conn in [*app.store._connections, *app.graph_store._inline._connections]:
         conn.execute(pragma.format(pages=pages))
     text = "second " * 3000  # needs new pages, so even the "full" database refuses it
     chat, box, *_ = send(client, text)

@@ -24,6 +24,7 @@ from graph.local_smoke import REBUILD_HINT, describe_exit, run_smoke
 from graph.providers import LOCAL_BANNER, lazy_local_model
 from graph.runner import run_turn
 from graph.setup import context_for
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 
 pytestmark = pytest.mark.local_model
@@ -52,10 +53,10 @@ def test_server_is_health_checked_on_loopback(server: LocalServer) -> None:
 async def test_a_turn_through_the_graph(server: LocalServer, tmp_path: Path) -> None:
     settings = load_settings({"home": str(tmp_path)}, {}, {})
     assert settings.is_local and settings.tool_mode == "commands"
-    ctx = context_for(settings, Store.open_home(tmp_path))
+    ctx = context_for(settings, AsyncSqliteStore.open_home(tmp_path))
     result = await run_turn(ctx, "s1", "Hi! Say hello back in one short sentence.")
     assert result.answer.strip()
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert stored[0].role == "user" and stored[-1].role == "assistant"
     assert not stored[-1].meta.get("error"), stored[-1].content
     models = [e["detail"]["model"] for e in result.trace if e["kind"] == "model"]
@@ -93,11 +94,11 @@ def _kill_local_server() -> int:
 
 async def test_server_killed_between_turns_is_restarted(tmp_path: Path) -> None:
     settings = load_settings({"home": str(tmp_path)}, {}, {})
-    ctx = context_for(settings, Store.open_home(tmp_path))
+    ctx = context_for(settings, AsyncSqliteStore.open_home(tmp_path))
     for turn in ("Say hi.", "Say hi again."):
         killed = _kill_local_server()
         result = await run_turn(ctx, "s1", turn)
-        answer = ctx.store.get_message(result.answer_message_id)
+        answer = ctx.store.blocking.get_message(result.answer_message_id)
         assert answer is not None and not answer.meta.get("error"), answer.content
         process = local_server().process
         assert process is not None and process.pid != killed and process.poll() is None
@@ -153,12 +154,12 @@ async def test_two_sessions_asking_at_once_both_get_whole_answers(tmp_path: Path
     """One local server serves every session: a second request waits rather than cutting
     the first answer off (llama-cpp-python interrupts by default)."""
     settings = load_settings({"home": str(tmp_path)}, {}, {})
-    ctx = context_for(settings, Store.open_home(tmp_path))
+    ctx = context_for(settings, AsyncSqliteStore.open_home(tmp_path))
     _kill_local_server()  # a fresh port: pooled connections belong to earlier event loops
     results = await asyncio.gather(
         run_turn(ctx, "a", "Write four sentences about the sea."),
         run_turn(ctx, "b", "Write four sentences about the mountains."),
     )
     for result in results:
-        answer = ctx.store.get_message(result.answer_message_id)
+        answer = ctx.store.blocking.get_message(result.answer_message_id)
         assert answer is not None and not answer.meta.get("error"), answer.content

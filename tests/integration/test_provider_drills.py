@@ -15,7 +15,7 @@ from config.settings import Settings
 from graph.events import Answer, TextDelta
 from graph.runner import run_turn, stream_turn
 from graph.setup import context_for
-from memory.store import Store
+from memory.async_store import AsyncSqliteStore
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tools.registry import ToolRegistry
 
@@ -38,7 +38,7 @@ def make_ctx(server: FakeOpenAIServer, home: Path, registry: ToolRegistry, **cha
         request_timeout=changes.pop("request_timeout", 10.0),
         **changes,
     )
-    return context_for(settings, Store.open_home(home), registry=registry)
+    return context_for(settings, AsyncSqliteStore.open_home(home), registry=registry)
 
 
 async def test_streamed_answer_over_http(server, home, test_registry) -> None:
@@ -90,7 +90,7 @@ async def test_provider_failure_is_clear_and_loses_nothing(
     ctx = make_ctx(server, home, test_registry, request_timeout=0.5)
     result = await run_turn(ctx, "s1", "are you there?")
     assert expected in result.answer
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert stored[0].role == "user" and stored[0].content == "are you there?"
     assert stored[-1].meta.get("error") is True
     server.push("Back again.")
@@ -102,15 +102,15 @@ async def test_failure_after_a_tool_keeps_the_tool_result(server, home, test_reg
     ctx = make_ctx(server, home, test_registry)
     result = await run_turn(ctx, "s1", "echo then fail")
     assert "HTTP 500" in result.answer
-    roles = [m.role for m in ctx.store.messages("s1")]
+    roles = [m.role for m in ctx.store.blocking.messages("s1")]
     assert roles == ["user", "web_tool", "assistant"]
-    assert ctx.store.messages("s1")[1].meta["result"]["echo"] == "saved"
+    assert ctx.store.blocking.messages("s1")[1].meta["result"]["echo"] == "saved"
 
 
 async def test_tool_arguments_that_are_not_json(server, home, test_registry) -> None:
     server.push(Step(tool_calls=[("echo", "Tokyo please")]), "Sorry, let me try again later.")
     ctx = make_ctx(server, home, test_registry)
     result = await run_turn(ctx, "s1", "echo")
-    tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    tool = next(m for m in ctx.store.blocking.messages("s1") if m.is_tool)
     assert "malformed arguments for echo" in tool.meta["result"]["error"]
     assert result.answer == "Sorry, let me try again later."

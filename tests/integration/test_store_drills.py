@@ -1,9 +1,10 @@
 """Store failure drills: a database locked by another writer, and a process killed mid-turn.
 
-A turn that meets a locked database waits (busy timeout) and then succeeds. A process
-killed with SIGKILL in the middle of a turn leaves a consistent database: SQLite's
-integrity check and the FTS index agree with the messages, the user's message is there,
-every message confirmed before the kill survives, and the session takes a new turn.
+A turn that meets a database locked by another writer waits (busy timeout) and then
+succeeds, while the reads of other sessions and of the app, and every other coroutine, go
+on. A process killed with SIGKILL in the middle of a turn leaves a consistent database:
+SQLite's integrity check and the FTS index agree with the messages, the user's message is
+there, every message confirmed before the kill survives, and the session takes a new turn.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import pytest
 from config.settings import Settings
 from graph.context import Context
 from graph.runner import run_turn
+from memory.async_store import AsyncSqliteStore
 from memory.db import connect
-from memory.store import Store
+from tests.conftest import FIXED_NOW
 from tests.support.chat_model import ScriptedChatModel
 from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCK_SECONDS = 1.0
+LOCK_SECONDS = 2.0
 
 # Runs in a child process: one completed turn, then turns that stop in a slow tool
 # (``slow``) or, in ``burst`` mode, quick turns in a loop. Every message the store has
@@ -42,7 +44,7 @@ CHILD = textwrap.dedent(
     from graph.context import Context, Settings
     from tests.support.chat_model import ScriptedChatModel, tool_call
     from graph.runner import run_turn
-    from memory.store import Store
+    from memory.async_store import AsyncSqliteStore
     from tools.base import ToolSpec
     from tools.registry import ToolRegistry
 
@@ -63,11 +65,11 @@ CHILD = textwrap.dedent(
         return f"answer to: {text}"
 
     async def main():
-        store = Store.open_home(home)
+        store = AsyncSqliteStore.open_home(home)
         spec = ToolSpec("hang", "Hangs.", {"type": "object", "properties": {}}, hang,
                         "web_tool", timeout=120)
         ctx = Context(
-            settings=Settings(home=store.path.parent, provider="openai-compatible",
+            settings=Settings(home=home, provider="openai-compatible",
                               tool_mode="native", chat_model="scripted"),
             store=store,
             chat_model=ScriptedChatModel(script=policy),
@@ -145,9 +147,10 @@ def assert_consistent(path: Path) -> sqlite3.Connection:
     return conn
 
 
-async def test_turn_waits_for_a_locked_database(make_context, store) -> None:
-    ctx = make_context(["Still here."])
-    holder = connect(store.path)
+def hold_write_lock(path: Path, seconds: float) -> threading.Event:
+    """Another connection takes the write lock (BEGIN IMMEDIATE, an insert) now and commits
+    after ``seconds`` in a thread; the event is set once it has let go."""
+    holder = connect(path)
     holder.isolation_level = None
     holder.execute("BEGIN IMMEDIATE")
     holder.execute(
@@ -156,19 +159,57 @@ async def test_turn_waits_for_a_locked_database(make_context, store) -> None:
     released = threading.Event()
 
     def release() -> None:
-        time.sleep(LOCK_SECONDS)
+        time.sleep(seconds)
         holder.execute("COMMIT")
+        holder.close()
         released.set()
 
     threading.Thread(target=release, daemon=True).start()
+    return released
+
+
+async def test_a_locked_database_delays_only_the_turn_that_writes(
+    make_context, store, async_store
+) -> None:
+    ctx = make_context(["Still here."])
+    asked = store.add_message("s2", "user", "an older chat")
+    store.add_message("s2", "assistant", "an older answer")
+    gaps: list[float] = []
+
+    async def unrelated() -> None:
+        last = time.perf_counter()
+        while not released.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    released = hold_write_lock(store.path, LOCK_SECONDS)
     started = time.perf_counter()
-    result = await run_turn(ctx, "s1", "are you there?")
+    turn = asyncio.create_task(run_turn(ctx, "s1", "are you there?"))
+    ticking = asyncio.create_task(unrelated())
+    # What the app and another session's turn read meanwhile: a chat's history, the
+    # session list, build_context's reads, the profile.
+    history = await async_store.messages("s2")
+    sessions = await async_store.list_sessions()
+    reads = await async_store.read_turn("s2", asked.id, history=25, now=FIXED_NOW)
+    await async_store.profile()
+    read_seconds = time.perf_counter() - started
+    assert not released.is_set(), "the reads must finish while the lock is held"
+    result = await turn
     waited = time.perf_counter() - started
-    assert released.is_set() and waited >= LOCK_SECONDS * 0.8
+    await ticking
+
+    assert read_seconds < 0.5
+    assert [m.content for m in history] == ["an older chat", "an older answer"]
+    assert [s.id for s in sessions] == ["s2"]
+    assert [m.content for m in reads.history] == ["an older chat"]
+    assert [m.content for m in reads.turn] == ["an older answer"]
+    assert max(gaps) < 0.3, f"the event loop stalled {max(gaps):.2f} s"
+    assert waited >= LOCK_SECONDS * 0.9  # the turn that writes waited for the lock
     assert result.answer == "Still here."
     assert [m.role for m in store.messages("s1")] == ["user", "assistant"]
     assert store.get_session("other") is not None  # the other writer's work is kept too
-    holder.close()
 
 
 def test_killed_in_the_middle_of_a_turn(tmp_path: Path) -> None:
@@ -189,7 +230,7 @@ def test_killed_in_the_middle_of_a_turn(tmp_path: Path) -> None:
     ]
     conn.close()
 
-    store = Store.open_home(home)
+    store = AsyncSqliteStore.open_home(home)
     ctx = Context(
         settings=Settings(home=home, provider="openai-compatible", tool_mode="native"),
         store=store,

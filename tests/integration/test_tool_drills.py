@@ -47,7 +47,7 @@ async def test_failing_tool_becomes_an_error_result(make_context, call, error) -
     assert result.error is None
     seen = tool_messages(ctx)
     assert len(seen) == 1 and error in seen[0].content
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert [m.role for m in stored] == ["user", "web_tool", "assistant"]
     assert error in stored[1].meta["result"]["error"]
     assert (await run_turn(ctx, "s1", "hi")).answer == "Hello again."
@@ -67,7 +67,7 @@ async def test_oversized_output_is_truncated_and_marked(make_context) -> None:
     (seen,) = tool_messages(ctx)
     assert "…[truncated:" in seen.content and "more characters]" in seen.content
     assert len(seen.content) < MAX_RESULT_CHARS + 200
-    stored = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    stored = next(m for m in ctx.store.blocking.messages("s1") if m.is_tool)
     assert stored.content == seen.content
 
 
@@ -86,7 +86,7 @@ async def test_weather_site_unreachable(make_context) -> None:
     assert result.seconds < 5
     (seen,) = tool_messages(ctx)
     assert "could not connect to the weather service" in seen.content
-    stored = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    stored = next(m for m in ctx.store.blocking.messages("s1") if m.is_tool)
     assert stored.role == "weather_tool"
     assert stored.meta["result"] == {"error": "could not connect to the weather service"}
 

@@ -133,7 +133,7 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
     from datetime import UTC, datetime, timedelta
 
     from app.memories_view import episode_rows
-    from memory.segments import refresh_segments
+    from memory.segments import recent_segments, refresh_segments
     from memory.store import Store
 
     start = datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
@@ -150,7 +150,27 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
     now[0] = start + timedelta(hours=20, minutes=5)
     store.add_message("s1", "user", "Later", created_at=start + timedelta(hours=20))
     await refresh_segments(store, "s1", summarize)
-    rows = episode_rows(store)
+    rows = episode_rows(recent_segments(store))
     assert [row[4] for row in rows] == ["the chat model", "extractive fallback (no model)"]
     assert "nasi goreng" in rows[1][3]
     assert rows[1][0] == "2026-11-20 19:00"
+
+
+def test_memory_rows_go_by_category_most_retrievable_first(store) -> None:
+    from datetime import timedelta
+
+    from app.memories_view import memory_rows
+    from memory.memories import create_memory, ranked
+    from tests.conftest import FIXED_NOW
+
+    create_memory(store, "signals", "drink", "kopi", now=FIXED_NOW - timedelta(days=1))
+    create_memory(store, "identity", "city", "Bandung", now=FIXED_NOW - timedelta(days=90))
+    name = create_memory(store, "identity", "name", "Budi", now=FIXED_NOW - timedelta(days=2))
+    rows = memory_rows(ranked(store, FIXED_NOW), FIXED_NOW)
+    assert [row[:3] for row in rows] == [
+        ["identity", "name", "Budi"],
+        ["identity", "city", "Bandung"],
+        ["signals", "drink", "kopi"],
+    ]
+    assert rows[0][3] == "never" and rows[0][5] == name.id
+    assert 0 < rows[1][4] < rows[0][4] <= 1

@@ -29,7 +29,7 @@ async def test_provider_failure_is_reported_as_the_providers(
         result = await run_turn(ctx, "s1", "hello?")
     assert "couldn't reach the language model" in result.answer
     assert expected in result.answer
-    assert ctx.store.messages("s1")[0].content == "hello?"
+    assert ctx.store.blocking.messages("s1")[0].content == "hello?"
     logged = [r for r in caplog.records if r.name == "companion.call_model"]
     assert logged and logged[0].exc_info is not None
     assert logged[0].exc_info[0] is type(exc)
@@ -43,7 +43,7 @@ async def test_a_bug_is_not_blamed_on_the_provider(make_context, caplog) -> None
     assert "something went wrong inside Companion" in result.answer
     assert "TypeError: unsupported operand" in result.answer
     assert str(ctx.settings.log_file) in result.answer
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert stored[0].content == "hello?"
     assert stored[-1].meta["error"] is True and stored[-1].meta["internal"] is True
     logged = [r for r in caplog.records if r.name == "companion.call_model"]

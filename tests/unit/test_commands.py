@@ -118,7 +118,7 @@ async def test_a_first_line_naming_no_command_is_the_answer(make_context, reply:
     result = await run_turn(ctx, "s1", "how do you feel?")
     assert result.answer == reply and result.tool_names == []
     assert len(ctx.chat_model.calls) == 1
-    stored = [(m.role, m.content) for m in ctx.store.messages("s1")]
+    stored = [(m.role, m.content) for m in ctx.store.blocking.messages("s1")]
     assert stored == [("user", "how do you feel?"), ("assistant", reply)]
 
 
@@ -130,7 +130,9 @@ async def test_a_second_command_line_is_never_shown_nor_stored(make_context, mod
     events = [event async for event in stream_turn(ctx, "s1", "echo tokyo")]
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert [e.name for e in events if isinstance(e, ToolStart)] == ["echo"]  # one command
-    stored = [(m.role, m.content) for m in ctx.store.messages("s1") if m.role == "assistant"]
+    stored = [
+        (m.role, m.content) for m in ctx.store.blocking.messages("s1") if m.role == "assistant"
+    ]
     assert stored == [("assistant", "One sec."), ("assistant", "Done: Tokyo.")]
     assert "/echo" not in shown and "/boom" not in shown and "Osaka" not in shown
     assert "One sec." in shown and "Done: Tokyo." in shown

@@ -14,26 +14,26 @@ from tests.conftest import FIXED_NOW
 async def test_leaving_a_session_closes_its_open_span(make_context) -> None:
     ctx = make_context(["Enjoy your nasi goreng!"])
     await run_turn(ctx, "a", "Tonight I cooked nasi goreng")
-    assert list_segments(ctx.store, "a") == []  # a fresh span stays open for 30 minutes
+    assert list_segments(ctx.store.blocking, "a") == []  # a fresh span stays open for 30 minutes
     await schedule_segments(ctx, "a", force=True)
-    (episode,) = list_segments(ctx.store, "a")
+    (episode,) = list_segments(ctx.store.blocking, "a")
     assert "nasi goreng" in episode.summary
 
 
 async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
     ctx = make_context([])
-    earlier = Store(ctx.store.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+    earlier = Store(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
     sessions = []
     for plant in ("tomatoes", "chillies"):
         session = earlier.create_session(f"Garden: {plant}")
         earlier.add_message(session.id, "user", f"I planted {plant} this morning")
         sessions.append(session.id)
-    assert pending_sessions(ctx.store) == sessions
+    assert pending_sessions(ctx.store.blocking) == sessions
     await schedule_catch_up(ctx)
     for session_id, plant in zip(sessions, ("tomatoes", "chillies"), strict=True):
-        (episode,) = list_segments(ctx.store, session_id)
+        (episode,) = list_segments(ctx.store.blocking, session_id)
         assert plant in episode.summary
-    assert pending_sessions(ctx.store) == []
+    assert pending_sessions(ctx.store.blocking) == []
 
 
 async def test_a_running_app_keeps_sweeping_for_quiet_chats(make_context) -> None:
@@ -41,14 +41,14 @@ async def test_a_running_app_keeps_sweeping_for_quiet_chats(make_context) -> Non
     task = schedule_catch_up(ctx, every=0.02)
     try:
         await asyncio.sleep(0.05)  # the first sweep found nothing
-        earlier = Store(ctx.store.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+        earlier = Store(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
         session = earlier.create_session("Later")
         earlier.add_message(session.id, "user", "I went cycling along the river")
         for _ in range(200):
-            if list_segments(ctx.store, session.id):
+            if list_segments(ctx.store.blocking, session.id):
                 break
             await asyncio.sleep(0.02)
-        (episode,) = list_segments(ctx.store, session.id)
+        (episode,) = list_segments(ctx.store.blocking, session.id)
         assert "cycling" in episode.summary
     finally:
         task.cancel()

@@ -26,7 +26,7 @@ async def test_plain_answer_is_stored_after_the_user_message(make_context) -> No
     ctx = make_context(["Four."])
     result = await run_turn(ctx, "s1", "What is 2+2?")
     assert result.answer == "Four."
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert [(m.role, m.content) for m in stored] == [
         ("user", "What is 2+2?"),
         ("assistant", "Four."),
@@ -39,7 +39,7 @@ async def test_native_tool_call_runs_and_result_is_stored(make_context) -> None:
     result = await run_turn(ctx, "s1", "echo hi")
     assert result.answer == "It said hi."
     assert result.tool_names == ["echo"]
-    tool = ctx.store.messages("s1")[1]
+    tool = ctx.store.blocking.messages("s1")[1]
     assert tool.role == "web_tool"
     assert tool.content.startswith("🔧 TOOL RESULT — ECHO\n\n")
     assert tool.content.endswith("\n\n---")
@@ -67,7 +67,7 @@ async def test_first_line_command_runs_and_is_stripped(make_context) -> None:
     ctx = make_context(["/echo Tokyo\nOne sec", "Done: Tokyo."], tool_mode="commands")
     result = await run_turn(ctx, "s1", "echo tokyo")
     assert result.tool_names == ["echo"]
-    roles = [(m.role, m.content) for m in ctx.store.messages("s1")]
+    roles = [(m.role, m.content) for m in ctx.store.blocking.messages("s1")]
     assert roles[1] == ("assistant", "One sec")  # the command line is gone
     assert roles[2][0] == "web_tool" and "Tokyo" in roles[2][1]
     assert roles[3] == ("assistant", "Done: Tokyo.")
@@ -120,7 +120,7 @@ async def test_call_after_cap_is_not_run(make_context) -> None:
     result = await run_turn(ctx, "s1", "loop")
     assert len(result.tool_names) == 3
     assert result.answer  # never a silent stop
-    assert ctx.store.messages("s1")[-1].role == "assistant"
+    assert ctx.store.blocking.messages("s1")[-1].role == "assistant"
 
 
 async def test_near_duplicate_call_is_not_run_again(make_context) -> None:
@@ -153,7 +153,7 @@ async def test_unknown_tool_and_malformed_arguments_become_error_results(make_co
     )
     ctx = make_context([tool_call("nope", {}, "u1"), bad, "Sorry."])
     result = await run_turn(ctx, "s1", "do it")
-    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    tools = [m for m in ctx.store.blocking.messages("s1") if m.is_tool]
     assert "unknown tool 'nope'" in tools[0].meta["result"]["error"]
     assert "malformed arguments for echo" in tools[1].meta["result"]["error"]
     assert result.answer == "Sorry."
@@ -164,7 +164,7 @@ async def test_tool_exception_and_timeout_become_results(make_context) -> None:
         [tool_call("boom", {"text": "x"}, "b1"), tool_call("slow", {"seconds": 5}, "s1"), "ok"]
     )
     result = await run_turn(ctx, "s1", "go")
-    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    tools = [m for m in ctx.store.blocking.messages("s1") if m.is_tool]
     assert tools[0].meta["result"] == {"error": "boom failed: RuntimeError: kaboom"}
     assert "timed out" in tools[1].meta["result"]["error"]
     assert result.answer == "ok"
@@ -173,7 +173,7 @@ async def test_tool_exception_and_timeout_become_results(make_context) -> None:
 async def test_oversized_tool_output_is_truncated_and_marked(make_context) -> None:
     ctx = make_context([tool_call("big", {}, "g1"), "ok"])
     await run_turn(ctx, "s1", "go")
-    tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    tool = next(m for m in ctx.store.blocking.messages("s1") if m.is_tool)
     assert "[truncated:" in tool.content
     assert len(tool.content) < 17_000
     stored = tool.meta["result"]  # the raw result is kept as a preview, not 50 kB of meta
@@ -184,7 +184,7 @@ async def test_oversized_tool_output_is_truncated_and_marked(make_context) -> No
 async def test_invalid_arguments_are_refused_by_schema(make_context) -> None:
     ctx = make_context([tool_call("echo", {"wrong": 1}, "e1"), "ok"])
     await run_turn(ctx, "s1", "go")
-    tool = next(m for m in ctx.store.messages("s1") if m.is_tool)
+    tool = next(m for m in ctx.store.blocking.messages("s1") if m.is_tool)
     assert "invalid arguments for echo" in tool.meta["result"]["error"]
 
 
@@ -198,7 +198,7 @@ async def test_invalid_arguments_are_refused_by_schema(make_context) -> None:
 async def test_provider_failure_keeps_the_user_message(make_context, exc) -> None:
     ctx = make_context([exc])
     result = await run_turn(ctx, "s1", "hello?")
-    stored = ctx.store.messages("s1")
+    stored = ctx.store.blocking.messages("s1")
     assert stored[0].content == "hello?"
     assert stored[1].role == "assistant" and stored[1].meta["error"] is True
     assert "couldn't reach the language model" in result.answer
@@ -255,7 +255,7 @@ async def test_vision_model_answers_after_image_generation(make_context, home) -
     # the same system prompt family, plus the image as content
     assert isinstance(seen[0], SystemMessage)
     assert any(isinstance(m.content, list) and m.content[-1]["type"] == "image_url" for m in seen)
-    image_msg = next(m for m in ctx.store.messages("s1") if m.role == "image_tool")
+    image_msg = next(m for m in ctx.store.blocking.messages("s1") if m.role == "image_tool")
     assert image_msg.image_path and image_msg.image_path.endswith("gen.png")
     models = [e["detail"]["model"] for e in result.trace if e["kind"] == "model"]
     assert models == ["scripted-chat", "scripted-vision"]
@@ -264,7 +264,7 @@ async def test_vision_model_answers_after_image_generation(make_context, home) -
 async def test_history_is_the_last_25_messages(make_context) -> None:
     ctx = make_context(["ok"])
     for i in range(40):
-        ctx.store.add_message("s1", "user" if i % 2 == 0 else "assistant", f"m{i}")
+        ctx.store.blocking.add_message("s1", "user" if i % 2 == 0 else "assistant", f"m{i}")
     await run_turn(ctx, "s1", "latest")
     seen = ctx.chat_model.calls[0]["messages"]
     assert len(seen) == 1 + 25
@@ -300,9 +300,9 @@ async def test_checkpoints_hold_no_prompt(make_context, tmp_path) -> None:
         vision_script=["It is orange."],
         vision_model="scripted-vision",
     )
-    photo = ctx.store.media_dir / "photo.png"
+    photo = ctx.store.blocking.media_dir / "photo.png"
     photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
-    ctx.store.add_message("s1", "user", "Look at my cat!", image_path=str(photo))
+    ctx.store.blocking.add_message("s1", "user", "Look at my cat!", image_path=str(photo))
     database = tmp_path / "checkpoints.db"
     async with checkpointed_graph(database) as graph:
         result = await run_turn(ctx, "s1", "What colour is the cat?", graph=graph)
@@ -329,7 +329,7 @@ async def test_a_repeated_call_next_to_a_fresh_one_is_stored_flagged(make_contex
     )
     result = await run_turn(ctx, "s1", "go")
     assert result.tool_names == ["echo", "echo"]
-    tools = [m for m in ctx.store.messages("s1") if m.is_tool]
+    tools = [m for m in ctx.store.blocking.messages("s1") if m.is_tool]
     assert [m.meta.get("duplicate", False) for m in tools] == [False, True, False]
     assert [e["name"] for e in result.trace if e["kind"] == "guard"] == ["duplicate_skipped"]
 
@@ -339,7 +339,7 @@ async def test_run_turn_refuses_a_message_over_the_limit_like_the_app(make_conte
     result = await run_turn(ctx, "s1", "x" * 11)
     assert result.user_message is None and result.answer_message_id is None
     assert result.error == result.answer and "limit is 10" in result.answer
-    assert ctx.store.messages("s1") == [] and ctx.chat_model.calls == []
+    assert ctx.store.blocking.messages("s1") == [] and ctx.chat_model.calls == []
 
 
 def native_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
@@ -360,7 +360,7 @@ async def test_calls_beyond_the_per_reply_cap_are_not_run(make_context) -> None:
     result = await run_turn(ctx, "s1", "do everything")
 
     assert result.tool_names == ["echo"] * MAX_CALLS_PER_REPLY
-    results = [m.meta["result"] for m in ctx.store.messages("s1") if m.is_tool]
+    results = [m.meta["result"] for m in ctx.store.blocking.messages("s1") if m.is_tool]
     assert [r.get("echo") for r in results[:MAX_CALLS_PER_REPLY]] == [
         f"n{i}" for i in range(MAX_CALLS_PER_REPLY)
     ]
@@ -405,14 +405,14 @@ def web_context(make_context, duckduckgo):
             allow_private_urls=True,
             **settings,
         )
-        create_memory(ctx.store, "identity", "name", "Budi")
+        create_memory(ctx.store.blocking, "identity", "name", "Budi")
         return ctx
 
     return make
 
 
 def memory_values(ctx) -> list[str]:
-    return [m.value for m in all_memories(ctx.store)]
+    return [m.value for m in all_memories(ctx.store.blocking)]
 
 
 async def test_a_hostile_page_cannot_change_memories_in_commands_mode(web_context) -> None:
@@ -429,7 +429,7 @@ async def test_a_hostile_page_cannot_change_memories_in_commands_mode(web_contex
 
     assert memory_values(ctx) == ["Budi"]
     assert result.answer == "It is open from 8.30 to 17.30."
-    sql = next(m for m in ctx.store.messages("s1") if m.tool_name == "memory_sql")
+    sql = next(m for m in ctx.store.blocking.messages("s1") if m.tool_name == "memory_sql")
     assert PAUSED in sql.meta["result"]["error"]
     paused = [e for e in result.trace if e["name"] == "memory_write_paused"]
     assert [(e["kind"], e["detail"]["tool"]) for e in paused] == [("guard", "memory_sql")]

@@ -92,14 +92,11 @@ def test_mark_recalled_strengthens_and_resets_the_clock(store: Store) -> None:
     assert after.retrievability(NOW) == 1.0
 
 
-def test_ranking_and_list_for_the_app(store: Store) -> None:
+def test_ranking_puts_the_most_retrievable_first(store: Store) -> None:
     old = mem.create_memory(store, "focus", "old", "stale", now=NOW - timedelta(days=60))
     new = mem.create_memory(store, "focus", "new", "fresh", now=NOW - timedelta(days=1))
     assert [m.id for m in mem.ranked(store, NOW)] == [new.id, old.id]
-    rows = mem.list_memories(store, NOW)
-    assert [row["key"] for row in rows] == ["new", "old"]
-    assert set(rows[0]) >= {"id", "key", "value", "category", "last_recalled_at", "retrievability"}
-    assert 0 < rows[1]["retrievability"] < rows[0]["retrievability"] <= 1
+    assert 0 < old.retrievability(NOW) < new.retrievability(NOW) <= 1
 
 
 def test_search_scores_relevance_times_retrievability(store: Store) -> None:
@@ -111,14 +108,14 @@ def test_search_scores_relevance_times_retrievability(store: Store) -> None:
 
 
 def test_prompt_block_empty_when_no_memories(store: Store) -> None:
-    assert mem.prompt_block(store, NOW) == ""
+    assert mem.prompt_block(mem.ranked(store, NOW)) == ""
 
 
 def test_prompt_block_groups_by_category_and_respects_budget(store: Store) -> None:
     mem.create_memory(store, "signals", "drink", "kopi susu", now=NOW - timedelta(days=1))
     mem.create_memory(store, "identity", "name", "Budi", now=NOW - timedelta(days=2))
     mem.create_memory(store, "identity", "city", "Bandung", now=NOW - timedelta(days=90))
-    block = mem.prompt_block(store, NOW, budget_chars=1500)
+    block = mem.prompt_block(mem.ranked(store, NOW), budget_chars=1500)
     assert block.splitlines() == [
         "Your current memories",
         "Identity:",
@@ -127,14 +124,14 @@ def test_prompt_block_groups_by_category_and_respects_budget(store: Store) -> No
         "Signals:",
         "- drink: kopi susu",
     ]
-    small = mem.prompt_block(store, NOW, budget_chars=60)
+    small = mem.prompt_block(mem.ranked(store, NOW), budget_chars=60)
     assert len(small) <= 60
     assert "kopi susu" in small and "Bandung" not in small
-    assert mem.prompt_block(store, NOW, budget_chars=10) == ""
+    assert mem.prompt_block(mem.ranked(store, NOW), budget_chars=10) == ""
 
 
 def test_prompt_block_never_exceeds_budget(store: Store) -> None:
     for i in range(40):
         mem.create_memory(store, "focus", f"item {i}", "x" * (i * 7 % 90 + 1))
     for budget in (0, 25, 100, 333, 1500):
-        assert len(mem.prompt_block(store, NOW, budget)) <= budget
+        assert len(mem.prompt_block(mem.ranked(store, NOW), budget)) <= budget

@@ -51,14 +51,14 @@ async def test_a_new_chat_answers_from_an_older_one(
     make_context: Callable[..., Context],
 ) -> None:
     ctx = make_context(answers_from_memory, registry=ToolRegistry(memory_search.TOOLS))
-    seed_dinner_chat(ctx.store)
-    new_chat = ctx.store.create_session("New chat").id
+    seed_dinner_chat(ctx.store.blocking)
+    new_chat = ctx.store.blocking.create_session("New chat").id
 
     result = await run_turn(ctx, new_chat, QUESTION)
 
     assert result.answer == "You cooked nasi goreng (in our chat about Dinner ideas)."
     assert result.tool_names == ["memory_search"]
-    stored = next(m for m in ctx.store.messages(new_chat) if m.role == "memory_tool")
+    stored = next(m for m in ctx.store.blocking.messages(new_chat) if m.role == "memory_tool")
     raw = stored.meta["result"]["raw_messages"]
     assert raw[0] == {
         "timestamp": "Thu 19 Nov 2026 19:00",

@@ -136,6 +136,6 @@ async def test_a_too_long_message_is_refused_before_anything_is_stored(make_cont
     error, answer = [e async for e in stream_turn(ctx, "s1", "x" * 11)]
     assert isinstance(error, TurnError) and isinstance(answer, Answer)
     assert answer.text.startswith("That message is 11 characters long; the limit is 10")
-    assert ctx.store.messages("s1") == [] and ctx.chat_model.calls == []
+    assert ctx.store.blocking.messages("s1") == [] and ctx.chat_model.calls == []
     events = [e async for e in stream_turn(ctx, "s1", "x" * 10)]
-    assert isinstance(events[-1], Answer) and len(ctx.store.messages("s1")) == 2
+    assert isinstance(events[-1], Answer) and len(ctx.store.blocking.messages("s1")) == 2

@@ -45,10 +45,10 @@ async def test_the_identity_block_is_in_every_system_message_with_and_without_a_
     plain = systems(ctx)
     await run_turn(dataclasses.replace(ctx, style_note=NOTE), "s1", "noted turn")
     noted = systems(ctx, 2)
-    ctx.store.set_style_note("s1", KEPT)
+    ctx.store.blocking.set_style_note("s1", KEPT)
     await run_turn(ctx, "s1", "kept turn")
     kept = systems(ctx, 4)
-    ctx.store.set_style_note("s1", None)
+    ctx.store.blocking.set_style_note("s1", None)
     await run_turn(ctx, "s1", "after removal")
     removed = systems(ctx, 6)
 
@@ -60,17 +60,19 @@ async def test_the_identity_block_is_in_every_system_message_with_and_without_a_
     assert all(s.startswith(f"{identity}\n\nFor this reply: {NOTE}\n") for s in noted)
     assert all(s.startswith(f"{identity}\n\nFor this reply: {KEPT}\n") for s in kept)
     # the stored transcript is what the user wrote, never the note
-    users = [m.content for m in ctx.store.messages("s1") if m.role == "user"]
+    users = [m.content for m in ctx.store.blocking.messages("s1") if m.role == "user"]
     assert users == ["plain turn", "noted turn", "kept turn", "after removal"]
-    assert all(NOTE not in m.content and KEPT not in m.content for m in ctx.store.messages("s1"))
+    assert all(
+        NOTE not in m.content and KEPT not in m.content for m in ctx.store.blocking.messages("s1")
+    )
 
 
 async def test_a_one_turn_note_is_for_that_turn_only_and_sits_beside_a_kept_one(
     make_context,
 ) -> None:
     ctx = make_context(["one", "two", "three"])
-    kept = ctx.store.create_session().id
-    ctx.store.set_style_note(kept, KEPT)
+    kept = ctx.store.blocking.create_session().id
+    ctx.store.blocking.set_style_note(kept, KEPT)
     await run_turn(dataclasses.replace(ctx, style_note=NOTE), kept, "first")
     await run_turn(ctx, kept, "second")
     await run_turn(ctx, "s2", "another chat")
@@ -78,7 +80,7 @@ async def test_a_one_turn_note_is_for_that_turn_only_and_sits_beside_a_kept_one(
     assert f"For this reply: {KEPT} {NOTE}\n" in both
     assert f"For this reply: {KEPT}\n" in kept_only and NOTE not in kept_only
     assert "For this reply" not in other_chat  # kept for *that* session only
-    assert ctx.store.profile() == {}  # a note never touches the profile
+    assert ctx.store.blocking.profile() == {}  # a note never touches the profile
 
 
 async def test_an_edited_identity_and_a_note_are_two_things(make_context) -> None:

@@ -162,8 +162,8 @@ async def test_both_tool_modes_read_the_same_use_when_sentences(make_context):
     """One source per tool: the native schema and the command block carry the same text."""
     registry = ToolRegistry(builtin_specs())
     ctx = make_context(["ok"], registry=registry)
-    create_memory(ctx.store, "identity", "name", "Rina")
-    ctx.store.add_message("s1", "user", "earlier")
+    create_memory(ctx.store.blocking, "identity", "name", "Rina")
+    ctx.store.blocking.add_message("s1", "user", "earlier")
     await run_turn(ctx, "s1", "hello")
     offered = [t["function"] for t in ctx.chat_model.calls[0]["tools"]]
     native = {function["name"]: function["description"] for function in offered}
