@@ -3,9 +3,11 @@
 ``route`` decides where the graph goes after a model reply; ``guard_reason`` tells
 build_context whether tools must be switched off for the next call (loop cap reached,
 or the model only repeated calls it already made); ``model_role`` picks the vision
-model after image generation or an analysed image. execute_tool's guards: ``capped``
-(at most ``MAX_CALLS_PER_REPLY`` calls of one reply run), ``fresh_calls`` (no call runs
-twice in a turn) and ``outside_source`` (memory writes pause once outside content is in).
+model after image generation or an analysed image, and ``vision_missing`` gives the
+notice when none is set (the chat model stands in, and the person is told).
+execute_tool's guards: ``capped`` (at most ``MAX_CALLS_PER_REPLY`` calls of one reply
+run), ``fresh_calls`` (no call runs twice in a turn) and ``outside_source`` (memory
+writes pause once outside content is in).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ ROUTES: dict[str, str] = {
     "final": "__end__",
 }
 VISION_TOOLS = ("image_generate", "image_analyze")
+NO_VISION_NOTICE = (
+    "No vision model is set: Companion can't see the images it draws or you send. "
+    "Set one in Settings"
+)
 MAX_CALLS_PER_REPLY = 5
 
 
@@ -69,6 +75,12 @@ def guard_reason(state: State) -> str | None:
     if calls and not fresh_calls(calls, state.get("executed") or []):
         return DUPLICATE_REASON
     return None
+
+
+def vision_missing(role: Literal["chat", "vision"], vision_available: bool) -> str | None:
+    """The notice for a call that needs the vision model when none is set, or None: the
+    chat model answers instead, and the person is told (no silent fallback)."""
+    return NO_VISION_NOTICE if role == "vision" and not vision_available else None
 
 
 def model_role(state: State) -> Literal["chat", "vision"]:

@@ -30,7 +30,7 @@ from langchain_core.messages import (
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.routing import guard_reason, model_role
+from graph.routing import guard_reason, model_role, vision_missing
 from graph.state import State, TraceEvent
 from memory.memories import prompt_block
 from memory.store import Message
@@ -227,6 +227,9 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     trace: list[TraceEvent] = []
     if reason:
         trace.append({"kind": "guard", "name": "tools_off", "detail": {"reason": reason}})
+    notice = vision_missing(role, ctx.vision_model is not None)
+    if notice:
+        trace.append({"kind": "guard", "name": "no_vision_model", "detail": {"notice": notice}})
     trace.append(
         {
             "kind": "node",

@@ -228,13 +228,17 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     ms = round((time.perf_counter() - started) * 1000, 2)
     calls, text = reply_calls(reply, ctx)
     final = not calls or tools_off
-    if final and not text:
+    # After an image tool the image is the answer: an empty reply is valid, not a lapse.
+    silent = final and not text and state.get("model_role") == "vision"
+    if final and not text and not silent:
         text = EMPTY_ANSWER
     update = ModelUpdate(calls=calls)
-    if text:
+    if text or silent:
         meta: dict[str, Any] = {"model": name, "model_role": "vision" if vision else "chat"}
         if not final:
             meta["intermediate"] = True
+        if silent:
+            meta["after_image"] = True
         usage = getattr(reply, "usage_metadata", None)
         if usage:
             meta["usage"] = dict(usage)

@@ -13,9 +13,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from evals.fixtures import DuckDuckGoFixture
 from graph.errors import ProviderError
-from graph.routing import MAX_CALLS_PER_REPLY
+from graph.routing import MAX_CALLS_PER_REPLY, NO_VISION_NOTICE
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory
+from prompts.templates import EMPTY_ANSWER
 from tests.support.chat_model import tool_call
 from tools import memory_sql, memory_write, web_search
 from tools.base import ToolSpec
@@ -259,6 +260,74 @@ async def test_vision_model_answers_after_image_generation(make_context, home) -
     assert image_msg.image_path and image_msg.image_path.endswith("gen.png")
     models = [e["detail"]["model"] for e in result.trace if e["kind"] == "model"]
     assert models == ["scripted-chat", "scripted-vision"]
+
+
+def drawing_registry() -> ToolRegistry:
+    """image_generate as a scripted tool that writes a small PNG."""
+
+    async def fake_generate(args, ctx):
+        path = ctx.store.media_dir / "drawn.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 20)
+        return {"image_path": str(path), "mime": "image/png", "prompt": args["prompt"]}
+
+    schema = {"type": "object", "properties": {"prompt": {"type": "string"}}}
+    return ToolRegistry(
+        [
+            ToolSpec(
+                "image_generate", "Draw.", schema, fake_generate, "image_tool", command="imagine"
+            )
+        ]
+    )
+
+
+async def test_without_a_vision_model_the_chat_model_answers_and_the_trace_says_so(
+    make_context,
+) -> None:
+    ctx = make_context(
+        ["/imagine a cat", "A cat, as asked."], registry=drawing_registry(), tool_mode="commands"
+    )
+    result = await run_turn(ctx, "s1", "draw a cat")
+    assert result.answer == "A cat, as asked."
+    assert len(ctx.chat_model.calls) == 2
+    guards = [e for e in result.trace if e["kind"] == "guard" and e["name"] == "no_vision_model"]
+    assert [g["detail"]["notice"] for g in guards] == [NO_VISION_NOTICE]
+    models = [e["detail"]["model"] for e in result.trace if e["kind"] == "model"]
+    assert models == ["scripted-chat", "scripted-chat"]
+
+
+async def test_with_a_vision_model_there_is_no_notice(make_context) -> None:
+    ctx = make_context(
+        ["/imagine a cat"],
+        registry=drawing_registry(),
+        tool_mode="commands",
+        vision_script=["Here."],
+        vision_model="scripted-vision",
+    )
+    result = await run_turn(ctx, "s1", "draw a cat")
+    assert not [e for e in result.trace if e["name"] == "no_vision_model"]
+
+
+async def test_an_empty_reply_after_an_image_is_a_valid_answer(make_context) -> None:
+    ctx = make_context(
+        ["/imagine a cat"],
+        registry=drawing_registry(),
+        tool_mode="commands",
+        vision_script=[""],
+        vision_model="scripted-vision",
+    )
+    result = await run_turn(ctx, "s1", "draw a cat")
+    assert result.answer == "" and result.answer_message_id is not None
+    stored = ctx.store.blocking.messages("s1")
+    answer = next(m for m in stored if m.id == result.answer_message_id)
+    assert answer.role == "assistant" and answer.content == ""
+    assert answer.meta["after_image"] is True and not answer.meta.get("error")
+    assert all(EMPTY_ANSWER not in m.content for m in stored)
+
+
+async def test_an_empty_reply_without_an_image_still_apologises(make_context) -> None:
+    ctx = make_context([""])
+    result = await run_turn(ctx, "s1", "hello?")
+    assert result.answer == EMPTY_ANSWER
 
 
 async def test_history_is_the_last_25_messages(make_context) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from graph.commands import call_signature
-from graph.routing import guard_reason, model_role, route
+from graph.routing import NO_VISION_NOTICE, guard_reason, model_role, route, vision_missing
 from graph.state import ExecutedCall, ToolCall
 from prompts.templates import CAP_REASON, DUPLICATE_REASON
 
@@ -67,3 +67,16 @@ def test_guard_reason(state: dict, expected: str | None) -> None:
 )
 def test_model_role(executed: list, expected: str) -> None:
     assert model_role({"executed": executed}) == expected
+
+
+@pytest.mark.parametrize(
+    ("role", "available", "expected"),
+    [
+        ("vision", False, NO_VISION_NOTICE),
+        ("vision", True, None),
+        ("chat", False, None),
+        ("chat", True, None),
+    ],
+)
+def test_vision_missing(role: str, available: bool, expected: str | None) -> None:
+    assert vision_missing(role, available) == expected  # type: ignore[arg-type]
