@@ -24,8 +24,15 @@ from typing import Any
 
 import gradio as gr
 
-from app.attachments import AttachmentError, attach
-from app.chat_view import TurnView, answer_bubble, history_messages, local_time, user_bubble
+from app.attachments import AttachmentError, pasted_image, save_upload
+from app.chat_view import (
+    TurnView,
+    answer_bubble,
+    history_messages,
+    local_time,
+    notice_bubble,
+    user_bubble,
+)
 from app.graph_view import trace_markdown
 from config.settings import Settings
 from graph.context import Context
@@ -33,6 +40,7 @@ from graph.events import ModelDone
 from graph.providers import LOCAL_BANNER
 from graph.runner import catch_up_once, schedule_segments, stream_turn, too_long
 from graph.setup import ContextFactory
+from graph.state import TraceEvent
 from memory.async_store import AsyncStore
 from memory.store import StoreError
 
@@ -113,6 +121,7 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     filled in when the page loads."""
     store = make_context.store
     session = gr.State(None)
+    told = gr.State([])  # sessions already told that no vision model is set
     with gr.Row():
         picker = gr.Dropdown([], label="Conversation", elem_id="session-picker", scale=4)
         title = gr.Textbox(label="Rename to", elem_id="session-title", scale=2, max_lines=1)
@@ -130,7 +139,8 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     )
     box = gr.MultimodalTextbox(
         placeholder="Message (attach an image, or paste an image URL)",
-        file_types=["image"],
+        # No file_types: Gradio would refuse other files with its own technical error;
+        # on_send checks the bytes and says in plain words why a file can't go.
         file_count="single",
         sources=["upload"],
         show_label=False,
@@ -210,7 +220,11 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         )
 
     async def on_send(
-        message: Mapping[str, Any] | None, session_id: str | None, style_note: str, kept: bool
+        message: Mapping[str, Any] | None,
+        session_id: str | None,
+        style_note: str,
+        kept: bool,
+        noticed: list[str],
     ) -> AsyncIterator[dict[Any, Any]]:
         text = str((message or {}).get("text") or "").strip()
         files = [str(f) for f in (message or {}).get("files") or []]
@@ -226,6 +240,12 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         refusal = too_long(text, ctx.settings.max_message_chars)
         if refusal:
             refused = answer_bubble(refusal, error=True)
+            yield {chatbot: [*await _history(store, session_id), refused], box: message}
+            return
+        try:
+            upload = save_upload(files[0], store.media_dir) if files else None
+        except AttachmentError as exc:
+            refused = answer_bubble(str(exc), error=True)
             yield {chatbot: [*await _history(store, session_id), refused], box: message}
             return
         try:
@@ -248,11 +268,16 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
             remove_note: remove_shown,
             picker: gr.update(choices=await choices(), value=session_id),
         }
-        async for update in _turn(ctx, session_id, text, files, view):
+        async for update in _turn(ctx, session_id, text, upload, view):
             yield {chatbot: update}
         unsaved = view.user_message_id is None  # it never reached the store: give it back
+        notice = vision_notice(view.trace, session_id, noticed)
+        if notice:
+            view.messages.append(notice_bubble(notice))
+            noticed = [*noticed, session_id]
         yield {
             chatbot: view.messages,
+            told: noticed,
             box: gr.update(value=message if unsaved else None, interactive=True),
             line: model_line(ctx.settings, list(view.trace)),
             trace: trace_markdown(view.trace),
@@ -281,21 +306,35 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         event.then(show_note, session, noted, api_visibility="private")
     box.submit(
         on_send,
-        [box, session, note, keep],
-        [chatbot, box, session, picker, line, trace, note, keep, *noted],
+        [box, session, note, keep, told],
+        [chatbot, box, session, picker, line, trace, note, keep, told, *noted],
         api_name="send",
     )
 
 
+def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> str | None:
+    """The no-vision-model notice when this turn's trace has it and the session was not
+    told yet (once per session), else None."""
+    if session_id in told:
+        return None
+    notices = (
+        str((e.get("detail") or {}).get("notice"))
+        for e in trace
+        if e.get("kind") == "guard" and e.get("name") == "no_vision_model"
+    )
+    return next(notices, None)
+
+
 async def _turn(
-    ctx: Context, session_id: str, text: str, files: list[str], view: TurnView
+    ctx: Context, session_id: str, text: str, upload: str | None, view: TurnView
 ) -> AsyncIterator[list[Any]]:
-    """Attach the image, run the turn, and yield the chat after each visible event."""
-    try:
-        image_path = await attach(ctx, session_id, text, files)
-    except AttachmentError as exc:
-        gr.Warning(str(exc))
-        image_path = None
+    """Attach a pasted image, run the turn, and yield the chat after each visible event."""
+    image_path = upload
+    if image_path is None:
+        try:
+            image_path = await pasted_image(ctx, session_id, text)
+        except AttachmentError as exc:
+            gr.Warning(str(exc))
     try:
         async for event in stream_turn(ctx, session_id, text, image_path=image_path):
             view.apply(event)

@@ -55,6 +55,7 @@ from memory.temporal import zone_of
 from tools.weather import LOCATION_NOT_SET
 
 ERROR_MARK = "⚠️"
+NOTICE_MARK = "ℹ️"
 GENERATED_IMAGE_TOOL = "image_generate"
 SEARCH_TOOL = "web_search"
 SQL_TOOL = "memory_sql"
@@ -369,6 +370,11 @@ def answer_bubble(
     if not parts:
         return ChatMessage(role="assistant", content=shown)
     return ChatMessage(role="assistant", content=[*parts, shown] if shown else parts)
+
+
+def notice_bubble(text: str) -> ChatMessage:
+    """A notice from Companion itself, not the model's words (e.g. no vision model is set)."""
+    return ChatMessage(role="assistant", content=f"{NOTICE_MARK} {neutralise_markdown(text)}")
 
 
 def generated_image(name: str | None, result: Mapping[str, Any] | None) -> str | None:

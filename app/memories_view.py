@@ -1,10 +1,12 @@
-"""The Memories tab: what the companion knows, by category, with edit and delete.
+"""The Memories tab: what the companion knows, by category, with add, edit and delete.
 
-Rows come from the store's ranked memories (``AsyncStore.ranked_memories``); an edit or a
-deletion is written to the store at once, so the next turn's system message ("Your
-current memories") has it. Deleting asks for a confirmation first. "Undo last SQL edit"
-puts back what the newest memory_sql UPDATE replaced (memory.sql_journal), unless those
-rows changed since.
+Rows come from the store's ranked memories (``AsyncStore.ranked_memories``), with when
+each was added and last recalled (on the person's clock) and how well it is remembered
+(its FSRS retrievability, in words and %). A memory added by hand, an edit or a deletion
+is written to the store at once, so the next turn's system message ("Your current
+memories") has it. Deleting asks for a confirmation first and clears the form. "Undo last
+SQL edit" puts back what the newest memory_sql UPDATE replaced (memory.sql_journal),
+unless those rows changed since.
 """
 
 from __future__ import annotations
@@ -14,29 +16,38 @@ from typing import Any
 
 import gradio as gr
 
+from app.chat_view import local_time
 from graph.setup import ContextFactory
-from memory.memories import CATEGORIES, Memory, MemoryRecordError
+from memory.memories import CATEGORIES, Memory, MemoryExists, MemoryRecordError
 from memory.segments import Segment
 from memory.sql_journal import EditConflict
 
-COLUMNS = ["category", "key", "value", "last recalled", "retrievability", "id"]
+COLUMNS = ["category", "key", "value", "added", "last recalled", "remembered"]
+# How well a memory is remembered, by its retrievability: the first floor it reaches.
+STRENGTH_WORDS = ((0.9, "strong"), (0.7, "good"), (0.5, "fading"), (0.0, "faint"))
 EPISODE_COLUMNS = ["from", "to", "session", "summary", "summary by"]
 SUMMARY_KINDS = {"model": "the chat model", "extractive": "extractive fallback (no model)"}
 EMPTY = "_No memories yet: they are made when you ask the companion to remember something._"
 
 
-def memory_rows(memories: list[Memory], now: datetime) -> list[list[Any]]:
+def strength_words(retrievability: float) -> str:
+    """How well a memory is remembered, for people: "strong (97%)"."""
+    word = next(word for floor, word in STRENGTH_WORDS if retrievability >= floor)
+    return f"{word} ({round(retrievability * 100)}%)"
+
+
+def memory_rows(memories: list[Memory], now: datetime, tz: str) -> list[list[Any]]:
     """Table rows of ranked memories, grouped by category (in the fixed category order),
-    most retrievable first within each."""
+    most retrievable first within each; times on the person's clock."""
     grouped = sorted(memories, key=lambda memory: CATEGORIES.index(memory.category))
     return [
         [
             memory.category,
             memory.key,
             memory.value,
-            memory.last_recalled_at or "never",
-            round(memory.retrievability(now), 3),
-            memory.id,
+            local_time(memory.created_at, tz),
+            local_time(memory.last_recalled_at, tz) if memory.last_recalled_at else "never",
+            strength_words(memory.retrievability(now)),
         ]
         for memory in grouped
     ]
@@ -63,11 +74,12 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
         headers=COLUMNS,
         interactive=False,
         wrap=True,
-        label="Memories (select a row to edit it)",
+        label="Memories (select a row to edit it, or fill in the form to add one)",
         elem_id="memories-table",
     )
     with gr.Row():
-        memory_id = gr.Textbox(label="Memory id", interactive=False, elem_id="memory-id")
+        # The selected memory's id: empty when the form adds a new memory.
+        memory_id = gr.Textbox(visible=False, elem_id="memory-id")
         category = gr.Dropdown(
             list(CATEGORIES), value=None, label="Category", elem_id="memory-category"
         )
@@ -75,6 +87,7 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
     value = gr.Textbox(label="Value", lines=2, elem_id="memory-value")
     with gr.Row():
         save = gr.Button("Save memory", variant="primary", elem_id="save-memory")
+        new = gr.Button("New memory", elem_id="new-memory")
         delete = gr.Button("Delete memory", variant="stop", elem_id="delete-memory")
         confirm = gr.Button(
             "Yes, delete it", variant="stop", visible=False, elem_id="confirm-delete-memory"
@@ -92,7 +105,8 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
 
     async def table_rows() -> list[list[Any]]:
         now = store.clock()
-        return memory_rows(await store.ranked_memories(now), now)
+        tz = (await make_context()).settings.timezone
+        return memory_rows(await store.ranked_memories(now), now, tz)
 
     async def rows() -> tuple[list[list[Any]], str]:
         found = await table_rows()
@@ -101,18 +115,30 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
     async def episodes_now() -> list[list[str]]:
         return episode_rows(await store.recent_segments())
 
-    def on_select(event: gr.SelectData) -> tuple[str, str, str, str]:
+    async def on_select(event: gr.SelectData) -> tuple[str, str, str, str]:
         row = event.row_value or [""] * len(COLUMNS)
-        return row[5], row[0], row[1], row[2]
+        # (category, key) names one memory: the row is found again whatever its position.
+        memories = await store.ranked_memories(store.clock())
+        found = next((m for m in memories if (m.category, m.key) == (row[0], row[1])), None)
+        if found is None:
+            return "", row[0], row[1], row[2]
+        return found.id, found.category, found.key, found.value
 
-    async def on_save(memory: str, cat: str, name: str, text: str) -> tuple[Any, str]:
-        if not memory:
-            return gr.skip(), "Select a memory in the table first."
+    async def on_save(memory: str, cat: str, name: str, text: str) -> tuple[Any, str, str]:
         try:
-            await store.update_memory(memory, text, key=name, category=cat)
+            if memory:
+                await store.update_memory(memory, text, key=name, category=cat)
+            else:
+                memory = (await store.create_memory(cat or "", name, text)).id
+        except MemoryExists:
+            taken = f"❌ Not added: `{cat} / {name}` exists already; select it to edit it."
+            return gr.skip(), taken, memory
         except MemoryRecordError as exc:
-            return gr.skip(), f"❌ Not saved: {exc}"
-        return await table_rows(), f"✅ Saved `{cat} / {name}`."
+            return gr.skip(), f"❌ Not saved: {exc}", memory
+        return await table_rows(), f"✅ Saved `{cat} / {name}`.", memory
+
+    def cleared() -> tuple[str, None, str, str]:
+        return "", None, "", ""
 
     def ask(memory: str) -> tuple[Any, Any, str]:
         if not memory:
@@ -124,8 +150,8 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
         try:
             await store.delete_memory(memory)
         except MemoryRecordError as exc:
-            return gr.skip(), hidden, hidden, f"❌ {exc}", memory
-        return await table_rows(), hidden, hidden, "🗑️ Deleted.", ""
+            return gr.skip(), hidden, hidden, f"❌ {exc}", *(gr.skip(),) * 4
+        return await table_rows(), hidden, hidden, "🗑️ Deleted.", *cleared()
 
     async def on_undo_sql() -> tuple[Any, str]:
         try:
@@ -142,13 +168,13 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
 
     gr.on(refresh, rows, None, [table, status], api_name="memories")
     gr.on(refresh, episodes_now, None, episodes, api_name="episodes")
-    table.select(on_select, None, [memory_id, category, key, value], api_visibility="private")
-    save.click(
-        on_save, [memory_id, category, key, value], [table, status], api_name="update_memory"
-    )
+    form = [memory_id, category, key, value]
+    table.select(on_select, None, form, api_visibility="private")
+    save.click(on_save, form, [table, status, memory_id], api_name="update_memory")
+    new.click(cleared, None, form, api_visibility="private")
     delete.click(ask, memory_id, [confirm, cancel, status], api_visibility="private")
     confirm.click(
-        on_delete, memory_id, [table, confirm, cancel, status, memory_id], api_name="delete_memory"
+        on_delete, memory_id, [table, confirm, cancel, status, *form], api_name="delete_memory"
     )
     undo_sql.click(on_undo_sql, None, [table, status], api_name="undo_sql_edit")
     cancel.click(

@@ -55,7 +55,13 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from memory.db import is_busy
-from memory.memories import Memory, delete_memory_by_id, ranked, update_memory_by_id
+from memory.memories import (
+    Memory,
+    create_memory,
+    delete_memory_by_id,
+    ranked,
+    update_memory_by_id,
+)
 from memory.segments import (
     Segment,
     Summarizer,
@@ -186,6 +192,10 @@ class AsyncStore(Protocol):
     # memories and the profile
     async def ranked_memories(self, now: datetime) -> list[Memory]:
         """Every memory, most retrievable at ``now`` first."""
+        ...
+
+    async def create_memory(self, category: str, key: str, value: str) -> Memory:
+        """Add a memory by hand (MemoryRecordError: invalid, or the key is taken)."""
         ...
 
     async def update_memory(
@@ -345,6 +355,7 @@ class AsyncSqliteStore:
     read_turn = _reads(read_turn, inline=True)
     recent_segments = _reads(recent_segments)
     ranked_memories = _reads(ranked)
+    create_memory = _writes(create_memory)
     update_memory = _writes(update_memory_by_id)
     delete_memory = _writes(delete_memory_by_id)
     undo_last_sql_edit = _writes(undo_last_edit)

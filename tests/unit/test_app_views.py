@@ -125,7 +125,7 @@ def test_uploads_are_checked_by_their_bytes(tmp_path: Path) -> None:
     assert saved.parent == media and saved.suffix == ".png"
     bad = tmp_path / "fake.png"
     bad.write_text("<html>")
-    with pytest.raises(AttachmentError, match="not an image"):
+    with pytest.raises(AttachmentError, match=r"fake\.png can't be attached: only images"):
         save_upload(bad, media)
 
 
@@ -158,19 +158,53 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
 
 def test_memory_rows_go_by_category_most_retrievable_first(store) -> None:
     from datetime import timedelta
+    from zoneinfo import ZoneInfo
 
     from app.memories_view import memory_rows
-    from memory.memories import create_memory, ranked
+    from memory.memories import create_memory, mark_recalled, ranked
     from tests.conftest import FIXED_NOW
 
     create_memory(store, "signals", "drink", "kopi", now=FIXED_NOW - timedelta(days=1))
     create_memory(store, "identity", "city", "Bandung", now=FIXED_NOW - timedelta(days=90))
     name = create_memory(store, "identity", "name", "Budi", now=FIXED_NOW - timedelta(days=2))
-    rows = memory_rows(ranked(store, FIXED_NOW), FIXED_NOW)
+    mark_recalled(store, [name.id], FIXED_NOW - timedelta(hours=1))
+    rows = memory_rows(ranked(store, FIXED_NOW), FIXED_NOW, "Asia/Tokyo")
     assert [row[:3] for row in rows] == [
         ["identity", "name", "Budi"],
         ["identity", "city", "Bandung"],
         ["signals", "drink", "kopi"],
     ]
-    assert rows[0][3] == "never" and rows[0][5] == name.id
-    assert 0 < rows[1][4] < rows[0][4] <= 1
+    tokyo = ZoneInfo("Asia/Tokyo")
+    added = (FIXED_NOW - timedelta(days=2)).astimezone(tokyo)
+    recalled = (FIXED_NOW - timedelta(hours=1)).astimezone(tokyo)
+    assert rows[0][3:5] == [f"{added:%Y-%m-%d %H:%M}", f"{recalled:%Y-%m-%d %H:%M}"]
+    assert rows[1][4] == "never"
+    assert [row[5] for row in rows] == ["strong (100%)", "faint (39%)", "strong (97%)"]
+    assert not any(name.id in map(str, row) for row in rows)  # no ids in the table
+
+
+@pytest.mark.parametrize(
+    ("retrievability", "words"),
+    [
+        (1.0, "strong (100%)"),
+        (0.9, "strong (90%)"),
+        (0.75, "good (75%)"),
+        (0.5, "fading (50%)"),
+        (0.2, "faint (20%)"),
+    ],
+)
+def test_how_well_a_memory_is_remembered_in_words(retrievability: float, words: str) -> None:
+    from app.memories_view import strength_words
+
+    assert strength_words(retrievability) == words
+
+
+def test_the_no_vision_notice_is_told_once_per_session() -> None:
+    from app.chat_tab import vision_notice
+    from graph.routing import NO_VISION_NOTICE
+
+    guard = {"kind": "guard", "name": "no_vision_model", "detail": {"notice": NO_VISION_NOTICE}}
+    model = {"kind": "model", "name": "call_model", "detail": {}}
+    assert vision_notice([model, guard, model], "s1", []) == NO_VISION_NOTICE
+    assert vision_notice([model, guard, model], "s1", ["s1"]) is None
+    assert vision_notice([model], "s2", []) is None

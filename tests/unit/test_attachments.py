@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from app.attachments import MAX_URL_CHARS, image_url_in
+from app.attachments import MAX_URL_CHARS, image_url_in, serves_image, urls_in
+from config.settings import Settings
+from evals.fixtures import ImageFixture
 
 
 @pytest.mark.parametrize(
@@ -63,3 +65,21 @@ def test_a_url_after_a_long_adversarial_token_is_still_found() -> None:
 def test_tokens_longer_than_any_url_are_skipped() -> None:
     long_url = "https://example.com/" + "a" * MAX_URL_CHARS + ".png"
     assert image_url_in(long_url) is None
+
+
+def test_every_pasted_link_is_found_without_its_sentence_punctuation() -> None:
+    text = "see https://example.com/photo?id=3. and (https://cdn.example/p/42), http:// no"
+    assert list(urls_in(text)) == ["https://example.com/photo?id=3", "https://cdn.example/p/42"]
+
+
+async def test_a_link_is_an_image_when_it_answers_with_an_image_type(tmp_path) -> None:
+    settings = Settings(home=tmp_path, allow_private_urls=True)
+    with ImageFixture() as images:
+        assert await serves_image(f"{images.url}/prompt/a-cat", settings)
+        assert not await serves_image(f"{images.url}/nothing-here", settings)
+        assert not await serves_image("http://127.0.0.1:9/closed", settings)
+
+
+async def test_a_link_to_a_private_address_is_not_probed_without_permission(tmp_path) -> None:
+    with ImageFixture() as images:
+        assert not await serves_image(f"{images.url}/prompt/a-cat", Settings(home=tmp_path))
