@@ -192,7 +192,9 @@ def test_edited_memory_reaches_the_next_system_message(launch) -> None:
     client = app.client()
     table, _ = client.predict(api_name="/memories")
     assert table["data"][0][:3] == ["identity", "name", "Budi"]
-    table, status = client.predict(memory.id, "identity", "name", "Rina", api_name="/update_memory")
+    table, status, _ = client.predict(
+        memory.id, "identity", "name", "Rina", api_name="/update_memory"
+    )
     assert status.startswith("✅") and table["data"][0][2] == "Rina"
     send(client, "who am I?")
     assert "- name: Rina" in app.system_message()
@@ -216,13 +218,13 @@ def test_uploaded_image_and_its_text_are_one_bubble(launch, tmp_path: Path) -> N
     assert stored.image_path and Path(stored.image_path).parent == app.home / "media"
 
 
-def test_a_non_image_upload_is_refused_and_the_turn_still_runs(launch, tmp_path: Path) -> None:
+def test_a_non_image_upload_blocks_the_send_and_the_text_stays(launch, tmp_path: Path) -> None:
     app = launch()
     upload = tmp_path / "notes.png"
     upload.write_text("not an image")
-    chat, *_ = send(app.client(), "look", [str(upload)])
-    assert text_of(chat[-1]) == "You said: look"
-    assert app.store.messages(app.store.list_sessions()[0].id)[0].image_path is None
+    chat, box, *_ = send(app.client(), "look", [str(upload)])
+    assert text_of(chat[-1]).startswith("⚠️ notes.png can't be attached: only images")
+    assert box["text"] == "look" and app.store.list_sessions() == []
 
 
 def test_a_pasted_image_url_is_downloaded_like_an_upload(launch) -> None:
