@@ -135,3 +135,14 @@ def test_prompt_block_never_exceeds_budget(store: Store) -> None:
         mem.create_memory(store, "focus", f"item {i}", "x" * (i * 7 % 90 + 1))
     for budget in (0, 25, 100, 333, 1500):
         assert len(mem.prompt_block(mem.ranked(store, NOW), budget)) <= budget
+
+
+async def test_a_memory_added_by_hand_through_the_async_store(async_store) -> None:
+    added = await async_store.create_memory("focus", "project", "thesis")
+    assert added.recall_count == 0 and added.last_recalled_at is None
+    (ranked_now,) = await async_store.ranked_memories(async_store.clock())
+    assert ranked_now.id == added.id and "- project: thesis" in mem.prompt_block([ranked_now])
+    with pytest.raises(mem.MemoryExists):
+        await async_store.create_memory("focus", "Project", "novel")
+    with pytest.raises(mem.InvalidMemory):
+        await async_store.create_memory("hobbies", "music", "jazz")
