@@ -16,7 +16,7 @@ from typing import Literal
 
 import httpx
 
-from config.settings import Settings
+from config.settings import NO_CHAT_MODEL, Settings
 from graph.local_server import local_server
 from graph.providers import PLACEHOLDER_KEY
 from memory.store import Store
@@ -108,6 +108,9 @@ def chat_provider(settings: Settings) -> Iterator[Check]:
                 "set COMPANION_BASE_URL (and COMPANION_API_KEY), or OPENROUTER_API_KEY",
                 fatal=True,
             )
+            return
+        if not settings.chat_model:
+            yield Check("fail", "chat model", NO_CHAT_MODEL, "set COMPANION_CHAT_MODEL", fatal=True)
             return
         base, key, model = settings.base_url.rstrip("/"), settings.api_key, settings.chat_model
     yield from _probe_endpoint(base, key, model)

@@ -1,4 +1,4 @@
-"""The Settings tab: models, endpoint status, location and persona.
+"""The Settings tab: the connection, models, location and persona.
 
 Saved values go through ``graph.context.validate_profile`` into the profile table; the
 next turn builds its Context from the re-read profile, so a change applies at once.
@@ -9,14 +9,22 @@ the persona's place in every system message); text equal to the persona's own, o
 empty box, clears it. Style notes are another thing: they live in the Chat tab, go after
 the identity block and never change it (``app.chat_tab``).
 
-Image API key: write-only. The box is always shown empty; text typed into it is saved,
-an empty box keeps the stored key. A new image base URL saved without a key drops the
-stored one (``validate_profile``): a key goes only to the endpoint it was given for.
+API keys (the chat endpoint's and the image backend's): write-only. The box is always
+shown empty, its label says whether a key is set; text typed into it is saved, an empty
+box keeps the stored key. A new base URL saved without a key drops the stored one
+(``validate_profile``), and the save message says so: a key goes only to the endpoint it
+was given for. Verify checks the form's base URL and model without saving them; the
+saved key goes with them only while the URL is the one it was saved for.
+
+A field a flag or the environment fixes (``fixed_fields``) is shown disabled with the
+variable's name, and a save that tries to change it is refused: "✅ Saved" is said only
+for values that are in effect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,15 +37,40 @@ from config.settings import (
     TOOL_MODES,
     ConfigError,
     Settings,
+    fixed_fields,
+    origin,
 )
 from config.settings import validate_profile as validate
-from graph.providers import endpoint_status
+from graph.providers import Verified, endpoint_status, verify_endpoint
 from graph.setup import ContextFactory
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
 FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "identity")  # it has its own box
-SECRET_KEYS = ("image_api_key",)  # saved, never shown
+SECRET_KEYS = ("api_key", "image_api_key")  # saved, never shown
+LABELS = {
+    "base_url": "Base URL (OpenAI-compatible, e.g. https://openrouter.ai/api/v1)",
+    "api_key": "API key",
+    "chat_model": "Chat model",
+    "vision_model": "Vision model (empty: none)",
+    "tool_mode": "Tool mode",
+    "image_backend": "Image backend",
+    "image_base_url": "Image base URL",
+    "image_model": "Image model",
+    "image_api_key": "Image API key",
+    "latitude": "Latitude (0 and 0 = not set)",
+    "longitude": "Longitude",
+    "timezone": "Time zone",
+    "persona": "Persona",
+}
+KEY_DROPPED = (
+    "Note: the saved API key was dropped because the base URL changed (a key goes only to "
+    "the base URL it was saved with). Enter the key for the new URL if it needs one."
+)
+CHOOSE_MODEL = (
+    "⚠️ **Choose a chat model**: none is set, so Companion can't answer yet. Press Verify "
+    "to list the endpoint's models, pick one (or type its name) and save."
+)
 NO_IMAGE_KEY = (
     "Note: no image API key is set for the new image base URL (a saved key is dropped when "
     "the URL changes). Enter the key for this endpoint if it needs one; the chat key is "
@@ -52,7 +85,9 @@ def identity_text(settings: Settings) -> str:
 
 def form_values(settings: Settings) -> dict[str, Any]:
     """What the form shows for the settings in effect."""
-    values = {key: getattr(settings, key) for key in FORM_KEYS if key not in SECRET_KEYS}
+    values: dict[str, Any] = {
+        key: getattr(settings, key) for key in FORM_KEYS if key not in SECRET_KEYS
+    }
     values["image_backend"] = settings.image_backend or NO_BACKEND
     values.update(dict.fromkeys(SECRET_KEYS, ""))
     return {key: "" if value is None else value for key, value in values.items()}
@@ -70,16 +105,48 @@ def _same(shown: Any, sent: Any) -> bool:
     return _blank(shown) == _blank(sent)
 
 
-def profile_update(form: Mapping[str, Any], identity: str, current: Settings) -> dict[str, Any]:
+def field_updates(settings: Settings, fixed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Each form field's value, label and whether it can be edited: a field a flag or
+    the environment fixes is disabled and names what fixes it; a key shows only whether
+    it is set, never its value."""
+    values = form_values(settings)
+    updates = {}
+    for key in FORM_KEYS:
+        label = LABELS[key]
+        if key in SECRET_KEYS:
+            state = "set" if getattr(settings, key) else "not set"
+            label = f"{label} ({state}; write-only, an empty box keeps it)"
+        if key in fixed:
+            label = f"{label} — fixed by {fixed[key]}"
+        updates[key] = {"value": values[key], "label": label, "interactive": key not in fixed}
+    return updates
+
+
+def profile_update(
+    form: Mapping[str, Any],
+    identity: str,
+    current: Settings,
+    fixed: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Validated profile values for what the user changed; raises ConfigError on a bad one.
 
     Only fields that differ from the settings in effect are saved, so defaults (the
     local model's name, its tool mode) are not written into the profile by accident.
+    A change to a field that ``fixed`` (a flag or the environment) holds is refused.
     """
+    fixed = fixed or {}
     shown = form_values(current)
     values = {k: _blank(form.get(k)) for k in FORM_KEYS if not _same(shown[k], form.get(k))}
-    if "chat_model" in values and values["chat_model"] is None:
+    for key in values:
+        if key in fixed:
+            raise ConfigError(
+                f"{LABELS[key].split(' (')[0].lower()} is fixed by {fixed[key]}; change that "
+                "instead (it wins over Settings)"
+            )
+    if "chat_model" in values and values["chat_model"] is None and not current.is_local:
         raise ConfigError("the chat model cannot be empty")
+    if values.get("api_key") and not (values.get("base_url") or current.base_url):
+        raise ConfigError("enter the base URL this API key is for")
     if values.get("image_backend") == NO_BACKEND:
         values["image_backend"] = None
     edited = (identity or "").strip()
@@ -89,26 +156,54 @@ def profile_update(form: Mapping[str, Any], identity: str, current: Settings) ->
     return validate(values)
 
 
-def saved_message(saved: Mapping[str, Any], settings: Settings) -> str:
-    """What the user reads after saving: what the next message uses, and any override."""
+def saved_message(saved: Mapping[str, Any], settings: Settings, dropped_key: bool = False) -> str:
+    """What the user reads after saving: what the next message uses, and any override.
+
+    "✅ Saved" only when every saved value is in effect; otherwise "⚠️" and which one.
+    """
+    overridden = [
+        key
+        for key, value in saved.items()
+        if key not in SECRET_KEYS and value is not None and getattr(settings, key) != value
+    ]
+    head = "✅ Saved." if not overridden else "⚠️ Saved, but not all of it is in effect."
+    model = f"`{settings.chat_model}`" if settings.chat_model else "none (choose one)"
     lines = [
-        f"✅ Saved. The next message uses chat model `{settings.chat_model}`, tool mode "
+        f"{head} The next message uses chat model {model}, tool mode "
         f"`{settings.tool_mode}`, location ({settings.latitude}, {settings.longitude}), "
         f"persona `{settings.persona}`"
         + (" with an edited identity block." if settings.identity else "."),
     ]
+    if dropped_key:
+        lines.append(KEY_DROPPED)
     keyed = settings.image_backend in KEYED_IMAGE_BACKENDS
     if saved.get("image_base_url") and keyed and not settings.image_api_key:
         lines.append(NO_IMAGE_KEY)
-    for key, value in saved.items():
-        if key in SECRET_KEYS:
-            continue  # never echoed, not even the key in effect
-        if value is not None and getattr(settings, key) != value:
-            lines.append(
-                f"Note: `{key}` is fixed by a flag, the environment or the local provider "
-                f"(in effect: `{getattr(settings, key)}`)."
-            )
+    for key in overridden:  # never a key: not even the one in effect is echoed
+        lines.append(
+            f"Note: `{key}` is not in effect: the local provider (no base URL) or a flag "
+            f"decides it (in effect: `{getattr(settings, key)}`)."
+        )
+    if not settings.is_local and not settings.chat_model:
+        lines.append(CHOOSE_MODEL)
     return "\n\n".join(lines)
+
+
+def verify_target(form: Mapping[str, Any], current: Settings) -> Settings:
+    """The settings Verify checks: the form's base URL and models, unsaved. The saved key
+    goes along only to the origin it was saved for; a typed key goes to the typed URL."""
+    url = _blank(form.get("base_url"))
+    if url is None:
+        return current
+    typed = _blank(form.get("api_key"))
+    same = origin(str(url)) is not None and origin(str(url)) == origin(current.base_url)
+    return dataclasses.replace(
+        current,
+        provider="openai-compatible",
+        base_url=str(url),
+        api_key=typed or (current.api_key if same else None),
+        chat_model=_blank(form.get("chat_model")),
+    )
 
 
 def provider_line(settings: Settings) -> str:
@@ -129,30 +224,40 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
     overwrite what the user is typing); the endpoint is checked on both.
     """
     store = make_context.store
+    fixed = fixed_fields(make_context.flags, make_context.env)
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
-        endpoint = gr.Markdown(elem_id="endpoint-status")
-        check = gr.Button("Check endpoint", elem_id="check-endpoint", size="sm", scale=0)
+        base_url = gr.Textbox(label=LABELS["base_url"], elem_id="set-base-url")
+        api_key = gr.Textbox(label=LABELS["api_key"], type="password", elem_id="set-api-key")
     with gr.Row():
-        chat_model = gr.Textbox(label="Chat model", elem_id="set-chat-model")
-        vision_model = gr.Textbox(label="Vision model (empty: none)", elem_id="set-vision-model")
-        tool_mode = gr.Dropdown(list(TOOL_MODES), label="Tool mode", elem_id="set-tool-mode")
+        endpoint = gr.Markdown(elem_id="endpoint-status")
+        check = gr.Button("Verify", elem_id="check-endpoint", size="sm", scale=0)
+    with gr.Row():
+        chat_model = gr.Dropdown(
+            [], label=LABELS["chat_model"], allow_custom_value=True, elem_id="set-chat-model"
+        )
+        vision_model = gr.Dropdown(
+            [], label=LABELS["vision_model"], allow_custom_value=True, elem_id="set-vision-model"
+        )
+        tool_mode = gr.Dropdown(
+            list(TOOL_MODES), label=LABELS["tool_mode"], elem_id="set-tool-mode"
+        )
     with gr.Row():
         image_backend = gr.Dropdown(
-            [NO_BACKEND, *IMAGE_BACKENDS], label="Image backend", elem_id="set-image-backend"
+            [NO_BACKEND, *IMAGE_BACKENDS],
+            label=LABELS["image_backend"],
+            elem_id="set-image-backend",
         )
-        image_model = gr.Textbox(label="Image model", elem_id="set-image-model")
-        image_base_url = gr.Textbox(label="Image base URL", elem_id="set-image-base-url")
+        image_model = gr.Textbox(label=LABELS["image_model"], elem_id="set-image-model")
+        image_base_url = gr.Textbox(label=LABELS["image_base_url"], elem_id="set-image-base-url")
         image_api_key = gr.Textbox(
-            label="Image API key (write-only; empty keeps the saved key)",
-            type="password",
-            elem_id="set-image-api-key",
+            label=LABELS["image_api_key"], type="password", elem_id="set-image-api-key"
         )
     with gr.Row():
-        latitude = gr.Number(label="Latitude (0 and 0 = not set)", elem_id="set-latitude")
-        longitude = gr.Number(label="Longitude", elem_id="set-longitude")
-        timezone = gr.Textbox(label="Time zone", elem_id="set-timezone")
-    persona = gr.Dropdown(list(PERSONAS), label="Persona", elem_id="set-persona")
+        latitude = gr.Number(label=LABELS["latitude"], elem_id="set-latitude")
+        longitude = gr.Number(label=LABELS["longitude"], elem_id="set-longitude")
+        timezone = gr.Textbox(label=LABELS["timezone"], elem_id="set-timezone")
+    persona = gr.Dropdown(list(PERSONAS), label=LABELS["persona"], elem_id="set-persona")
     identity = gr.Textbox(
         label="Identity block (edit to change the persona's voice; saved as an override)",
         lines=8,
@@ -161,46 +266,76 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
     save = gr.Button("Save settings", variant="primary", elem_id="save-settings")
     status = gr.Markdown(elem_id="settings-status")
 
-    form = [
-        chat_model,
-        vision_model,
-        tool_mode,
-        image_backend,
-        image_base_url,
-        image_model,
-        image_api_key,
-        latitude,
-        longitude,
-        timezone,
-        persona,
-    ]
+    components = {
+        "base_url": base_url,
+        "api_key": api_key,
+        "chat_model": chat_model,
+        "vision_model": vision_model,
+        "tool_mode": tool_mode,
+        "image_backend": image_backend,
+        "image_base_url": image_base_url,
+        "image_model": image_model,
+        "image_api_key": image_api_key,
+        "latitude": latitude,
+        "longitude": longitude,
+        "timezone": timezone,
+        "persona": persona,
+    }
+    form = [components[key] for key in FORM_KEYS]
+
+    def updates(settings: Settings) -> list[Any]:
+        fields = field_updates(settings, fixed)
+        return [gr.update(**fields[key]) for key in FORM_KEYS]
+
+    def notice(settings: Settings) -> str:
+        line = provider_line(settings)
+        return line if settings.is_local or settings.chat_model else f"{line}\n\n{CHOOSE_MODEL}"
 
     async def fill() -> list[Any]:
         settings = (await make_context()).settings
-        values = form_values(settings)
-        return [
-            provider_line(settings),
-            *(values[key] for key in FORM_KEYS),
-            identity_text(settings),
-        ]
+        return [notice(settings), *updates(settings), identity_text(settings)]
 
-    async def on_save(*values: Any) -> tuple[str, str]:
+    async def on_save(*values: Any) -> tuple[str, str, bool]:
         *fields, edited = values
+        current = (await make_context()).settings
+        form = dict(zip(FORM_KEYS, fields, strict=True))
         try:
-            form = dict(zip(FORM_KEYS, fields, strict=True))
-            update = profile_update(form, edited, (await make_context()).settings)
+            update = profile_update(form, edited, current, fixed)
         except ConfigError as exc:
-            return f"❌ Not saved: {exc}", edited
+            return f"❌ Not saved: {exc}", edited, False
         await store.set_profile(update)
         settings = (await make_context()).settings
-        return saved_message(update, settings), identity_text(settings)
+        dropped = bool(current.api_key) and "api_key" in update and update["api_key"] is None
+        return saved_message(update, settings, dropped_key=dropped), identity_text(settings), True
+
+    async def refresh(saved: bool) -> list[Any]:
+        """After a save: the form as now in effect (typed keys cleared, labels say "set");
+        after a refusal, what the user typed stays."""
+        if not saved:
+            return [gr.skip() for _ in range(len(FORM_KEYS) + 1)]
+        settings = (await make_context()).settings
+        return [notice(settings), *updates(settings)]
+
+    async def on_verify(*fields: Any) -> list[Any]:
+        current = (await make_context()).settings
+        target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current)
+        verified: Verified = await asyncio.to_thread(verify_endpoint, target)
+        choices = list(verified.models)
+        return [
+            f"**Endpoint:** {verified.text}",
+            gr.update(choices=choices),
+            gr.update(choices=["", *choices]),
+        ]
 
     async def on_check() -> str:
         settings = (await make_context()).settings
         return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
 
-    save.click(on_save, [*form, identity], [status, identity], api_name="save_settings")
-    check.click(on_check, None, endpoint, api_name="endpoint_status")
+    saved = gr.State(False)
+    save.click(
+        on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
+    ).then(refresh, saved, [provider, *form], api_visibility="private")
+    check.click(on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     persona.input(persona_text, persona, identity, api_visibility="private")
     load(fill, None, [provider, *form, identity], api_visibility="private")
-    gr.on([load, opened], on_check, None, endpoint, api_visibility="private")
+    gr.on([load, opened], on_check, None, endpoint, api_name="endpoint_status")

@@ -21,6 +21,11 @@ DEFAULT_WEB_SEARCH_URL = "https://html.duckduckgo.com/html/"
 DEFAULT_WEATHER_URL = "https://api.open-meteo.com/v1/forecast"
 DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (local)"
+PERSONAS = ("yuzuki", "assistant", "journal")  # the bundled personas, prompts/personas/*.md
+NO_CHAT_MODEL = (
+    "no chat model is set: choose one in Settings (Verify lists the endpoint's models) "
+    "or set COMPANION_CHAT_MODEL"
+)
 
 Provider = Literal["local", "openai-compatible"]
 ToolMode = Literal["native", "commands"]
@@ -44,7 +49,7 @@ class Settings:
     provider: Provider = "local"
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    chat_model: str = LOCAL_MODEL_NAME
+    chat_model: str | None = LOCAL_MODEL_NAME  # None: a remote endpoint, no model chosen
     vision_model: str | None = None
     tool_mode: ToolMode = "commands"
     image_backend: ImageBackend | None = None
@@ -92,9 +97,12 @@ class Settings:
 
 
 # Keys a user may edit in the Settings tab (persisted to the profile table); the only
-# keys load_settings reads from the profile. The chat endpoint and its key, the tool
-# endpoints and allow_private_urls come from flags and the environment alone.
+# keys load_settings reads from the profile. The chat endpoint and its key are a pair
+# (see load_settings); the tool endpoints and allow_private_urls come from flags and the
+# environment alone.
 PROFILE_KEYS = (
+    "base_url",
+    "api_key",
     "chat_model",
     "vision_model",
     "tool_mode",
@@ -171,6 +179,10 @@ def _coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
     if name == "timezone":
         return time_zone(str(value))
+    if name == "persona" and value not in PERSONAS:
+        raise ConfigError(f"persona must be one of {', '.join(PERSONAS)}, got {value!r}")
+    if name == "base_url" and origin(str(value)) is None:
+        raise ConfigError(f"{name}: {value!r} is not an http(s) URL")
     if name == "image_backend" and value not in IMAGE_BACKENDS:
         raise ConfigError(
             f"image_backend must be one of {', '.join(IMAGE_BACKENDS)}, got {value!r}"
@@ -213,8 +225,9 @@ def _host_names(value: Any) -> tuple[str, ...]:
 def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:
     """Check user-edited settings; returns them coerced or raises ConfigError.
 
-    A key belongs to the endpoint it was given for: a new ``image_base_url`` saved
-    without a new ``image_api_key`` removes the stored image key (value None).
+    A key belongs to the endpoint it was given for: a new ``base_url`` (or
+    ``image_base_url``) saved without a new ``api_key`` (or ``image_api_key``) removes
+    the stored key (value None).
     """
     unknown = set(values) - set(PROFILE_KEYS)
     if unknown:
@@ -222,7 +235,44 @@ def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:
     checked = {key: _coerce(key, value) for key, value in values.items()}
     if "image_base_url" in checked and "image_api_key" not in checked:
         checked["image_api_key"] = None
+    if "base_url" in checked and "api_key" not in checked:
+        checked["api_key"] = None
     return checked
+
+
+def fixed_fields(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The settings a flag or the environment fixes, each with what fixes it (a
+    variable's name or a flag), so Settings can show them disabled and never save them.
+
+    A key from the environment fixes the endpoint too: it goes only to the endpoint the
+    environment names (see load_settings).
+    """
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    fixed = {name: f"--{name.replace('_', '-')}" for name in flags}
+    for name, variable in _ENV.items():
+        if name not in fixed and env.get(variable):
+            fixed[name] = variable
+    key = next((v for v in ("COMPANION_API_KEY", "OPENROUTER_API_KEY") if env.get(v)), None)
+    if "api_key" not in fixed and key:
+        fixed["api_key"] = key
+    if "api_key" in fixed or "base_url" in fixed:
+        fixed.setdefault("base_url", fixed.get("api_key", ""))
+        fixed.setdefault("api_key", fixed["base_url"])
+    return fixed
+
+
+def require_chat_model(settings: Settings) -> Settings:
+    """The settings, or ConfigError naming the variable when no chat model is set
+    (for the CLI; the app shows its model picker instead)."""
+    if not settings.chat_model:
+        raise ConfigError(
+            "no chat model is set: set COMPANION_CHAT_MODEL (or choose one in the app's "
+            "Settings); `companion doctor` lists the endpoint's models"
+        )
+    return settings
 
 
 def origin(url: str | None) -> tuple[str, str, int] | None:
@@ -287,7 +337,20 @@ def load_settings(
             from_profile.add(name)
     values = {k: v for k, v in values.items() if v is not None}
 
-    api_key = flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get("OPENROUTER_API_KEY")
+    # The endpoint and its key are a pair, taken from one place: a key goes only to the
+    # base URL it was given with. A flag or the environment naming either one fixes both,
+    # and the profile's pair is ignored; a profile key serves only the profile's URL.
+    outside_key = (
+        flags.get("api_key") or env.get("COMPANION_API_KEY") or env.get("OPENROUTER_API_KEY")
+    )
+    profile_key = values.pop("api_key", None) if "api_key" in from_profile else None
+    values.pop("api_key", None)
+    if outside_key or ("base_url" in values and "base_url" not in from_profile):
+        if "base_url" in from_profile:
+            del values["base_url"]
+        api_key = outside_key
+    else:
+        api_key = profile_key if "base_url" in from_profile else None
     base_url = values.get("base_url")
     if base_url is None and env.get("OPENROUTER_API_KEY") and not env.get("COMPANION_API_KEY"):
         base_url = OPENROUTER_BASE_URL
@@ -302,9 +365,6 @@ def load_settings(
         values.setdefault("tool_mode", "commands")
     else:
         values.setdefault("tool_mode", "native")
-        if "chat_model" not in values:
-            values["chat_model"] = (
-                "openai/gpt-4o-mini" if base_url == OPENROUTER_BASE_URL else "default"
-            )
+        values.setdefault("chat_model", None)  # no hidden default: the person chooses
     values["image_api_key"] = image_key(values, from_profile, api_key)
     return Settings(**values)

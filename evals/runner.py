@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tqdm import tqdm
 
-from config.settings import ConfigError, Settings, load_settings
+from config.settings import ConfigError, Settings, load_settings, require_chat_model
 from evals.cases import Case, CaseError, load_cases
 from evals.evaluators import Observation, evaluate, observe
 from evals.fixtures import FixtureSuite
@@ -150,7 +150,7 @@ def model_under_test(
             f"model {settings.chat_model!r} needs an endpoint: pass --base-url or set "
             "COMPANION_BASE_URL (or OPENROUTER_API_KEY for OpenRouter)"
         )
-    name = LOCAL if model == LOCAL else settings.chat_model
+    name = LOCAL if model == LOCAL else require_chat_model(settings).chat_model or ""
     cap = LOCAL_MAX_TOKENS if settings.is_local else None
     return ModelUnderTest(name, settings, configured_models, cap)
 

@@ -8,11 +8,12 @@ bundled model through ``graph.local_server``, started on the first call.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from config.settings import ConfigError, Settings
+from config.settings import LOCAL_MODEL_NAME, NO_CHAT_MODEL, ConfigError, Settings
 from graph.errors import ProviderError
 from graph.local_server import local_server
 
@@ -39,7 +40,10 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
         if not settings.base_url:
             raise ConfigError("COMPANION_BASE_URL (or OPENROUTER_API_KEY) is not set")
         base_url = settings.base_url
-        name = model or settings.chat_model
+        chosen = model or settings.chat_model
+        if not chosen:
+            raise ConfigError(NO_CHAT_MODEL)
+        name = chosen
         api_key = settings.api_key or PLACEHOLDER_KEY
     return ChatOpenAI(
         model=name,
@@ -74,14 +78,39 @@ def is_provider_error(exc: BaseException) -> bool:
     return isinstance(exc, provider_side)
 
 
+ErrorKind = Literal["key", "not_found", "refused", "setup", "transient"]
+
+
+def provider_error_kind(exc: BaseException) -> ErrorKind:
+    """What a failed model call asks of the user, by cause.
+
+    ``key``: 401/403, the key was refused; ``not_found``: 404, a wrong URL or model name;
+    ``refused``: any other 4xx, the request itself was refused (trying again won't help);
+    ``setup``: Companion is not configured to answer (no chat model, no endpoint);
+    ``transient``: 429, 5xx, timeouts, connection errors, a broken stream — try again.
+    """
+    import openai
+
+    if isinstance(exc, ConfigError):
+        return "setup"
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "key"
+    if isinstance(exc, openai.NotFoundError):
+        return "not_found"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        return "refused" if 400 <= status < 500 and status not in (408, 409, 429) else "transient"
+    return "transient"
+
+
 def describe_provider_error(exc: BaseException) -> str:
     """A short, user-readable cause for a failed model call."""
     import openai
 
     if isinstance(exc, openai.RateLimitError):
         return "the provider is rate-limiting requests (HTTP 429)"
-    if isinstance(exc, openai.AuthenticationError):
-        return "the API key was refused (HTTP 401)"
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return f"the API key was refused (HTTP {exc.status_code})"
     if isinstance(exc, openai.NotFoundError):
         return "the model or endpoint was not found (HTTP 404)"
     if isinstance(exc, openai.APIStatusError):
@@ -96,23 +125,74 @@ def describe_provider_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class Verified:
+    """What Verify learned about the chat endpoint: a one-line verdict and its models."""
+
+    text: str
+    models: tuple[str, ...] = ()
+    ok: bool = False
+
+
+def verify_endpoint(settings: Settings, timeout: float = 5.0) -> Verified:
+    """Ask the endpoint's ``/models`` with the key in effect and tell the causes apart:
+    unreachable, key refused (401/403), wrong URL (404), or OK with or without the chat
+    model in the list. Never shows the key."""
+    if settings.is_local:
+        return Verified(endpoint_status(settings), ok=True)
+    if not settings.base_url:
+        return Verified("❌ no base URL is set: enter one (and its API key) above")
+    base = settings.base_url.rstrip("/")
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        response = httpx.get(f"{base}/models", headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        return Verified(
+            f"❌ {base} is unreachable ({type(exc).__name__}): check the base URL and that "
+            "the server is running"
+        )
+    status = response.status_code
+    if status in (401, 403):
+        given = "the API key was refused" if settings.api_key else "it needs an API key"
+        return Verified(f"❌ {base}: {given} (HTTP {status}); check the key")
+    if status == 404:
+        return Verified(
+            f"❌ {base}: not found (HTTP 404): the base URL is wrong (it usually ends in /v1)"
+        )
+    if status >= 400:
+        return Verified(f"❌ {base} answered HTTP {status}; try again in a moment")
+    models = _model_ids(response)
+    model = settings.chat_model
+    if not model:
+        return Verified(f"⚠️ {base}: OK, but no chat model is chosen yet", models, ok=True)
+    if models and model not in models:
+        return Verified(
+            f"⚠️ {base}: OK, but the chat model `{model}` is not in its list of "
+            f"{len(models)} models (a wrong name gives HTTP 404 when you chat)",
+            models,
+            ok=True,
+        )
+    listed = "listed" if models else "the endpoint lists no models"
+    return Verified(f"✅ {base}: OK, chat model `{model}` ({listed})", models, ok=True)
+
+
+def _model_ids(response: httpx.Response) -> tuple[str, ...]:
+    """The model ids of an OpenAI-style ``/models`` answer (none if it is not one)."""
+    try:
+        data = response.json().get("data") or []
+        return tuple(sorted(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")))
+    except (ValueError, AttributeError, TypeError):
+        return ()
+
+
 def endpoint_status(settings: Settings) -> str:
-    """Reachable or not, for the Settings tab (never shows the key)."""
+    """The endpoint's state for the Settings tab, by cause (never shows the key)."""
     if settings.is_local:
         server = local_server()
         running = server.process is not None and server.process.poll() is None
         state = f"running at {server.url}" if running else "starts on the first message"
         return f"local llama.cpp server: {state}"
-    if not settings.base_url:
-        return "no endpoint configured"
-    try:
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        response = httpx.get(
-            f"{settings.base_url.rstrip('/')}/models", headers=headers, timeout=5.0
-        )
-        return f"{settings.base_url}: reachable (HTTP {response.status_code})"
-    except httpx.HTTPError as exc:
-        return f"{settings.base_url}: unreachable ({type(exc).__name__})"
+    return verify_endpoint(settings).text
 
 
 def _lazy_model_class() -> Any:
@@ -140,7 +220,7 @@ def _lazy_model_class() -> Any:
         @property
         def model_name(self) -> str:
             """The name shown to the user."""
-            return self.settings.chat_model
+            return self.settings.chat_model or LOCAL_MODEL_NAME
 
         def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
             """Tools pass through to the OpenAI-compatible call (for tool_mode=native)."""
@@ -224,6 +304,27 @@ def _raise_if_server_died(exc: Exception) -> None:
     if server.dead(grace=DEATH_GRACE):
         log.error("%s (request failed with %s)", server.stopped_reason(), type(exc).__name__)
         raise ProviderError(server.stopped_reason()) from exc
+
+
+def unchosen_model() -> BaseChatModel:
+    """Stands where the chat model goes until one is chosen: every call raises
+    ConfigError saying so (no hidden default model is ever asked)."""
+    from langchain_core.language_models import BaseChatModel as Base
+
+    class UnchosenChatModel(Base):
+        @property
+        def _llm_type(self) -> str:
+            return "unchosen"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> Any:
+            raise ConfigError(NO_CHAT_MODEL)
+
+    return UnchosenChatModel()
 
 
 def lazy_local_model(settings: Settings) -> BaseChatModel:

@@ -11,9 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from config.settings import Settings, load_settings
+from config.settings import Settings, load_settings, require_chat_model
 from graph.context import Context
-from graph.providers import lazy_local_model, make_chat_model, make_vision_model
+from graph.providers import (
+    lazy_local_model,
+    make_chat_model,
+    make_vision_model,
+    unchosen_model,
+)
 from memory.async_store import AsyncSqliteStore, AsyncStore
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
@@ -41,8 +46,12 @@ def open_context(
     *,
     registry: ToolRegistry | None = None,
 ) -> Context:
-    """A ready Context for the configured provider (starts nothing until the first call)."""
+    """A ready Context for the configured provider (starts nothing until the first call).
+
+    Raises ConfigError, naming COMPANION_CHAT_MODEL, when no chat model is set.
+    """
     settings, store = open_settings(flags, env)
+    require_chat_model(settings)
     return context_for(settings, AsyncSqliteStore(store), registry=registry)
 
 
@@ -118,4 +127,6 @@ def _lazy_chat_model(settings: Settings) -> Any:
     """The chat model; for the local provider the server starts on the first call."""
     if settings.is_local:
         return lazy_local_model(settings)
+    if not settings.chat_model:  # call_model answers with what to choose, calling nothing
+        return unchosen_model()
     return make_chat_model(settings)

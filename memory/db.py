@@ -7,10 +7,16 @@ are recorded in ``schema_version``.
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
+import stat
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 10_000
+DB_FILE_MODE = 0o600  # owner only: the file holds the conversations and the saved API key
+
+log = logging.getLogger("companion.db")
 
 # Each entry upgrades the schema by one version. Never edit a shipped entry: append.
 MIGRATIONS: tuple[str, ...] = (
@@ -138,6 +144,22 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE profile SET key = 'identity' WHERE key = 'style_note';
     """,
 )
+
+
+def owner_only(path: Path | str) -> None:
+    """Create the database file readable and writable by its owner alone (0600), or make
+    an existing one so: it holds the conversations and the API key saved in Settings.
+    SQLite gives its -wal and -shm files the database file's mode."""
+    path = Path(path)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, DB_FILE_MODE))
+        return
+    except FileExistsError:
+        pass
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & ~DB_FILE_MODE:
+        log.warning("%s was readable by others (mode %o): made it owner-only", path, mode)
+        path.chmod(DB_FILE_MODE)
 
 
 def connect(

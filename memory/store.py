@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memory.db import BUSY_TIMEOUT_MS, connect, migrate
+from memory.db import BUSY_TIMEOUT_MS, connect, migrate, owner_only
 
 ToolRole = Literal["web_tool", "weather_tool", "memory_tool", "image_tool"]
 Role = Literal[
@@ -115,6 +115,7 @@ class Store:
     def __init__(self, path: Path | str, *, clock: Clock = utc_now) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        owner_only(self.path)
         self.clock = clock
         self._wait_ms = BUSY_TIMEOUT_MS
         self._local = threading.local()

@@ -20,17 +20,40 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
+from config.settings import NO_CHAT_MODEL
 from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.errors import ProviderError
 from graph.events import ModelDone, TextDelta
-from graph.providers import describe_provider_error, is_provider_error
+from graph.providers import (
+    ErrorKind,
+    describe_provider_error,
+    is_provider_error,
+    provider_error_kind,
+)
 from graph.state import State, ToolCall, TraceEvent
-from prompts.templates import EMPTY_ANSWER, INTERNAL_ERROR, MODEL_ERROR, STREAM_CUT
+from prompts.templates import (
+    EMPTY_ANSWER,
+    INTERNAL_ERROR,
+    KEY_REFUSED,
+    MODEL_ERROR,
+    NOT_FOUND,
+    NOT_SET_UP,
+    REQUEST_REFUSED,
+    STREAM_CUT,
+)
 
 log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
+# The advice for each cause: only a transient failure says "try again in a moment".
+ADVICE: dict[ErrorKind, str] = {
+    "key": KEY_REFUSED,
+    "not_found": NOT_FOUND,
+    "refused": REQUEST_REFUSED,
+    "setup": NOT_SET_UP,
+    "transient": MODEL_ERROR,
+}
 
 
 class ModelUpdate(TypedDict, total=False):
@@ -153,18 +176,19 @@ async def _failed(
     partial: str = "",
     *,
     internal: bool = False,
+    kind: ErrorKind = "transient",
 ) -> ModelUpdate:
     """End the turn on a failure: a clear assistant-side message, stored.
 
     ``internal`` marks a bug in Companion's own code, which is never reported as the
-    provider's failure.
+    provider's failure; ``kind`` picks the advice that matches the provider's failure.
     """
     if internal:
         text = INTERNAL_ERROR.format(detail=detail, log=ctx.settings.log_file)
     elif partial:
         text = STREAM_CUT.format(partial=partial)
     else:
-        text = MODEL_ERROR.format(detail=detail)
+        text = ADVICE[kind].format(detail=detail)
     meta = {"error": True, "detail": detail, "model": model, "internal": internal}
     stored = await ctx.store.add_message(session_id, "assistant", text, meta=meta)
     ms = round((time.perf_counter() - started) * 1000, 2)
@@ -210,6 +234,8 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
         runnable = model.bind_tools(schemas, tool_choice="auto")
     started = time.perf_counter()
     session_id = state["session_id"]
+    if not settings.chat_model:  # no hidden default: say what to choose, call nothing
+        return await _failed(ctx, session_id, None, started, NO_CHAT_MODEL, kind="setup")
     try:
         live = runtime if ctx.stream_tokens else None
         reply = await stream_reply(runnable, state["context"], live)
@@ -219,7 +245,8 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
             detail = f"{type(exc).__name__}: {exc}"[:200]
             return await _failed(ctx, session_id, name, started, detail, internal=True)
         log.exception("call_model: the provider failed (%s)", name)
-        return await _failed(ctx, session_id, name, started, describe_provider_error(exc))
+        detail, kind = describe_provider_error(exc), provider_error_kind(exc)
+        return await _failed(ctx, session_id, name, started, detail, kind=kind)
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(getattr(reply, "content", reply)))
     if stream_was_cut(reply):

@@ -90,6 +90,21 @@ MODEL_ERROR = (
     "Sorry — I couldn't reach the language model just now ({detail}). Your message is "
     "saved; please try again in a moment."
 )
+KEY_REFUSED = (
+    "Sorry — the language model's endpoint refused the API key ({detail}). Check the key "
+    "in Settings (or COMPANION_API_KEY / OPENROUTER_API_KEY); trying again won't help until "
+    "it is fixed. Your message is saved."
+)
+NOT_FOUND = (
+    "Sorry — the endpoint says the model or the address doesn't exist ({detail}). Check the "
+    "base URL and the chat model's name in Settings (Verify lists the models it offers). "
+    "Your message is saved."
+)
+REQUEST_REFUSED = (
+    "Sorry — the language model refused the request ({detail}). Trying again won't help as "
+    "it is; check the chat model in Settings. Your message is saved."
+)
+NOT_SET_UP = "Sorry — I can't answer yet: {detail}. Your message is saved."
 STREAM_CUT = (
     "{partial} …\n\n(My answer was cut off — the connection to the language model dropped. "
     "Your message is saved; ask again and I'll finish.)"

@@ -36,6 +36,8 @@ def text_of(message: dict[str, Any]) -> str:
 
 def settings_form(**changes: Any) -> list[Any]:
     values = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "",
         "chat_model": "scripted-chat",
         "vision_model": "",
         "tool_mode": "native",

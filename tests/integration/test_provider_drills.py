@@ -97,6 +97,30 @@ async def test_provider_failure_is_clear_and_loses_nothing(
     assert (await run_turn(ctx, "s1", "retry")).answer == "Back again."
 
 
+@pytest.mark.parametrize(
+    ("status", "advice", "cause"),
+    [
+        (401, "refused the API key", "HTTP 401"),
+        (403, "refused the API key", "HTTP 403"),
+        (404, "Check the base URL and the chat model's name in Settings", "HTTP 404"),
+        (400, "refused the request", "HTTP 400"),
+        (500, "try again in a moment", "HTTP 500"),
+        (503, "try again in a moment", "HTTP 503"),
+    ],
+)
+async def test_chat_error_advice_matches_the_cause(
+    server, home, test_registry, status, advice, cause
+) -> None:
+    server.push(Step(status=status))
+    ctx = make_ctx(server, home, test_registry)
+    result = await run_turn(ctx, "s1", "hello?")
+    assert advice in result.answer and cause in result.answer
+    if status in (401, 403, 404, 400):
+        assert "try again in a moment" not in result.answer
+        assert "couldn't reach" not in result.answer
+    assert "test-key" not in result.answer
+
+
 async def test_failure_after_a_tool_keeps_the_tool_result(server, home, test_registry) -> None:
     server.push(Step(tool_calls=[("echo", '{"text": "saved"}')]), Step(status=500))
     ctx = make_ctx(server, home, test_registry)

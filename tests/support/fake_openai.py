@@ -52,6 +52,8 @@ class FakeOpenAIServer:
         self.default = default
         self.responder = responder
         self.steps: deque[Step] = deque()
+        self.models_status = 200  # what GET /models answers (401, 404, … for Verify drills)
+        self.model_ids = ["fake-model"]
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -109,9 +111,12 @@ class FakeOpenAIServer:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    body = {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
-                    self._send(200, json.dumps(body).encode())
+                if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
+                    error = {"error": {"message": f"scripted HTTP {server.models_status}"}}
+                    self._send(server.models_status, json.dumps(error).encode())
+                elif self.path.rstrip("/").endswith("/models"):
+                    data = [{"id": name, "object": "model"} for name in server.model_ids]
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
 

@@ -35,6 +35,22 @@ async def test_provider_failure_is_reported_as_the_providers(
     assert logged[0].exc_info[0] is type(exc)
 
 
+REFUSED = httpx.Response(401, request=REQUEST)
+
+
+@pytest.mark.parametrize(
+    ("exc", "advice"),
+    [
+        (openai.AuthenticationError("no", response=REFUSED, body=None), "Check the key"),
+        (openai.APITimeoutError(request=REQUEST), "try again in a moment"),
+    ],
+)
+async def test_the_advice_matches_the_cause(make_context, exc, advice) -> None:
+    ctx = make_context([exc])
+    result = await run_turn(ctx, "s1", "hello?")
+    assert advice in result.answer
+
+
 async def test_a_bug_is_not_blamed_on_the_provider(make_context, caplog) -> None:
     ctx = make_context([TypeError("unsupported operand")])
     with caplog.at_level(logging.ERROR, logger="companion"):
@@ -48,3 +64,12 @@ async def test_a_bug_is_not_blamed_on_the_provider(make_context, caplog) -> None
     assert stored[-1].meta["error"] is True and stored[-1].meta["internal"] is True
     logged = [r for r in caplog.records if r.name == "companion.call_model"]
     assert logged and logged[0].exc_info is not None and logged[0].exc_info[0] is TypeError
+
+
+async def test_no_chat_model_says_to_choose_one_and_calls_nothing(make_context) -> None:
+    ctx = make_context([AssertionError("the model must not be called")], chat_model=None)
+    result = await run_turn(ctx, "s1", "hello?")
+    assert "I can't answer yet: no chat model is set" in result.answer
+    assert "COMPANION_CHAT_MODEL" in result.answer and "try again" not in result.answer
+    assert ctx.store.blocking.messages("s1")[0].content == "hello?"
+

@@ -646,5 +646,8 @@ def test_model_under_test_local_and_endpoints() -> None:
     ollama = model_under_test("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1", env={})
     assert ollama.base.chat_model == "qwen2.5:7b" and ollama.base.tool_mode == "native"
     assert ollama.max_tokens is None
-    routed = model_under_test(env={"OPENROUTER_API_KEY": "k", "COMPANION_HOME": "/nonexistent"})
+    keyed = {"OPENROUTER_API_KEY": "k", "COMPANION_HOME": "/nonexistent"}
+    with pytest.raises(ConfigError, match="COMPANION_CHAT_MODEL"):  # no hidden default
+        model_under_test(env=keyed)
+    routed = model_under_test(env={**keyed, "COMPANION_CHAT_MODEL": "some/model"})
     assert routed.base.base_url == "https://openrouter.ai/api/v1"

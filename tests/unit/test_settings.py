@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,11 @@ import pytest
 from config.settings import (
     LOCAL_MODEL_NAME,
     OPENROUTER_BASE_URL,
+    PERSONAS,
     ConfigError,
+    fixed_fields,
     load_settings,
+    require_chat_model,
     validate_profile,
 )
 
@@ -66,7 +70,9 @@ def test_home_and_paths(tmp_path: Path) -> None:
         ({"latitude": "north"}, "latitude"),
         ({"tool_mode": "magic"}, "tool_mode must be one of"),
         ({"image_backend": "dalle"}, "image_backend must be one of"),
-        ({"api_key": "x"}, "unknown setting"),
+        ({"provider": "local"}, "unknown setting"),
+        ({"persona": "pirate"}, "persona must be one of yuzuki, assistant, journal"),
+        ({"base_url": "ftp://x"}, "not an http"),
     ],
 )
 def test_invalid_profile_values_are_refused(values: dict, message: str) -> None:
@@ -140,8 +146,6 @@ def test_a_new_image_url_from_settings_drops_the_stored_image_key() -> None:
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("api_key", "sk-attacker"),
-        ("base_url", "https://evil.example/v1"),
         ("provider", "openai-compatible"),
         ("allow_private_urls", "true"),
         ("web_search_url", "http://127.0.0.1:1/html/"),
@@ -162,6 +166,69 @@ def test_the_profile_sets_only_profile_keys(key: str, value: str) -> None:
     assert s.api_key == "sk-chat" and s.base_url is None
     with pytest.raises(ConfigError, match="unknown setting"):
         validate_profile({key: value})
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"COMPANION_API_KEY": "sk-chat"},
+        {"OPENROUTER_API_KEY": "sk-or"},
+        {"COMPANION_BASE_URL": "http://127.0.0.1:1/v1"},
+    ],
+)
+def test_a_profile_endpoint_never_receives_the_environments_key(env: dict) -> None:
+    # the environment names the endpoint or its key: the profile's pair does not apply,
+    # so whoever can write the profile cannot choose where an environment key goes
+    s = load_settings({}, env, {"base_url": "https://evil.example/v1", "api_key": "sk-p"})
+    assert s.base_url != "https://evil.example/v1" and s.api_key != "sk-p"
+    assert fixed_fields({}, env)["base_url"] == fixed_fields({}, env)["api_key"] != ""
+
+
+def test_a_profile_key_goes_only_with_the_profile_base_url() -> None:
+    s = load_settings({}, {}, {"base_url": "http://127.0.0.1:1/v1", "api_key": "sk-p"})
+    assert (s.provider, s.base_url, s.api_key) == (
+        "openai-compatible",
+        "http://127.0.0.1:1/v1",
+        "sk-p",
+    )
+    # a key without its base URL is never used
+    assert load_settings({}, {}, {"api_key": "sk-p"}).api_key is None
+
+
+def test_a_new_base_url_from_settings_drops_the_stored_key() -> None:
+    assert validate_profile({"base_url": "http://other:8080/v1"}) == {
+        "base_url": "http://other:8080/v1",
+        "api_key": None,
+    }
+    kept = validate_profile({"base_url": "http://other:8080/v1", "api_key": "sk-new"})
+    assert kept["api_key"] == "sk-new"
+
+
+def test_fixed_fields_name_their_variable() -> None:
+    env = {"COMPANION_CHAT_MODEL": "m", "OPENROUTER_API_KEY": "sk", "COMPANION_PERSONA": "journal"}
+    fixed = fixed_fields({"vision_model": "v"}, env)
+    assert fixed["chat_model"] == "COMPANION_CHAT_MODEL"
+    assert fixed["persona"] == "COMPANION_PERSONA"
+    assert fixed["api_key"] == fixed["base_url"] == "OPENROUTER_API_KEY"
+    assert fixed["vision_model"] == "--vision-model"
+    assert "latitude" not in fixed and "sk" not in fixed.values()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"OPENROUTER_API_KEY": "sk-or"}, {"COMPANION_BASE_URL": "http://127.0.0.1:1/v1"}],
+)
+def test_no_hidden_default_model(env: dict) -> None:
+    s = load_settings({}, env, {})
+    assert s.provider == "openai-compatible" and s.chat_model is None
+    with pytest.raises(ConfigError, match="COMPANION_CHAT_MODEL"):
+        require_chat_model(s)
+    assert load_settings({}, env, {"chat_model": "chosen"}).chat_model == "chosen"
+
+
+def test_an_unknown_persona_from_the_environment_is_refused() -> None:
+    with pytest.raises(ConfigError, match="COMPANION_PERSONA: persona must be one of"):
+        load_settings({}, {"COMPANION_PERSONA": "pirate"}, {})
 
 
 # --- the time zone is an IANA name, never quietly UTC (issue 13, item 4) ---------------
@@ -187,3 +254,20 @@ def test_a_known_time_zone_is_kept_in_its_own_spelling() -> None:
     assert validate_profile({"timezone": " asia/tokyo "}) == {"timezone": "Asia/Tokyo"}
     assert load_settings({}, {}, {"timezone": "Europe/Berlin"}).timezone == "Europe/Berlin"
     assert load_settings({}, {}, {}).timezone == "UTC"
+
+
+def test_the_database_file_is_owner_only(tmp_path: Path) -> None:
+    from memory.store import Store
+
+    store = Store.open_home(tmp_path)
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    store.close()
+    store.path.chmod(0o644)  # an older or hand-copied file is made owner-only on open
+    Store.open_home(tmp_path).close()
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+
+
+def test_the_persona_names_are_the_bundled_personas() -> None:
+    from prompts.templates import PERSONAS as BUNDLED
+
+    assert PERSONAS == BUNDLED
