@@ -27,7 +27,8 @@ def services() -> Iterator[dict[str, str]]:
 def doctor(home: Path, services: dict[str, str], **env: str) -> subprocess.CompletedProcess[str]:
     """Run the real CLI's doctor with a clean environment plus ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER"))}
-    clean.update(COMPANION_HOME=str(home), **services, **env)
+    clean.update(COMPANION_HOME=str(home), COMPANION_CHAT_MODEL="fake-model", **services)
+    clean.update(env)
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "doctor"],
         capture_output=True,
@@ -74,3 +75,11 @@ def test_the_default_configuration_passes(tmp_path: Path, services: dict[str, st
     assert done.returncode == 0, done.stdout + done.stderr
     assert "✓ local model: generated" in done.stdout
     assert "✓ completion: smollm2 answered" in done.stdout
+
+
+def test_no_chat_model_fails_naming_the_variable(tmp_path: Path, services: dict[str, str]) -> None:
+    with FakeOpenAIServer() as chat:
+        done = doctor(tmp_path, services, COMPANION_BASE_URL=chat.url, COMPANION_CHAT_MODEL="")
+    assert done.returncode == 1
+    assert "✗ chat model: no chat model is set" in done.stdout
+    assert "COMPANION_CHAT_MODEL" in done.stdout
