@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.settings_view import field_updates, profile_update, verify_target
+from app.settings_view import field_updates, profile_update, saved_message, verify_target
 from config.settings import ConfigError, Settings, fixed_fields, load_settings
 
 ENV = {"OPENROUTER_API_KEY": "sk-env-secret", "COMPANION_CHAT_MODEL": "env/model"}
@@ -48,3 +48,14 @@ def test_verify_takes_the_saved_key_only_to_its_origin() -> None:
     assert verify_target({"base_url": "http://b:1/v1", "api_key": "sk-b"}, current).api_key == (
         "sk-b"
     )
+
+
+def test_saved_is_claimed_only_for_values_in_effect() -> None:
+    local = Settings()  # the local model answers: a remote model name is not in effect
+    message = saved_message({"chat_model": "some/model"}, local)
+    assert message.startswith("⚠️ Saved, but not all of it is in effect")
+    assert "`chat_model` is not in effect" in message
+    remote = Settings(provider="openai-compatible", base_url="http://a:1/v1", chat_model="m")
+    assert saved_message({"chat_model": "m"}, remote).startswith("✅ Saved.")
+    unchosen = Settings(provider="openai-compatible", base_url="http://a:1/v1", chat_model=None)
+    assert "Choose a chat model" in saved_message({"latitude": 1.0}, unchosen)
