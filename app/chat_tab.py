@@ -79,7 +79,7 @@ def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None)
     """'model: X' for the model that answered last (or will answer next)."""
     calls = [e.get("detail") or {} for e in trace or [] if e.get("kind") in ("model", "error")]
     if not calls:
-        return f"model: {settings.chat_model}"
+        return f"model: {settings.chat_model or 'none yet: choose one in Settings'}"
     last = calls[-1]
     role = " (vision)" if last.get("model_role") == "vision" else ""
     return f"model: {last.get('model')}{role}"
