@@ -72,4 +72,3 @@ async def test_no_chat_model_says_to_choose_one_and_calls_nothing(make_context) 
     assert "I can't answer yet: no chat model is set" in result.answer
     assert "COMPANION_CHAT_MODEL" in result.answer and "try again" not in result.answer
     assert ctx.store.blocking.messages("s1")[0].content == "hello?"
-
