@@ -12,6 +12,7 @@ import pytest
 from gradio_client import Client
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from app.settings_view import FORM_KEYS
 from app.ui import launch_app
 from evals.fixtures import OpenMeteoFixture
 from graph.setup import ContextFactory
@@ -92,3 +93,24 @@ def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..
     yield start
     for demo in demos:
         demo.close()
+
+
+def settings_form(**changes: Any) -> list[Any]:
+    """The Settings form's values in FORM_KEYS order: a scripted endpoint, then ``changes``."""
+    values = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "",
+        "chat_model": "scripted-chat",
+        "vision_model": "",
+        "tool_mode": "native",
+        "image_backend": "none",
+        "image_base_url": "",
+        "image_model": "",
+        "image_api_key": "",
+        "latitude": 0.0,
+        "longitude": 0.0,
+        "timezone": "UTC",
+        "persona": "yuzuki",
+    }
+    values.update(changes)
+    return [values[key] for key in FORM_KEYS]

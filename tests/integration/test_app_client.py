@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from gradio_client import Client, handle_file
 
-from app.settings_view import FORM_KEYS
 from evals.fixtures import ImageFixture, cat_image
 from memory.memories import create_memory
 from memory.segments import list_segments
 from prompts.templates import persona_text
+from tests.integration.conftest import settings_form
 
 
 def send(
@@ -32,26 +32,6 @@ def send(
 
 def text_of(message: dict[str, Any]) -> str:
     return " ".join(p["text"] for p in message["content"] if p.get("type") == "text")
-
-
-def settings_form(**changes: Any) -> list[Any]:
-    values = {
-        "base_url": "http://127.0.0.1:9/v1",
-        "api_key": "",
-        "chat_model": "scripted-chat",
-        "vision_model": "",
-        "tool_mode": "native",
-        "image_backend": "none",
-        "image_base_url": "",
-        "image_model": "",
-        "image_api_key": "",
-        "latitude": 0.0,
-        "longitude": 0.0,
-        "timezone": "UTC",
-        "persona": "yuzuki",
-    }
-    values.update(changes)
-    return [values[key] for key in FORM_KEYS]
 
 
 def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:

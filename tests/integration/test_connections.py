@@ -18,7 +18,7 @@ import httpx
 import pytest
 from gradio_client.exceptions import AppError
 
-from app.settings_view import FORM_KEYS
+from tests.integration.conftest import settings_form
 from tests.integration.test_app_client import send, text_of
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -32,23 +32,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def form(**changes: Any) -> list[Any]:
-    values = {
-        "base_url": "",
-        "api_key": "",
-        "chat_model": "scripted-chat",
-        "vision_model": "",
-        "tool_mode": "commands",
-        "image_backend": "none",
-        "image_base_url": "",
-        "image_model": "",
-        "image_api_key": "",
-        "latitude": 0.0,
-        "longitude": 0.0,
-        "timezone": "UTC",
-        "persona": "yuzuki",
-    }
-    values.update(changes)
-    return [values[key] for key in FORM_KEYS]
+    """The Settings form with no endpoint yet, in commands mode, then ``changes``."""
+    return settings_form(**{"base_url": "", "tool_mode": "commands", **changes})
 
 
 def test_a_saved_key_never_goes_back_and_a_new_base_url_drops_it(launch, server) -> None:
