@@ -8,6 +8,10 @@ the chat and the Graph tab's trace (``trace``, a component the Graph tab renders
 Each browser keeps its own session id in a ``gr.State``. A message that cannot be sent
 (too long, or the database cannot take it) stays in the composer, and the chat says why.
 
+An empty chat (first load, "New chat") shows the persona's greeting and a few example
+prompts (``welcome``) as the Chatbot's placeholder: nothing is stored, and clicking an
+example sends it as the message.
+
 The style note sits under the composer: sent with the next message only, or, with "Keep
 for this chat" ticked, kept on the session (``AsyncStore.set_style_note``) and shown above
 the composer as the chat's active note until removed. Either way the box clears once the
@@ -43,6 +47,7 @@ from graph.setup import ContextFactory
 from graph.state import TraceEvent
 from memory.async_store import AsyncStore
 from memory.store import StoreError
+from prompts.templates import persona_greeting
 
 log = logging.getLogger("companion.app")
 
@@ -51,6 +56,13 @@ TITLE_CHARS = 40
 # SQLite's primary result codes for a database that cannot take a write.
 WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
 WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
+# An empty chat's example prompts: what Companion can do (drawing only with an image backend).
+EXAMPLES = (
+    "What's the weather like today?",
+    "Search the web: what's the tallest building in the world?",
+    "Remember that my favourite tea is jasmine.",
+)
+DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
 
 
 async def session_choices(store: AsyncStore, tz: str) -> list[tuple[str, str]]:
@@ -83,6 +95,17 @@ def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None)
     last = calls[-1]
     role = " (vision)" if last.get("model_role") == "vision" else ""
     return f"model: {last.get('model')}{role}"
+
+
+def welcome(settings: Settings) -> dict[str, Any]:
+    """The empty chat's placeholder (the persona's name and greeting) and example prompts,
+    as Chatbot properties; shown only, never stored."""
+    prompts = [*EXAMPLES, DRAW_EXAMPLE] if settings.image_backend else list(EXAMPLES)
+    greeting = persona_greeting(settings.persona)
+    return {
+        "placeholder": f"### {settings.persona.capitalize()}\n\n{greeting}",
+        "examples": [{"text": text} for text in prompts],
+    }
 
 
 async def _history(store: AsyncStore, session_id: str | None) -> list[Any]:
@@ -172,19 +195,25 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         return (
             current,
             gr.update(choices=await choices(), value=current),
-            await _history(store, current),
+            gr.update(value=await _history(store, current), **welcome(ctx.settings)),
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
         )
 
     async def on_switch(session_id: str | None, left: str | None) -> tuple[Any, ...]:
         await leave(left, session_id)
-        return session_id, await _history(store, session_id)
+        settings = (await make_context()).settings
+        return session_id, gr.update(value=await _history(store, session_id), **welcome(settings))
 
     async def on_new(left: str | None) -> tuple[Any, ...]:
         await leave(left, None)
         created = (await store.create_session(NEW_TITLE)).id
-        return created, gr.update(choices=await choices(), value=created), []
+        settings = (await make_context()).settings
+        return (
+            created,
+            gr.update(choices=await choices(), value=created),
+            gr.update(value=[], **welcome(settings)),
+        )
 
     async def leave(left: str | None, going_to: str | None) -> None:
         """The person left a session: what they said there becomes an episode now."""
@@ -212,10 +241,11 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
             await store.delete_session(session_id)
         sessions = await store.list_sessions()
         current = sessions[0].id if sessions else None
+        settings = (await make_context()).settings
         return (
             current,
             gr.update(choices=await choices(), value=current),
-            await _history(store, current),
+            gr.update(value=await _history(store, current), **welcome(settings)),
             gr.update(visible=False),
         )
 
@@ -304,12 +334,18 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     )
     for event in (loaded, switched, started, cleared, deleted):
         event.then(show_note, session, noted, api_visibility="private")
-    box.submit(
-        on_send,
-        [box, session, note, keep, told],
-        [chatbot, box, session, picker, line, trace, note, keep, told, *noted],
-        api_name="send",
+    sending = [box, session, note, keep, told]
+    sent = [chatbot, box, session, picker, line, trace, note, keep, told, *noted]
+    box.submit(on_send, sending, sent, api_name="send")
+    # A clicked example goes into the composer and is sent from there, like a typed message.
+    chatbot.example_select(example_message, None, box, api_visibility="private").then(
+        on_send, sending, sent, api_visibility="private"
     )
+
+
+def example_message(example: gr.SelectData) -> dict[str, Any]:
+    """The composer's value for a clicked example prompt."""
+    return {"text": str(example.value.get("text") or ""), "files": []}
 
 
 def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> str | None:

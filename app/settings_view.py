@@ -19,6 +19,9 @@ saved key goes with them only while the URL is the one it was saved for.
 A field a flag or the environment fixes (``fixed_fields``) is shown disabled with the
 variable's name, and a save that tries to change it is refused: "✅ Saved" is said only
 for values that are in effect.
+
+With no vision model (and a provider that isn't local), the vision-model field has the
+chat's no-vision notice under it (``vision_warning``) until one is saved.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from config.settings import (
 )
 from config.settings import validate_profile as validate
 from graph.providers import Verified, endpoint_status, verify_endpoint
+from graph.routing import NO_VISION_NOTICE
 from graph.setup import ContextFactory
 from prompts.templates import PERSONAS, persona_text
 
@@ -189,6 +193,13 @@ def saved_message(saved: Mapping[str, Any], settings: Settings, dropped_key: boo
     return "\n\n".join(lines)
 
 
+def vision_warning(settings: Settings) -> dict[str, Any]:
+    """The no-vision notice under the vision-model field: shown when none is set and the
+    provider isn't local."""
+    missing = not settings.is_local and not settings.vision_model
+    return {"value": f"⚠️ {NO_VISION_NOTICE}." if missing else "", "visible": missing}
+
+
 def verify_target(form: Mapping[str, Any], current: Settings) -> Settings:
     """The settings Verify checks: the form's base URL and models, unsaved. The saved key
     goes along only to the origin it was saved for; a typed key goes to the typed URL."""
@@ -242,6 +253,7 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
         tool_mode = gr.Dropdown(
             list(TOOL_MODES), label=LABELS["tool_mode"], elem_id="set-tool-mode"
         )
+    no_vision = gr.Markdown(visible=False, elem_id="no-vision-warning")
     with gr.Row():
         image_backend = gr.Dropdown(
             [NO_BACKEND, *IMAGE_BACKENDS],
@@ -293,7 +305,12 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
 
     async def fill() -> list[Any]:
         settings = (await make_context()).settings
-        return [notice(settings), *updates(settings), identity_text(settings)]
+        return [
+            notice(settings),
+            *updates(settings),
+            identity_text(settings),
+            gr.update(**vision_warning(settings)),
+        ]
 
     async def on_save(*values: Any) -> tuple[str, str, bool]:
         *fields, edited = values
@@ -312,9 +329,9 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
         """After a save: the form as now in effect (typed keys cleared, labels say "set");
         after a refusal, what the user typed stays."""
         if not saved:
-            return [gr.skip() for _ in range(len(FORM_KEYS) + 1)]
+            return [gr.skip() for _ in range(len(FORM_KEYS) + 2)]
         settings = (await make_context()).settings
-        return [notice(settings), *updates(settings)]
+        return [notice(settings), *updates(settings), gr.update(**vision_warning(settings))]
 
     async def on_verify(*fields: Any) -> list[Any]:
         current = (await make_context()).settings
@@ -334,8 +351,8 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
     saved = gr.State(False)
     save.click(
         on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
-    ).then(refresh, saved, [provider, *form], api_visibility="private")
+    ).then(refresh, saved, [provider, *form, no_vision], api_visibility="private")
     check.click(on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     persona.input(persona_text, persona, identity, api_visibility="private")
-    load(fill, None, [provider, *form, identity], api_visibility="private")
+    load(fill, None, [provider, *form, identity, no_vision], api_visibility="private")
     gr.on([load, opened], on_check, None, endpoint, api_name="endpoint_status")

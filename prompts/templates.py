@@ -20,6 +20,9 @@ from importlib import resources
 PERSONAS = ("yuzuki", "assistant", "journal")
 
 NEUTRAL_IDENTITY = "Answer the user helpfully, accurately and kindly."
+# An empty chat's greeting (shown, never stored or sent to the model); each bundled
+# persona has its own in prompts/personas/<name>.greeting.md, apart from its identity block.
+NEUTRAL_GREETING = "Hello! What can I do for you?"
 
 STYLE_NOTE = """\
 For this reply: {note}
@@ -135,6 +138,15 @@ def persona_text(name: str | None) -> str:
     if name in PERSONAS:
         return (resources.files("prompts") / "personas" / f"{name}.md").read_text("utf-8").strip()
     return NEUTRAL_IDENTITY
+
+
+@functools.lru_cache(maxsize=16)
+def persona_greeting(name: str | None) -> str:
+    """What a bundled persona says to an empty chat; a neutral hello for unknown names."""
+    if name in PERSONAS:
+        path = resources.files("prompts") / "personas" / f"{name}.greeting.md"
+        return path.read_text("utf-8").strip()
+    return NEUTRAL_GREETING
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ import pytest
 from markdown_it import MarkdownIt
 
 from app.attachments import AttachmentError, image_url_in, save_upload
+from app.chat_tab import DRAW_EXAMPLE, EXAMPLES, welcome
 from app.graph_view import NO_TRACE, describe, path, trace_markdown
 from app.settings_view import form_values, profile_update
 from config.settings import LOCAL_MODEL_NAME, ConfigError, Settings
 from evals.fixtures import cat_image
-from prompts.templates import persona_text
+from prompts.templates import persona_greeting, persona_text
 
 REMOTE = Settings(provider="openai-compatible", chat_model="gpt-x", tool_mode="native")
 LOCAL = Settings()
@@ -208,3 +209,13 @@ def test_the_no_vision_notice_is_told_once_per_session() -> None:
     assert vision_notice([model, guard, model], "s1", []) == NO_VISION_NOTICE
     assert vision_notice([model, guard, model], "s1", ["s1"]) is None
     assert vision_notice([model], "s2", []) is None
+
+
+def test_an_empty_chat_greets_as_the_persona_with_examples() -> None:
+    shown = welcome(REMOTE)
+    assert shown["placeholder"] == f"### Yuzuki\n\n{persona_greeting('yuzuki')}"
+    assert [e["text"] for e in shown["examples"]] == list(EXAMPLES)
+    journal = welcome(Settings(persona="journal", image_backend="openai"))
+    assert journal["placeholder"].startswith("### Journal\n\n")
+    assert persona_greeting("journal") in journal["placeholder"]
+    assert [e["text"] for e in journal["examples"]] == [*EXAMPLES, DRAW_EXAMPLE]

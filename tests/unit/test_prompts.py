@@ -7,7 +7,15 @@ import re
 import pytest
 
 from prompts import templates
-from prompts.templates import PERSONAS, PromptError, ToolLine, fill, persona_text, system_prompt
+from prompts.templates import (
+    PERSONAS,
+    PromptError,
+    ToolLine,
+    fill,
+    persona_greeting,
+    persona_text,
+    system_prompt,
+)
 from tools.base import ToolSpec
 from tools.registry import default_registry
 
@@ -33,6 +41,14 @@ def test_personas_are_bundled() -> None:
         text = persona_text(name)
         assert "Voice:" in text and "Shape:" in text and "Length:" in text
     assert persona_text("nobody") == templates.NEUTRAL_IDENTITY
+
+
+def test_each_persona_has_its_own_greeting_apart_from_its_identity_block() -> None:
+    greetings = {name: persona_greeting(name) for name in PERSONAS}
+    assert len(set(greetings.values())) == len(PERSONAS)
+    for name, greeting in greetings.items():
+        assert greeting and greeting not in persona_text(name)
+    assert persona_greeting("nobody") == templates.NEUTRAL_GREETING
 
 
 @pytest.mark.parametrize("mode", ["native", "commands"])

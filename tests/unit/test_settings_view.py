@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from app.settings_view import field_updates, profile_update, saved_message, verify_target
+from app.settings_view import (
+    field_updates,
+    profile_update,
+    saved_message,
+    verify_target,
+    vision_warning,
+)
 from config.settings import ConfigError, Settings, fixed_fields, load_settings
+from graph.routing import NO_VISION_NOTICE
 
 ENV = {"OPENROUTER_API_KEY": "sk-env-secret", "COMPANION_CHAT_MODEL": "env/model"}
 
@@ -59,3 +68,12 @@ def test_saved_is_claimed_only_for_values_in_effect() -> None:
     assert saved_message({"chat_model": "m"}, remote).startswith("✅ Saved.")
     unchosen = Settings(provider="openai-compatible", base_url="http://a:1/v1", chat_model=None)
     assert "Choose a chat model" in saved_message({"latitude": 1.0}, unchosen)
+
+
+def test_the_no_vision_warning_shows_only_for_a_remote_provider_without_one() -> None:
+    remote = Settings(provider="openai-compatible", base_url="http://a:1/v1", chat_model="m")
+    shown = vision_warning(remote)
+    assert shown["visible"] and NO_VISION_NOTICE in shown["value"]
+    seeing = dataclasses.replace(remote, vision_model="v")
+    assert vision_warning(seeing) == {"value": "", "visible": False}
+    assert not vision_warning(Settings())["visible"]  # the local model needs none
