@@ -195,25 +195,19 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         return (
             current,
             gr.update(choices=await choices(), value=current),
-            gr.update(value=await _history(store, current), **welcome(ctx.settings)),
+            await _history(store, current),
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
         )
 
     async def on_switch(session_id: str | None, left: str | None) -> tuple[Any, ...]:
         await leave(left, session_id)
-        settings = (await make_context()).settings
-        return session_id, gr.update(value=await _history(store, session_id), **welcome(settings))
+        return session_id, await _history(store, session_id)
 
     async def on_new(left: str | None) -> tuple[Any, ...]:
         await leave(left, None)
         created = (await store.create_session(NEW_TITLE)).id
-        settings = (await make_context()).settings
-        return (
-            created,
-            gr.update(choices=await choices(), value=created),
-            gr.update(value=[], **welcome(settings)),
-        )
+        return created, gr.update(choices=await choices(), value=created), []
 
     async def leave(left: str | None, going_to: str | None) -> None:
         """The person left a session: what they said there becomes an episode now."""
@@ -241,11 +235,10 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
             await store.delete_session(session_id)
         sessions = await store.list_sessions()
         current = sessions[0].id if sessions else None
-        settings = (await make_context()).settings
         return (
             current,
             gr.update(choices=await choices(), value=current),
-            gr.update(value=await _history(store, current), **welcome(settings)),
+            await _history(store, current),
             gr.update(visible=False),
         )
 
@@ -316,6 +309,10 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     async def show_note(session_id: str | None) -> tuple[Any, Any]:
         return await active_note(store, session_id)
 
+    async def greet() -> Any:
+        """The greeting and examples for the settings now in effect (shown while empty)."""
+        return gr.update(**welcome((await make_context()).settings))
+
     noted = [note_line, remove_note]
     # Whenever the conversation in view changes, its kept note (if any) shows with it.
     loaded = load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
@@ -334,6 +331,7 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     )
     for event in (loaded, switched, started, cleared, deleted):
         event.then(show_note, session, noted, api_visibility="private")
+        event.then(greet, None, chatbot, api_visibility="private")
     sending = [box, session, note, keep, told]
     sent = [chatbot, box, session, picker, line, trace, note, keep, told, *noted]
     box.submit(on_send, sending, sent, api_name="send")
