@@ -94,29 +94,48 @@ class RunningApp:
     model: ScriptedChatModel
     home: Path
 
+    def system_message(self) -> str:
+        """The system message of the model's last call."""
+        return str(self.model.calls[-1]["messages"][0].content)
+
 
 @contextmanager
-def running_app(home: Path) -> Iterator[RunningApp]:
-    """The app on a free port with the scripted policy; weather goes to a local fixture."""
+def launched_app(
+    home: Path,
+    script: Any,
+    overrides: dict[str, Any],
+    registry: ToolRegistry | None = None,
+) -> Iterator[RunningApp]:
+    """The app on a free port around a scripted model, its tools pointed by ``overrides``
+    (a fixture's ``settings_overrides()``)."""
     from app.ui import launch_app
     from graph.setup import ContextFactory
 
-    with OpenMeteoFixture() as weather:
-        flags = {
-            "home": home,
-            "provider": "openai-compatible",
-            "base_url": "http://127.0.0.1:9/v1",
-            **weather.settings_overrides(),
-        }
-        model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        registry = ToolRegistry([*builtin_specs(), NAP])
-        make = ContextFactory(flags, env={}, chat_model=model, registry=registry)
-        make.store.blocking.set_profile({"chat_model": "scripted-chat"})
-        demo, url = launch_app(make, port=free_port())
-        try:
-            yield RunningApp(url, model, home)
-        finally:
-            demo.close()
+    flags = {
+        "home": home,
+        "provider": "openai-compatible",
+        "base_url": "http://127.0.0.1:9/v1",
+        **overrides,
+    }
+    model = ScriptedChatModel(script=script, name_="scripted-chat")
+    make = ContextFactory(flags, env={}, chat_model=model, registry=registry)
+    make.store.blocking.set_profile({"chat_model": "scripted-chat"})
+    demo, url = launch_app(make, port=free_port())
+    try:
+        yield RunningApp(url, model, home)
+    finally:
+        demo.close()
+
+
+@contextmanager
+def running_app(home: Path) -> Iterator[RunningApp]:
+    """The app with the scripted policy and the nap tool; weather goes to a local fixture."""
+    registry = ToolRegistry([*builtin_specs(), NAP])
+    with (
+        OpenMeteoFixture() as weather,
+        launched_app(home, policy, weather.settings_overrides(), registry) as app,
+    ):
+        yield app
 
 
 @contextmanager

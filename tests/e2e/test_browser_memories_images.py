@@ -15,8 +15,8 @@ from playwright.sync_api import expect
 from evals.fixtures import ImageFixture
 from graph.routing import NO_VISION_NOTICE
 from prompts.templates import EMPTY_ANSWER
-from tests.e2e.harness import free_port, send
-from tests.support.chat_model import ScriptedChatModel, tool_call
+from tests.e2e.harness import RunningApp, launched_app, send
+from tests.support.chat_model import tool_call
 
 TIMEOUT_MS = 15_000
 
@@ -32,45 +32,21 @@ def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
     return f"You said: {text}."
 
 
-class App:
-    """The launched app, its scripted model and its home."""
-
-    def __init__(self, url: str, model: ScriptedChatModel, home: Path) -> None:
-        self.url, self.model, self.home = url, model, home
-
-    def system_message(self) -> str:
-        return str(self.model.calls[-1]["messages"][0].content)
-
-
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The app with an image backend on loopback and no vision model."""
-    from app.ui import launch_app
-    from graph.setup import ContextFactory
-
     home = tmp_path_factory.mktemp("e2e-images") / "home"
-    with ImageFixture() as images:
-        flags = {
-            "home": home,
-            "provider": "openai-compatible",
-            "base_url": "http://127.0.0.1:9/v1",
-            **images.settings_overrides(),
-        }
-        model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        make = ContextFactory(flags, env={}, chat_model=model)
-        make.store.blocking.set_profile({"chat_model": "scripted-chat"})
-        demo, url = launch_app(make, port=free_port())
-        try:
-            yield App(url, model, home)
-        finally:
-            demo.close()
+    with ImageFixture() as images, launched_app(home, policy, images.settings_overrides()) as app:
+        yield app
 
 
 def open_tab(page: Any, name: str) -> None:
     page.get_by_role("tab", name=name).click()
 
 
-def test_a_memory_added_by_hand_reaches_the_next_turn(page: Any, app: App, artifacts: Path) -> None:
+def test_a_memory_added_by_hand_reaches_the_next_turn(
+    page: Any, app: RunningApp, artifacts: Path
+) -> None:
     open_tab(page, "Memories")
     page.locator("#memory-category input").click()
     page.get_by_role("option", name="identity").click()

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from evals.fixtures import DuckDuckGoFixture
 from memory.temporal import clock_text
-from tests.e2e.harness import RunningApp, free_port, send
-from tests.support.chat_model import ScriptedChatModel, tool_call
+from tests.e2e.harness import RunningApp, launched_app, send
+from tests.support.chat_model import tool_call
 from tools.registry import ToolRegistry, builtin_specs
 
 TIMEOUT_MS = 15_000
@@ -46,27 +46,13 @@ def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessa
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The app with the scripted policy, web_search pointed at the DuckDuckGo fixture."""
-    from app.ui import launch_app
-    from graph.setup import ContextFactory
-
     home = tmp_path_factory.mktemp("e2e-steps") / "home"
-    with DuckDuckGoFixture() as search:
-        flags = {
-            "home": home,
-            "provider": "openai-compatible",
-            "base_url": "http://127.0.0.1:9/v1",
-            **search.settings_overrides(),
-        }
-        model = ScriptedChatModel(script=policy, name_="scripted-chat")
-        make = ContextFactory(
-            flags, env={}, chat_model=model, registry=ToolRegistry(builtin_specs())
-        )
-        make.store.blocking.set_profile({"chat_model": "scripted-chat"})
-        demo, url = launch_app(make, port=free_port())
-        try:
-            yield RunningApp(url, model, home)
-        finally:
-            demo.close()
+    registry = ToolRegistry(builtin_specs())
+    with (
+        DuckDuckGoFixture() as search,
+        launched_app(home, policy, search.settings_overrides(), registry) as app,
+    ):
+        yield app
 
 
 def last_answer(page: Any) -> Any:
