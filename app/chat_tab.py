@@ -1,9 +1,23 @@
-"""The Chat tab: conversations (new, switch, rename, delete) and the composer that runs turns.
+"""The Chat tab: the chats sidebar, the chat, and the composer that starts turns.
 
-``build`` lays the tab out inside the current Blocks and wires its handlers. A turn is
-``graph.runner.stream_turn``; its events are folded into a ``chat_view.TurnView``, and the
-chat is yielded after each visible one. When the turn has answered, the model line under
-the chat and the Graph tab's trace (``trace``, a component the Graph tab renders) show it.
+``build`` lays the tab out inside the current Blocks and wires its handlers.
+
+- **Turns belong to the server** (``graph.turns``): sending starts a turn and follows it;
+  the chat is yielded after each visible event, folded into a ``chat_view.TurnView``. A
+  reload, a switch back or a second tab follows the turn still running in its chat, from
+  its first event. The composer never locks: a message sent while a turn runs waits for
+  it. **Stop** cancels the running turn (its text so far is kept, marked stopped).
+- **Retry / regenerate** (the chat's ↻ under the last answer) answers the last message
+  again; **edit** (the pencil on a user message) asks first, then deletes that message
+  and everything after it and sends the edited text. Deleted means deleted: the messages
+  and the episode summaries that covered them go (``AsyncStore.delete_messages_from``),
+  so memory_search never finds the replaced words. Memories saved by the deleted turns
+  stay, in the Memories tab.
+- **The sidebar** lists chats by last activity (``session_rows``), with rename and delete
+  (confirmed) in each row. "New chat" stores nothing until the first message, so it never
+  makes empty duplicates.
+- When a turn has answered, the model line under the chat and the Graph tab's trace
+  (``trace``, a component the Graph tab renders) show it.
 
 Each browser keeps its own session id in a ``gr.State``. A message that cannot be sent
 (too long, or the database cannot take it) stays in the composer, and the chat says why.
@@ -21,6 +35,7 @@ message is sent; the note goes after the persona's identity block, never in its 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
@@ -32,6 +47,7 @@ from app.attachments import AttachmentError, pasted_image, save_upload
 from app.chat_view import (
     TurnView,
     answer_bubble,
+    history_entries,
     history_messages,
     local_time,
     notice_bubble,
@@ -40,13 +56,14 @@ from app.chat_view import (
 from app.graph_view import trace_markdown
 from config.settings import Settings
 from graph.context import Context
-from graph.events import ModelDone
+from graph.events import ModelDone, UserStored
 from graph.providers import LOCAL_BANNER
-from graph.runner import catch_up_once, schedule_segments, stream_turn, too_long
+from graph.runner import catch_up_once, schedule_segments, too_long
 from graph.setup import ContextFactory
 from graph.state import TraceEvent
+from graph.turns import LiveTurn, Turns, recover_interrupted
 from memory.async_store import AsyncStore
-from memory.store import StoreError
+from memory.store import Session, StoreError
 from prompts.templates import persona_greeting
 
 log = logging.getLogger("companion.app")
@@ -63,12 +80,11 @@ EXAMPLES = (
     "Remember that my favourite tea is jasmine.",
 )
 DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
-
-
-async def session_choices(store: AsyncStore, tz: str) -> list[tuple[str, str]]:
-    """(label, id) of every session, most recently active first; times on the person's clock."""
-    sessions = await store.list_sessions()
-    return [(f"{s.title} · {local_time(s.created_at, tz)}", s.id) for s in sessions]
+# The chat fills the window's height, less the tab bar, the composer and the lines under it.
+CHAT_HEIGHT = "calc(100dvh - 270px)"
+STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
+NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
+WINDOW_WIDTH = "() => window.innerWidth"
 
 
 def title_for(text: str) -> str:
@@ -127,48 +143,173 @@ def write_failure(exc: BaseException) -> str | None:
     return None
 
 
-def failure_bubble(exc: Exception) -> Any:
-    """The chat's account of an exception that stopped a turn (call it where it is caught)."""
+def failure_bubble(exc: Exception, *, logged: bool = False) -> Any:
+    """The chat's account of an exception that stopped a turn (call it where it is caught,
+    or pass ``logged`` when that place logged it already)."""
     problem = write_failure(exc)
     if problem:
-        log.exception("the database refused a write")
+        if not logged:
+            log.exception("the database refused a write")
         return answer_bubble(problem, error=True)
     # A bug below must not leave the chat frozen: show it instead.
-    log.exception("turn failed")
+    if not logged:
+        log.exception("turn failed")
     return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
+
+
+async def pasted(ctx: Context, session_id: str | None, text: str) -> str | None:
+    """The image a pasted URL in ``text`` points at, saved (None if there is none; a URL
+    that is not an image is said in a warning, and the text goes on without it)."""
+    try:
+        return await pasted_image(ctx, session_id or "", text)
+    except AttachmentError as exc:
+        gr.Warning(str(exc))
+        return None
+
+
+FOCUS_COMPOSER = "() => { document.querySelector('#chat-input textarea')?.focus(); }"
+EDIT_CONFIRM = (
+    "Send the edited message? The {count} message{s} after it will be deleted, and what "
+    "Companion remembers of them with them."
+)
+
+
+def session_rows(sessions: list[Session], tz: str) -> list[dict[str, str]]:
+    """The sidebar's rows: every chat, most recently active first, with the time of its
+    last message on the person's clock."""
+    return [
+        {"id": s.id, "title": s.title, "when": local_time(s.active_at or s.created_at, tz)}
+        for s in sessions
+    ]
+
+
+def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: Any) -> int | None:
+    """The stored id of the user message an edit in the chat changed, or None when the
+    edited bubble is not a stored user message (or no longer the one shown there)."""
+    position = index[0] if isinstance(index, list | tuple) else index
+    if not isinstance(position, int) or not 0 <= position < len(entries):
+        return None
+    bubble, message_id = entries[position]
+    if message_id is None:
+        return None
+    shown = bubble.content if isinstance(bubble.content, str) else ""
+    was = previous if isinstance(previous, str) else ""
+    return message_id if not was or " ".join(was.split()) in " ".join(shown.split()) else None
+
+
+class ChatTab:
+    """The tab's components and handlers (``build`` lays it out and wires it)."""
+
+    def __init__(self, make_context: ContextFactory, trace: gr.Markdown) -> None:
+        self.make_context = make_context
+        self.store = make_context.store
+        self.turns = Turns()
+        self.trace = trace
+        self.recovered = False
+
+    async def recover_once(self) -> None:
+        """Mark the turns a dead process left running as interrupted (first load only)."""
+        if not self.recovered:
+            self.recovered = True
+            await recover_interrupted(self.store)
+
+    async def settings(self) -> Settings:
+        return (await self.make_context()).settings
+
+    async def rows(self) -> list[dict[str, str]]:
+        return session_rows(await self.store.list_sessions(), (await self.settings()).timezone)
+
+    async def leave(self, left: str | None, going_to: str | None) -> None:
+        """The person left a session: what they said there becomes an episode now."""
+        if left and left != going_to and await self.store.get_session(left):
+            schedule_segments(await self.make_context(), left, force=True)
+
+    async def following(
+        self, session_id: str, told: list[str], first: LiveTurn | None = None
+    ) -> AsyncIterator[tuple[list[Any], list[TraceEvent] | None]]:
+        """The chat while the session's turns run (``first``, the turn this page started,
+        even if it has ended already; else the running one from its first event), then the
+        queued ones, as (messages, trace once answered); a session told of the missing
+        vision model is added to ``told``. Ends with the stored chat."""
+        trace: list[TraceEvent] | None = None
+        notices: list[Any] = []
+        live = self.turns.live(session_id)
+        if first is not None and first not in live:
+            live = [first, *live]
+        while live:
+            turn = live[0]
+            waiting = [user_bubble(t.text, t.image_path) for t in live[1:]]
+            view: TurnView | None = None
+            async for event in turn.follow():
+                if isinstance(event, UserStored):
+                    before = await self.store.messages(session_id)
+                    view = TurnView(history_messages(m for m in before if m.id < event.message.id))
+                if view is None:
+                    continue
+                view.apply(event)
+                if not isinstance(event, ModelDone):
+                    yield [*view.messages, *notices, *waiting], trace
+            if view is not None and view.answer is not None:
+                trace = view.trace
+                notice = vision_notice(view.trace, session_id, told)
+                if notice:
+                    notices.append(notice_bubble(notice))
+                    told.append(session_id)
+            if turn.failure is not None:
+                notices.append(failure_bubble(turn.failure, logged=True))
+            live = self.turns.live(session_id)
+        shown = [*await _history(self.store, session_id), *notices]
+        yield shown, trace
 
 
 def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     """Lay out the tab inside the current Blocks; ``load`` is the page's load event and
     ``trace`` is where the last turn's path goes. The model line and the local banner are
     filled in when the page loads."""
-    store = make_context.store
+    tab = ChatTab(make_context, trace)
+    store, turns = tab.store, tab.turns
     session = gr.State(None)
     told = gr.State([])  # sessions already told that no vision model is set
-    with gr.Row():
-        picker = gr.Dropdown([], label="Conversation", elem_id="session-picker", scale=4)
-        title = gr.Textbox(label="Rename to", elem_id="session-title", scale=2, max_lines=1)
-        with gr.Column(scale=1, min_width=120):
-            new = gr.Button("New chat", elem_id="new-session", size="sm")
-            rename = gr.Button("Rename", elem_id="rename-session", size="sm")
-            delete = gr.Button("Delete", variant="stop", elem_id="delete-session", size="sm")
-    with gr.Row(visible=False) as confirm_row:
-        gr.Markdown("Delete this conversation and all its messages?")
-        confirm = gr.Button("Yes, delete it", variant="stop", elem_id="confirm-delete")
-        cancel = gr.Button("Cancel", elem_id="cancel-delete")
+    listing = gr.State([])  # the sidebar's rows
+    renaming = gr.State(None)  # the chat whose row shows the rename box
+    deleting = gr.State(None)  # the chat whose row asks to confirm its deletion
+    edit = gr.State(None)  # {"id", "text"} of an edit waiting for confirmation
+    # The API's handles on the sidebar's row actions (the rows call the same handlers).
+    target = gr.Textbox(visible=False, elem_id="target-session")
+    new_title = gr.Textbox(visible=False, elem_id="target-title")
+    api_delete = gr.Button(visible=False, elem_id="target-delete")
+    # The window's width in CSS pixels, set by the page itself (a State never leaves the
+    # server, so it could not carry it): 0 until known.
+    width = gr.Number(0, visible=False, elem_id="window-width")
+    with gr.Sidebar(label="Chats", elem_id="chats", width=300) as sidebar:
+        new = gr.Button("New chat", elem_id="new-session", variant="primary")
+        rows_area = gr.Column(elem_id="chat-list")
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
     chatbot = gr.Chatbot(
-        elem_id="chatbot", height=560, label="Companion", buttons=["copy", "copy_all"]
-    )
-    box = gr.MultimodalTextbox(
-        placeholder="Message (attach an image, or paste an image URL)",
-        # No file_types: Gradio would refuse other files with its own technical error;
-        # on_send checks the bytes and says in plain words why a file can't go.
-        file_count="single",
-        sources=["upload"],
+        elem_id="chatbot",
+        height=CHAT_HEIGHT,
         show_label=False,
-        elem_id="chat-input",
+        buttons=["copy", "copy_all"],
+        editable="user",
+        feedback_options=None,
     )
+    with gr.Row(visible=False, elem_id="confirm-edit") as confirm_edit:
+        edit_words = gr.Markdown()
+        resend = gr.Button("Send edited message", variant="primary", elem_id="resend-edit")
+        cancel_edit = gr.Button("Cancel", elem_id="cancel-edit")
+    with gr.Row(equal_height=True, elem_id="composer-row"):
+        box = gr.MultimodalTextbox(
+            placeholder="Message (attach an image, or paste an image URL)",
+            # No file_types: Gradio would refuse other files with its own technical error;
+            # on_send checks the bytes and says in plain words why a file can't go.
+            file_count="single",
+            sources=["upload"],
+            show_label=False,
+            autofocus=True,
+            scale=8,
+            elem_id="chat-input",
+        )
+        stop = gr.Button("⏹ Stop", visible=False, scale=0, min_width=90, elem_id="stop-turn")
     with gr.Row(equal_height=True):
         note_line = gr.Markdown(visible=False, elem_id="active-note")
         remove_note = gr.Button(
@@ -184,63 +325,81 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
     line = gr.Markdown(elem_id="model-line")
 
-    async def choices() -> list[tuple[str, str]]:
-        return await session_choices(store, (await make_context()).settings.timezone)
-
     async def on_load() -> tuple[Any, ...]:
         ctx = await make_context()
         catch_up_once(ctx)
+        await tab.recover_once()
         sessions = await store.list_sessions()
         current = sessions[0].id if sessions else None
         return (
             current,
-            gr.update(choices=await choices(), value=current),
+            await tab.rows(),
             await _history(store, current),
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
         )
 
-    async def on_switch(session_id: str | None, left: str | None) -> tuple[Any, ...]:
-        await leave(left, session_id)
-        return session_id, await _history(store, session_id)
+    async def on_switch(going_to: str, left: str | None) -> tuple[Any, ...]:
+        going = await store.get_session(going_to) if going_to else None
+        if going is None:
+            gr.Warning("That conversation is gone (deleted in another tab?).")
+            return left, await tab.rows(), await _history(store, left), None, None
+        await tab.leave(left, going.id)
+        return going.id, gr.skip(), await _history(store, going.id), None, None
 
     async def on_new(left: str | None) -> tuple[Any, ...]:
-        await leave(left, None)
-        created = (await store.create_session(NEW_TITLE)).id
-        return created, gr.update(choices=await choices(), value=created), []
+        # Nothing is stored until the first message: "New chat" twice is one empty chat.
+        await tab.leave(left, None)
+        return None, [], None, None
 
-    async def leave(left: str | None, going_to: str | None) -> None:
-        """The person left a session: what they said there becomes an episode now."""
-        if left and left != going_to and await store.get_session(left):
-            schedule_segments(await make_context(), left, force=True)
+    async def on_rename(chosen: str, title: str) -> tuple[Any, Any]:
+        try:
+            await store.rename_session(chosen, title)
+        except StoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip(), gr.skip()
+        return await tab.rows(), None
+
+    async def on_delete(chosen: str, current: str | None) -> tuple[Any, ...]:
+        if chosen:
+            await turns.stop(chosen)
+            await store.delete_session(chosen)
+        rows = await tab.rows()
+        if chosen != current:
+            return gr.skip(), rows, gr.skip(), None
+        after = rows[0]["id"] if rows else None
+        return after, rows, await _history(store, after), None
 
     async def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
         if session_id and await store.get_session(session_id):
             await store.set_style_note(session_id, None)
         return await active_note(store, session_id)
 
-    async def on_rename(session_id: str | None, new_title: str) -> tuple[Any, str]:
-        if not session_id:
-            gr.Warning("Send a message first: there is no conversation to rename yet.")
-            return gr.skip(), new_title
-        try:
-            await store.rename_session(session_id, new_title)
-        except StoreError as exc:
-            gr.Warning(str(exc))
-            return gr.skip(), new_title
-        return gr.update(choices=await choices(), value=session_id), ""
-
-    async def on_delete(session_id: str | None) -> tuple[Any, ...]:
-        if session_id:
-            await store.delete_session(session_id)
-        sessions = await store.list_sessions()
-        current = sessions[0].id if sessions else None
-        return (
-            current,
-            gr.update(choices=await choices(), value=current),
-            await _history(store, current),
-            gr.update(visible=False),
-        )
+    async def follow(
+        session_id: str | None, noticed: list[str], first: LiveTurn | None = None
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Stream the session's running and queued turns into the chat, if any (after a
+        send, a load, a switch: a reload or a second tab re-attaches here). Always yields:
+        a generator that yields nothing would blank every output."""
+        if not session_id or (first is None and not turns.live(session_id)):
+            yield {stop: gr.update(visible=False)}
+            return
+        yield {stop: gr.update(visible=True)}
+        answered: list[TraceEvent] | None = None
+        shown: list[Any] = []
+        told_now = list(noticed)  # following() adds the sessions it tells
+        async for shown, turn_trace in tab.following(session_id, told_now, first):
+            answered = turn_trace or answered
+            yield {chatbot: shown}
+        settings = await tab.settings()
+        yield {
+            chatbot: shown,
+            stop: gr.update(visible=False),
+            told: told_now,
+            listing: await tab.rows(),
+            line: model_line(settings, list(answered or [])),
+            trace: trace_markdown(answered) if answered else gr.skip(),
+        }
 
     async def on_send(
         message: Mapping[str, Any] | None,
@@ -271,74 +430,227 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
             refused = answer_bubble(str(exc), error=True)
             yield {chatbot: [*await _history(store, session_id), refused], box: message}
             return
+        image_path = upload or await pasted(ctx, session_id, text)
         try:
             session_id = await ensure_session(store, session_id, text)
             if kept and style_note:
                 await store.set_style_note(session_id, style_note)
+            stored = None
+            if not turns.live(session_id):  # stored now: a failed write keeps the text here
+                stored = await store.add_message(session_id, "user", text, image_path=image_path)
         except Exception as exc:
             failed = failure_bubble(exc)
             yield {chatbot: [*await _history(store, session_id), failed], box: message}
             return
-        view = TurnView(await _history(store, session_id))
+        started = turns.start(ctx, session_id, text, image_path=image_path, stored=stored)
         shown_note, remove_shown = await active_note(store, session_id)
         yield {
-            chatbot: [*view.messages, user_bubble(text)],
-            box: gr.update(value=None, interactive=False),
+            box: gr.update(value=None),
             session: session_id,
             note: "",
             keep: False,
             note_line: shown_note,
             remove_note: remove_shown,
-            picker: gr.update(choices=await choices(), value=session_id),
+            listing: await tab.rows(),
         }
-        async for update in _turn(ctx, session_id, text, upload, view):
-            yield {chatbot: update}
-        unsaved = view.user_message_id is None  # it never reached the store: give it back
-        notice = vision_notice(view.trace, session_id, noticed)
-        if notice:
-            view.messages.append(notice_bubble(notice))
-            noticed = [*noticed, session_id]
-        yield {
-            chatbot: view.messages,
-            told: noticed,
-            box: gr.update(value=message if unsaved else None, interactive=True),
-            line: model_line(ctx.settings, list(view.trace)),
-            trace: trace_markdown(view.trace),
-        }
+        async for update in follow(session_id, noticed, started):
+            yield update
+
+    async def on_stop(session_id: str | None) -> None:
+        if session_id:
+            await turns.stop(session_id)
+
+    async def on_retry(session_id: str | None, noticed: list[str]) -> AsyncIterator[dict[Any, Any]]:
+        """Answer the chat's last user message again (regenerate, or retry after an error
+        or an interruption); what answered it before is deleted first."""
+        messages = await store.messages(session_id) if session_id else []
+        asked = next((m for m in reversed(messages) if m.role == "user"), None)
+        if not session_id or asked is None or turns.live(session_id):
+            if session_id and asked is not None:
+                gr.Warning(STILL_ANSWERING)
+            yield {stop: gr.skip()}
+            return
+        after = [m.id for m in messages if m.id > asked.id]
+        if after:
+            await store.delete_messages_from(session_id, after[0])
+        started = turns.start(await make_context(), session_id, asked.content, stored=asked)
+        async for update in follow(session_id, noticed, started):
+            yield update
+
+    async def on_edit(session_id: str | None, edited: gr.EditData) -> tuple[Any, ...]:
+        """An edited user message: ask before the messages after it are deleted."""
+        messages = await store.messages(session_id) if session_id else []
+        entries = history_entries(messages)
+        chosen = edited_message(entries, edited.index, edited.previous_value)
+        text = edited.value.strip() if isinstance(edited.value, str) else ""
+        if session_id and turns.live(session_id):
+            gr.Warning(STILL_ANSWERING)
+            chosen = None
+        if chosen is None or not text:
+            return [bubble for bubble, _ in entries], None, gr.update(visible=False), ""
+        count = sum(m.id > chosen for m in messages)
+        words = EDIT_CONFIRM.format(count=count, s="" if count == 1 else "s")
+        return gr.skip(), {"id": chosen, "text": text}, gr.update(visible=True), words
+
+    async def on_resend(
+        session_id: str | None, pending: dict[str, Any] | None, noticed: list[str]
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Delete the edited message and what followed it, then send the edited text."""
+        yield {confirm_edit: gr.update(visible=False), edit: None}
+        if not session_id or not pending:
+            return
+        old = next((m for m in await store.messages(session_id) if m.id == pending["id"]), None)
+        if old is None or turns.live(session_id):
+            yield {chatbot: await _history(store, session_id)}
+            return
+        await store.delete_messages_from(session_id, old.id)
+        stored = await store.add_message(
+            session_id, "user", pending["text"], image_path=old.image_path
+        )
+        started = turns.start(await make_context(), session_id, stored.content, stored=stored)
+        async for update in follow(session_id, noticed, started):
+            yield update
+
+    async def on_cancel_edit(session_id: str | None) -> tuple[Any, ...]:
+        return await _history(store, session_id), None, gr.update(visible=False)
 
     async def show_note(session_id: str | None) -> tuple[Any, Any]:
         return await active_note(store, session_id)
 
     async def greet() -> Any:
         """The greeting and examples for the settings now in effect (shown while empty)."""
-        return gr.update(**welcome((await make_context()).settings))
+        return gr.update(**welcome(await tab.settings()))
 
     noted = [note_line, remove_note]
-    # Whenever the conversation in view changes, its kept note (if any) shows with it.
-    loaded = load(on_load, None, [session, picker, chatbot, line, banner], api_name="load")
-    switched = picker.input(
-        on_switch, [picker, session], [session, chatbot], api_name="switch_session"
-    )
-    started = new.click(on_new, session, [session, picker, chatbot], api_name="new_session")
-    # The chat's own trash button starts a fresh conversation; the old one stays stored.
-    cleared = chatbot.clear(on_new, session, [session, picker, chatbot], api_visibility="private")
-    remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
-    rename.click(on_rename, [session, title], [picker, title], api_name="rename_session")
-    delete.click(lambda: gr.update(visible=True), None, confirm_row, api_visibility="private")
-    cancel.click(lambda: gr.update(visible=False), None, confirm_row, api_visibility="private")
-    deleted = confirm.click(
-        on_delete, session, [session, picker, chatbot, confirm_row], api_name="delete_session"
-    )
-    for event in (loaded, switched, started, cleared, deleted):
+    followed = [chatbot, stop, told, listing, line, trace]
+    opened = [session, listing, chatbot, renaming, deleting]
+    deleted_outputs = [session, listing, chatbot, deleting]
+
+    def fit_sidebar(shown: float | None) -> Any:
+        """On a phone the sidebar covers the chat: closed once a chat is chosen."""
+        return gr.Sidebar(open=False) if 0 < (shown or 0) < NARROW else gr.skip()
+
+    def afterwards(event: Any) -> None:
+        """Whenever the conversation in view changes, its kept note (if any) shows with
+        it, the greeting while it is empty, and a turn running in it (another tab's, or
+        this page's before a reload) is followed."""
+        event.then(fit_sidebar, width, sidebar, api_visibility="private")
         event.then(show_note, session, noted, api_visibility="private")
         event.then(greet, None, chatbot, api_visibility="private")
-    sending = [box, session, note, keep, told]
-    sent = [chatbot, box, session, picker, line, trace, note, keep, told, *noted]
-    box.submit(on_send, sending, sent, api_name="send")
-    # A clicked example goes into the composer and is sent from there, like a typed message.
-    chatbot.example_select(example_message, None, box, api_visibility="private").then(
-        on_send, sending, sent, api_visibility="private"
+        event.then(follow, [session, told], followed, api_visibility="private")
+
+    with rows_area:
+
+        @gr.render(
+            inputs=[listing, session, renaming, deleting],
+            triggers=[listing.change, session.change, renaming.change, deleting.change],
+        )
+        def chat_rows(
+            rows: list[dict[str, str]], current: str | None, named: str | None, doomed: str | None
+        ) -> None:
+            """One row per chat: open it, rename it, delete it (after a confirmation)."""
+            for row in rows:
+                sid = row["id"]
+                classes = ["chat-row", "current"] if sid == current else ["chat-row"]
+                with gr.Row(elem_classes=classes, equal_height=True, key=f"row-{sid}"):
+                    if sid == named:
+                        name = gr.Textbox(
+                            row["title"],
+                            show_label=False,
+                            container=False,
+                            max_lines=1,
+                            scale=4,
+                            elem_classes=["chat-rename"],
+                            key=f"name-{sid}",
+                        )
+                        save = gr.Button("Save", size="sm", scale=0, min_width=60)
+                        for trigger in (name.submit, save.click):
+                            trigger(
+                                functools.partial(on_rename, sid),
+                                name,
+                                [listing, renaming],
+                                api_visibility="private",
+                            )
+                    elif sid == doomed:
+                        gr.Markdown("Delete this chat?", elem_classes=["chat-ask"])
+                        yes = gr.Button(
+                            "Delete",
+                            variant="stop",
+                            size="sm",
+                            scale=0,
+                            min_width=70,
+                            elem_classes=["chat-confirm-delete"],
+                        )
+                        no = gr.Button("Keep", size="sm", scale=0, min_width=60)
+                        afterwards(
+                            yes.click(
+                                functools.partial(on_delete, sid),
+                                session,
+                                deleted_outputs,
+                                api_visibility="private",
+                            )
+                        )
+                        no.click(lambda: None, None, deleting, api_visibility="private")
+                    else:
+                        pick = gr.Button(
+                            f"{row['title']}\n{row['when']}",
+                            size="sm",
+                            scale=4,
+                            elem_classes=["chat-open"],
+                        )
+                        afterwards(
+                            pick.click(
+                                functools.partial(on_switch, sid),
+                                session,
+                                opened,
+                                api_visibility="private",
+                            )
+                        )
+                        rename = gr.Button(
+                            "✎", size="sm", scale=0, min_width=34, elem_classes=["chat-rename-open"]
+                        )
+                        rename.click(
+                            functools.partial(str, sid), None, renaming, api_visibility="private"
+                        )
+                        remove = gr.Button(
+                            "🗑", size="sm", scale=0, min_width=34, elem_classes=["chat-delete"]
+                        )
+                        remove.click(
+                            functools.partial(str, sid), None, deleting, api_visibility="private"
+                        )
+
+    loaded = load(on_load, None, [session, listing, chatbot, line, banner], api_name="load")
+    load(lambda shown: shown, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
+        fit_sidebar, width, sidebar, api_visibility="private"
     )
+    afterwards(loaded)
+    afterwards(target.submit(on_switch, [target, session], opened, api_name="switch_session"))
+    afterwards(
+        new.click(on_new, session, [session, chatbot, renaming, deleting], api_name="new_session")
+    )
+    afterwards(
+        api_delete.click(on_delete, [target, session], deleted_outputs, api_name="delete_session")
+    )
+    new_title.submit(on_rename, [target, new_title], [listing, renaming], api_name="rename_session")
+    remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
+    stop.click(on_stop, session, None, api_name="stop")
+    sending = [box, session, note, keep, told]
+    sent = [chatbot, box, session, listing, stop, line, trace, note, keep, told, *noted]
+    # Sending while a turn runs queues the message: the composer is never blocked.
+    sends = box.submit(
+        on_send, sending, sent, api_name="send", trigger_mode="multiple", show_progress_on=chatbot
+    )
+    # A clicked example goes into the composer and is sent from there, like a typed message.
+    examples = chatbot.example_select(example_message, None, box, api_visibility="private").then(
+        on_send, sending, sent, api_visibility="private", show_progress_on=chatbot
+    )
+    retried = chatbot.retry(on_retry, [session, told], followed, api_name="retry")
+    edited = chatbot.edit(on_edit, session, [chatbot, edit, confirm_edit, edit_words])
+    resent = resend.click(on_resend, [session, edit, told], [*followed, confirm_edit, edit])
+    cancel_edit.click(on_cancel_edit, session, [chatbot, edit, confirm_edit])
+    for answered in (sends, examples, retried, resent):
+        answered.then(None, js=FOCUS_COMPOSER)
+    del edited
 
 
 def example_message(example: gr.SelectData) -> dict[str, Any]:
@@ -357,23 +669,3 @@ def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> 
         if e.get("kind") == "guard" and e.get("name") == "no_vision_model"
     )
     return next(notices, None)
-
-
-async def _turn(
-    ctx: Context, session_id: str, text: str, upload: str | None, view: TurnView
-) -> AsyncIterator[list[Any]]:
-    """Attach a pasted image, run the turn, and yield the chat after each visible event."""
-    image_path = upload
-    if image_path is None:
-        try:
-            image_path = await pasted_image(ctx, session_id, text)
-        except AttachmentError as exc:
-            gr.Warning(str(exc))
-    try:
-        async for event in stream_turn(ctx, session_id, text, image_path=image_path):
-            view.apply(event)
-            if not isinstance(event, ModelDone):
-                yield view.messages
-    except Exception as exc:
-        view.messages.append(failure_bubble(exc))
-        yield view.messages

@@ -47,6 +47,7 @@ from graph.events import (
     ToolStart,
     TurnError,
     TurnEvent,
+    TurnStopped,
     UserStored,
 )
 from graph.state import TraceEvent
@@ -66,6 +67,12 @@ MAX_RESULT_CHARS = 4000
 MAX_SOURCES = 8
 MAX_SOURCE_TITLE_CHARS = 90
 RUNNING = "running…"
+STOPPED_NOTE = "*⏹ Stopped.*"
+INTERRUPTED_NOTE = (
+    "*⚠️ Interrupted: Companion was stopped before this answer was finished. "
+    "Press ↻ under it to try again.*"
+)
+STEP_STOPPED = "stopped"
 NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
 SQL_CHANGED = "Changed something in our history"
 SOURCES_HEADING = "**Sources**"
@@ -359,13 +366,15 @@ def answer_bubble(
     *,
     error: bool = False,
     sources: Iterable[Mapping[str, str]] = (),
+    ending: str = "",
 ) -> ChatMessage:
     """An assistant bubble: generated images first, then the text (marked on an error),
-    then the sources of the turn's web searches."""
+    then the sources of the turn's web searches, then ``ending`` (``STOPPED_NOTE``,
+    ``INTERRUPTED_NOTE``: Companion's words, not the model's)."""
     text = neutralise_markdown(text)
     shown = f"{ERROR_MARK} {text}" if error and text else text
     listed = "" if error else sources_markdown(sources)
-    shown = f"{shown}\n\n{listed}" if shown and listed else shown or listed
+    shown = "\n\n".join(part for part in (shown, listed, ending) if part)
     parts: list[Any] = [_image(path) for path in images]
     if not parts:
         return ChatMessage(role="assistant", content=shown)
@@ -385,45 +394,65 @@ def generated_image(name: str | None, result: Mapping[str, Any] | None) -> str |
     return str(path) if path else None
 
 
+def ending_of(meta: Mapping[str, Any]) -> str:
+    """What Companion adds under an answer that was stopped or interrupted ("" if none)."""
+    if meta.get("stopped"):
+        return STOPPED_NOTE
+    if meta.get("interrupted"):
+        return INTERRUPTED_NOTE
+    return ""
+
+
 def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
     """A session's stored messages as chat messages, in order."""
-    out: list[ChatMessage] = []
+    return [bubble for bubble, _ in history_entries(messages)]
+
+
+def history_entries(messages: Iterable[Message]) -> list[tuple[ChatMessage, int | None]]:
+    """``history_messages`` with the id of the stored user message each bubble shows
+    (None for every other bubble): an edit in the chat names its message by position."""
+    out: list[tuple[ChatMessage, int | None]] = []
     images: list[str] = []  # generated this turn, waiting for the answer bubble
     sources: list[dict[str, str]] = []  # found by this turn's searches, for the same bubble
     for message in messages:
         if message.role == "user":
             if images:
-                out.append(answer_bubble("", images, sources=sources))
+                out.append((answer_bubble("", images, sources=sources), None))
                 images = []
             sources = []
-            out.append(user_bubble(message.content, message.image_path))
+            out.append((user_bubble(message.content, message.image_path), message.id))
         elif message.is_tool:
             if message.meta.get("duplicate"):
                 continue
             meta = message.meta
             result = meta.get("result") if isinstance(meta.get("result"), dict) else {}
-            out.append(
-                tool_step(
-                    message.tool_name or "tool",
-                    meta.get("arguments") or {},
-                    meta.get("command"),
-                    result,
-                    meta.get("duration_ms"),
-                )
+            step = tool_step(
+                message.tool_name or "tool",
+                meta.get("arguments") or {},
+                meta.get("command"),
+                result,
+                meta.get("duration_ms"),
             )
+            out.append((step, None))
             image = generated_image(message.tool_name, result)
             if image:
                 images.append(image)
             sources += search_sources(message.tool_name, result)
         elif message.role == "assistant":
             if message.meta.get("intermediate"):
-                out.append(answer_bubble(message.content))
+                out.append((answer_bubble(message.content), None))
             else:
-                error = bool(message.meta.get("error"))
-                out.append(answer_bubble(message.content, images, error=error, sources=sources))
+                bubble = answer_bubble(
+                    message.content,
+                    images,
+                    error=bool(message.meta.get("error")),
+                    sources=sources,
+                    ending=ending_of(message.meta),
+                )
+                out.append((bubble, None))
                 images, sources = [], []
     if images:
-        out.append(answer_bubble("", images, sources=sources))
+        out.append((answer_bubble("", images, sources=sources), None))
     return out
 
 
@@ -439,6 +468,7 @@ class TurnView:
         self._images: list[str] = []
         self._sources: list[dict[str, str]] = []
         self.error: str | None = None
+        self.stopped = False
         self.answer: str | None = None
         self.user_message_id: int | None = None  # set once the user's message is stored
         self.trace: list[TraceEvent] = []  # the turn's path, once it has answered
@@ -458,6 +488,8 @@ class TurnView:
                 self._tool_end(event)
             case TurnError():
                 self.error = event.detail
+            case TurnStopped():
+                self._stop()
             case Answer():
                 self._answer(event)
 
@@ -497,11 +529,31 @@ class TurnView:
             self._images.append(image)
         self._sources += search_sources(event.name, event.result)
 
+    def _stop(self) -> None:
+        """The turn was stopped: a step still running never finishes."""
+        self.stopped = True
+        for index in self._steps.values():
+            step = self.messages[index]
+            metadata = dict(step.metadata or {})
+            if metadata.get("status") == "pending":
+                metadata.update(status="done", log=STEP_STOPPED)
+                self.messages[index] = ChatMessage(
+                    role="assistant",
+                    content=str(step.content),
+                    metadata=metadata,  # type: ignore[arg-type]
+                )
+
     def _answer(self, event: Answer) -> None:
         self.answer = event.text
         self.trace = event.trace
+        if self.stopped and self._streaming is not None:
+            self._last_call, self._streaming = self._streaming, None
         bubble = answer_bubble(
-            self.answer, self._images, error=self.error is not None, sources=self._sources
+            self.answer,
+            self._images,
+            error=self.error is not None,
+            sources=self._sources,
+            ending=STOPPED_NOTE if self.stopped else "",
         )
         if self._last_call is None:
             self.messages.append(bubble)

@@ -40,7 +40,23 @@ from graph.setup import ContextFactory
 USER = "companion"
 CONCURRENCY = 16
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
-CSS = "#model-line { opacity: 0.7; font-size: 0.9em; } #local-banner { color: #b45309; }"
+# Gradio's own CSS hooks (elem_id / elem_classes); no script of ours beyond a focus call.
+CSS = """
+#model-line { opacity: 0.7; font-size: 0.9em; }
+#local-banner { color: #b45309; }
+#chatbot pre, #chatbot pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
+#chatbot .message-content { overflow-wrap: anywhere; }
+#chatbot button[aria-label="Clear"] { display: none; }
+#composer-row { align-items: stretch; }
+.chat-row { flex-wrap: nowrap !important; gap: 4px !important; align-items: center; }
+.chat-row .chat-open { justify-content: flex-start; text-align: left; white-space: pre-line;
+  overflow: hidden; font-weight: normal; line-height: 1.3; }
+.chat-row.current .chat-open { font-weight: 600; border-color: var(--color-accent); }
+.chat-row .chat-ask { min-width: 0; }
+#turn-trace table { display: block; overflow-x: auto; max-width: 100%; }
+#turn-trace td, #turn-trace th { word-break: normal; overflow-wrap: normal; min-width: 5em; }
+#turn-trace td code { white-space: pre-wrap; overflow-wrap: anywhere; }
+"""
 
 
 def build_app(make_context: ContextFactory) -> gr.Blocks:
@@ -103,6 +119,7 @@ def launch_app(
         show_error=True,
         ssr_mode=False,
         css=CSS,
+        footer_links=[],
     )
     return demo, str(url)
 

@@ -2,10 +2,11 @@
 
 ``graph.runner.stream_turn`` yields them in this order: ``UserStored`` (the message is in
 the store), then per model call any number of ``TextDelta`` and one ``ModelDone``, per
-tool call a ``ToolStart`` and a ``ToolEnd``, a ``TurnError`` if the turn failed, and
-always one ``Answer`` last. The nodes write ``TextDelta``, ``ModelDone``, ``ToolStart``
-and ``ToolEnd`` to LangGraph's custom stream themselves; consumers dispatch on the type
-(``match`` / ``isinstance``), never on a name.
+tool call a ``ToolStart`` and a ``ToolEnd``, a ``TurnError`` if the turn failed (or
+``TurnStopped`` if the person stopped it, ``graph.turns``), and always one ``Answer``
+last. The nodes write ``TextDelta``, ``ModelDone``, ``ToolStart`` and ``ToolEnd`` to
+LangGraph's custom stream themselves; consumers dispatch on the type (``match`` /
+``isinstance``), never on a name.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ class TurnError:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnStopped:
+    """The person stopped the turn (``graph.turns``): what it wrote so far is stored as
+    message ``message_id``, marked stopped; ``Answer`` follows with that text."""
+
+    message_id: int | None  # None when it was stopped before its message was stored
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The turn's final answer, always the last event."""
 
@@ -77,4 +86,6 @@ class Answer:
     trace: list[TraceEvent]  # the turn's path, for the Graph tab
 
 
-TurnEvent = UserStored | TextDelta | ModelDone | ToolStart | ToolEnd | TurnError | Answer
+TurnEvent = (
+    UserStored | TextDelta | ModelDone | ToolStart | ToolEnd | TurnError | TurnStopped | Answer
+)

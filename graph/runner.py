@@ -116,20 +116,23 @@ async def stream_turn(
     image_path: str | None = None,
     graph: Any = None,
     user_meta: dict[str, Any] | None = None,
+    stored: Message | None = None,
 ) -> AsyncIterator[TurnEvent]:
     """Store the user's message, run the graph, and yield events as they come.
 
+    ``stored`` is the user message when it is stored already (the chat stores it when it
+    is sent; retry answers it again): nothing new is stored and ``text`` is not used.
     A message over ``max_message_chars`` is refused before anything is stored: a
-    ``TurnError``, then an ``Answer`` whose text says why. With ``ctx.stream_tokens`` off
-    only ``UserStored``, ``TurnError`` and ``Answer`` come.
+    ``TurnError``, then an ``Answer`` whose text says why.
+    With ``ctx.stream_tokens`` off only ``UserStored``, ``TurnError`` and ``Answer`` come.
     """
-    refusal = too_long(text, ctx.settings.max_message_chars)
+    refusal = None if stored else too_long(text, ctx.settings.max_message_chars)
     if refusal:
         yield TurnError(refusal)
         yield Answer(refusal, None, [], [])
         return
     graph = graph or default_graph()
-    user = await ctx.store.add_message(
+    user = stored or await ctx.store.add_message(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}
     )
     yield UserStored(user)

@@ -70,7 +70,7 @@ from memory.segments import (
     refresh_segments,
 )
 from memory.sql_journal import EditBatch, undo_last_edit
-from memory.store import Clock, Message, Session, Store
+from memory.store import Clock, Message, RunningTurn, Session, Store
 
 log = logging.getLogger("companion.store")
 
@@ -172,6 +172,33 @@ class AsyncStore(Protocol):
     ) -> TurnReads:
         """build_context's reads: this turn's messages, ``history`` messages up to the
         user's (0: none), the kept style note, and the memories ranked at ``now``."""
+        ...
+
+    async def delete_messages_from(self, session_id: str, message_id: int) -> int:
+        """Delete the session's messages from ``message_id`` on, and the segments that
+        covered them (regenerate, edit and resend); how many messages went."""
+        ...
+
+    # running turns (graph.turns)
+    async def begin_turn(self, session_id: str, user_message_id: int, owner: str) -> int:
+        """Record a turn as running for process ``owner``; the record's id."""
+        ...
+
+    async def save_partial(self, turn_id: int, text: str) -> None:
+        """Keep the running turn's answer so far."""
+        ...
+
+    async def end_turn(self, turn_id: int) -> None:
+        """The turn is over: forget its record."""
+        ...
+
+    async def running_turns(self) -> list[RunningTurn]:
+        """Every turn recorded as running, oldest first."""
+        ...
+
+    async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
+        """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
+        its record (None: another process already did)."""
         ...
 
     # episodes
@@ -353,6 +380,12 @@ class AsyncSqliteStore:
     messages = _reads(Store.messages)
     count_messages = _reads(Store.count_messages)
     read_turn = _reads(read_turn, inline=True)
+    delete_messages_from = _writes(Store.delete_messages_from)
+    begin_turn = _writes(Store.begin_turn, inline=True)
+    save_partial = _writes(Store.save_partial, inline=True)
+    end_turn = _writes(Store.end_turn, inline=True)
+    running_turns = _reads(Store.running_turns)
+    close_interrupted = _writes(Store.close_interrupted)
     recent_segments = _reads(recent_segments)
     ranked_memories = _reads(ranked)
     create_memory = _writes(create_memory)

@@ -143,6 +143,21 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN style_note TEXT;
     UPDATE profile SET key = 'identity' WHERE key = 'style_note';
     """,
+    # 5: turns running now (graph.turns): the answer's text so far, written as it grows,
+    # so a turn cut by a crash keeps what the person saw ("interrupted" on restart). A
+    # row lives while its turn runs; ``owner`` names the process running it.
+    """
+    CREATE TABLE running_turns (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        user_message_id INTEGER NOT NULL,
+        owner           TEXT NOT NULL,
+        partial         TEXT NOT NULL DEFAULT '',
+        started_at      TEXT NOT NULL,
+        updated_at      TEXT NOT NULL
+    );
+    CREATE INDEX running_turns_session ON running_turns(session_id);
+    """,
 )
 
 

@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -89,6 +89,20 @@ class Session:
     title: str
     persona: str | None
     created_at: str
+    # Its newest message's time (its creation time while empty), from list_sessions only:
+    # derived, so it takes no part in comparing two sessions.
+    active_at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class RunningTurn:
+    """A turn that was running (``running_turns``): whose, since when, its text so far."""
+
+    id: int
+    session_id: str
+    user_message_id: int
+    owner: str
+    partial: str
 
 
 class StoreError(Exception):
@@ -107,6 +121,31 @@ def _message(row: sqlite3.Row) -> Message:
         meta=json.loads(row["meta"] or "{}"),
         image_path=row["image_path"],
     )
+
+
+def _insert_message(conn: sqlite3.Connection, message: Message) -> Message:
+    """Insert ``message`` (its id is ignored) in the open transaction; the stored copy."""
+    conn.execute(
+        "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
+        (message.session_id, "New chat", message.created_at),
+    )
+    cursor = conn.execute(
+        """INSERT INTO messages (session_id, role, content, created_at, tool_name,
+                                 tool_call_id, meta, image_path)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            message.session_id,
+            message.role,
+            message.content,
+            message.created_at,
+            message.tool_name,
+            message.tool_call_id,
+            json.dumps(message.meta, ensure_ascii=False, default=str),
+            message.image_path,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return replace(message, id=cursor.lastrowid)
 
 
 class Store:
@@ -229,9 +268,10 @@ class Store:
     def list_sessions(self) -> list[Session]:
         """All sessions, most recently active first."""
         rows = self.conn.execute(
-            """SELECT s.id, s.title, s.persona, s.created_at FROM sessions s
-               LEFT JOIN (SELECT session_id, MAX(id) AS last_id FROM messages
-                          GROUP BY session_id) m ON m.session_id = s.id
+            """SELECT s.id, s.title, s.persona, s.created_at,
+                      COALESCE(m.last_at, s.created_at) AS active_at FROM sessions s
+               LEFT JOIN (SELECT session_id, MAX(id) AS last_id, MAX(created_at) AS last_at
+                          FROM messages GROUP BY session_id) m ON m.session_id = s.id
                ORDER BY COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
         ).fetchall()
         return [Session(**dict(row)) for row in rows]
@@ -286,31 +326,11 @@ class Store:
         if role not in ROLES:
             raise StoreError(f"unknown message role {role!r}")
         stamp = format_time(created_at) if created_at else self.now()
-        meta_json = json.dumps(meta or {}, ensure_ascii=False, default=str)
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
-                (session_id, "New chat", stamp),
-            )
-            cursor = conn.execute(
-                """INSERT INTO messages (session_id, role, content, created_at, tool_name,
-                                         tool_call_id, meta, image_path)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (session_id, role, content, stamp, tool_name, tool_call_id, meta_json, image_path),
-            )
-        message_id = cursor.lastrowid
-        assert message_id is not None
-        return Message(
-            message_id,
-            session_id,
-            role,
-            content,
-            stamp,
-            tool_name,
-            tool_call_id,
-            meta or {},
-            image_path,
+        message = Message(
+            0, session_id, role, content, stamp, tool_name, tool_call_id, meta or {}, image_path
         )
+        with self.transaction() as conn:
+            return _insert_message(conn, message)
 
     def get_message(self, message_id: int) -> Message | None:
         """One message by id."""
@@ -374,6 +394,66 @@ class Store:
             (session_id,),
         ).fetchone()
         return _message(row) if row else None
+
+    def delete_messages_from(self, session_id: str, message_id: int) -> int:
+        """Delete the session's messages from ``message_id`` on (an edited message and
+        what followed it, or a turn's answer before it is generated again); how many.
+
+        Segments that covered any of them go too: their summaries would still recall
+        the deleted words. The messages before them are cut into segments again.
+        """
+        with self.transaction() as conn:
+            conn.execute(
+                "DELETE FROM segments WHERE session_id = ? AND end_message_id >= ?",
+                (session_id, message_id),
+            )
+            cursor = conn.execute(
+                "DELETE FROM messages WHERE session_id = ? AND id >= ?", (session_id, message_id)
+            )
+        return cursor.rowcount
+
+    # running turns --------------------------------------------------------------
+
+    def begin_turn(self, session_id: str, user_message_id: int, owner: str) -> int:
+        """Record a turn as running (its answer so far is empty); its row id."""
+        stamp = self.now()
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                """INSERT INTO running_turns (session_id, user_message_id, owner, started_at,
+                                              updated_at) VALUES (?, ?, ?, ?, ?)""",
+                (session_id, user_message_id, owner, stamp, stamp),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def save_partial(self, turn_id: int, text: str) -> None:
+        """Keep the answer's text so far (what the person has seen of it)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE running_turns SET partial = ?, updated_at = ? WHERE id = ?",
+                (text, self.now(), turn_id),
+            )
+
+    def end_turn(self, turn_id: int) -> None:
+        """The turn is over (answered, failed or stopped): forget its row."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM running_turns WHERE id = ?", (turn_id,))
+
+    def running_turns(self) -> list[RunningTurn]:
+        """Every turn recorded as running, oldest first."""
+        rows = self.conn.execute(
+            """SELECT id, session_id, user_message_id, owner, partial FROM running_turns
+               ORDER BY id"""
+        ).fetchall()
+        return [RunningTurn(**dict(row)) for row in rows]
+
+    def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
+        """Store an interrupted turn's text so far as its answer (``meta`` marks it) and
+        forget its row, in one transaction; None if the row was already gone."""
+        answer = Message(0, turn.session_id, "assistant", turn.partial, self.now(), meta=meta)
+        with self.transaction() as conn:
+            gone = conn.execute("DELETE FROM running_turns WHERE id = ?", (turn.id,))
+            return _insert_message(conn, answer) if gone.rowcount else None
 
     # profile --------------------------------------------------------------------
 

@@ -1,0 +1,256 @@
+"""Turns owned by the server, not by the browser request that started them.
+
+A browser that sends a message asks ``Turns.start`` for a turn and then *follows* it
+(``LiveTurn.follow``): every event from the first, then each new one as it comes. The
+turn runs as its own asyncio task whatever happens to the page: a reload, a second tab
+or another device on the same session follows the same turn from its start, and a page
+that goes away only stops following.
+
+- **One turn at a time per session.** A message sent while the session's turn runs waits
+  for it (it is queued in this process, in order) and runs next.
+- **Stop** (``Turns.stop``) cancels the session's running turn. What it wrote so far is
+  stored as its answer, marked ``stopped``; the tool steps already run stay stored.
+- **Partial answers are written as they grow** (``running_turns`` in the store, at most
+  every ``PARTIAL_EVERY`` seconds). If the process dies mid-turn, ``recover_interrupted``
+  (the app's first page load) stores that text as the turn's answer, marked
+  ``interrupted``, so nothing the person saw is lost and the chat offers Retry.
+- **Stored first**: ``start(..., stored=message)`` answers a user message already stored:
+  one sent while nothing ran (stored at once, so a failed write keeps it in the
+  composer), or one answered again (retry, regenerate) after
+  ``AsyncStore.delete_messages_from`` removed what followed it.
+
+Each process names itself (``OWNER``: host, pid and a token of this run); a record whose
+owner is a dead process of this host is an interrupted turn. Records of other hosts are
+left to them (several processes on one Postgres: issue 15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from graph.context import Context
+from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
+from graph.runner import stream_turn
+from memory.async_store import AsyncStore
+from memory.store import Message, RunningTurn
+
+log = logging.getLogger("companion.turns")
+
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+PARTIAL_EVERY = 0.25  # seconds between two writes of the answer so far
+STOPPED: dict[str, Any] = {"stopped": True}
+INTERRUPTED: dict[str, Any] = {"interrupted": True}
+
+
+class LiveTurn:
+    """One turn of a session, queued or running: the events it has produced so far."""
+
+    def __init__(self, session_id: str, text: str, image_path: str | None) -> None:
+        self.session_id = session_id
+        self.text = text  # what was sent (shown as the queued message until it is stored)
+        self.image_path = image_path
+        self.events: list[TurnEvent] = []
+        self.failure: Exception | None = None  # a bug or a store failure that ended it
+        self.finished = asyncio.Event()
+        self._changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def started(self) -> bool:
+        """True once its user message is stored (it is no longer waiting its turn)."""
+        return any(isinstance(event, UserStored) for event in self.events)
+
+    @property
+    def user_message(self) -> Message | None:
+        """The stored user message this turn answers, once stored."""
+        stored = (e.message for e in self.events if isinstance(e, UserStored))
+        return next(stored, None)
+
+    def publish(self, event: TurnEvent) -> None:
+        """Add an event and wake every follower."""
+        self.events.append(event)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def end(self) -> None:
+        self.finished.set()
+        self._changed.set()
+
+    async def follow(self) -> AsyncIterator[TurnEvent]:
+        """Every event of the turn from its first, then each new one until it ends."""
+        seen = 0
+        while True:
+            changed = self._changed
+            while seen < len(self.events):
+                seen += 1
+                yield self.events[seen - 1]
+            if self.finished.is_set():
+                return
+            await changed.wait()
+
+
+class Turns:
+    """The turns of one process, by session: at most one runs per session, the others
+    wait in order."""
+
+    def __init__(self, *, owner: str = OWNER) -> None:
+        self.owner = owner
+        self._sessions: dict[str, list[LiveTurn]] = {}
+
+    def live(self, session_id: str) -> list[LiveTurn]:
+        """The session's turns not finished yet: the running one first, then the queued."""
+        return list(self._sessions.get(session_id, []))
+
+    def start(
+        self,
+        ctx: Context,
+        session_id: str,
+        text: str,
+        *,
+        image_path: str | None = None,
+        stored: Message | None = None,
+    ) -> LiveTurn:
+        """Queue a turn for the session; it runs when the turns before it have ended.
+
+        ``stored`` is its user message when already stored (sent while nothing ran, or
+        answered again); otherwise ``text`` is stored when the turn begins."""
+        queue = self._sessions.setdefault(session_id, [])
+        before = queue[-1] if queue else None
+        turn = LiveTurn(session_id, stored.content if stored else text, image_path)
+        queue.append(turn)
+        turn.task = asyncio.get_running_loop().create_task(
+            self._run(turn, ctx, before, stored), name=f"turn:{session_id}"
+        )
+        return turn
+
+    async def stop(self, session_id: str) -> bool:
+        """Cancel the session's running turn and wait until it has stored what it wrote;
+        False when none was running."""
+        running = next((t for t in self.live(session_id) if t.started), None)
+        if running is None or running.task is None or running.task.done():
+            return False
+        running.task.cancel()
+        await running.finished.wait()
+        return True
+
+    async def _run(
+        self, turn: LiveTurn, ctx: Context, before: LiveTurn | None, stored: Message | None
+    ) -> None:
+        try:
+            if before is not None:
+                await before.finished.wait()
+            await _Recorder(turn, ctx, self.owner).run(stored)
+        finally:
+            turn.end()
+            queue = self._sessions.get(turn.session_id, [])
+            if turn in queue:
+                queue.remove(turn)
+            if not queue:
+                self._sessions.pop(turn.session_id, None)
+
+
+class _Recorder:
+    """Runs one turn's pipeline, publishing its events and keeping its text so far."""
+
+    def __init__(self, turn: LiveTurn, ctx: Context, owner: str) -> None:
+        self.turn, self.ctx, self.owner = turn, ctx, owner
+        self.record: int | None = None  # its running_turns row
+        self.draft = ""  # the text of the model call now streaming
+        self.saved = ""  # what the row holds
+        self.saved_at = 0.0
+
+    async def run(self, stored: Message | None) -> None:
+        store = self.ctx.store
+        try:
+            async for event in stream_turn(
+                self.ctx,
+                self.turn.session_id,
+                self.turn.text,
+                image_path=self.turn.image_path,
+                stored=stored,
+            ):
+                await self._note(store, event)
+                self.turn.publish(event)
+        except asyncio.CancelledError:
+            await self._stopped(store)
+        except Exception as exc:  # a bug or a store failure: the chat shows it
+            log.exception("turn failed in session %s", self.turn.session_id)
+            self.turn.failure = exc
+            self.turn.publish(TurnError(f"{type(exc).__name__}: {exc}"))
+            self.turn.publish(Answer("", None, [], []))
+        finally:
+            if self.record is not None:
+                with contextlib.suppress(Exception):
+                    await store.end_turn(self.record)
+
+    async def _note(self, store: AsyncStore, event: TurnEvent) -> None:
+        """Keep the running_turns row up to date with the event."""
+        match event:
+            case UserStored(message=message):
+                self.record = await store.begin_turn(message.session_id, message.id, self.owner)
+            case TextDelta(text=text):
+                self.draft += text
+                if time.monotonic() - self.saved_at >= PARTIAL_EVERY:
+                    await self._save(store, self.draft)
+            case ModelDone():
+                self.draft = ""  # the call's text is a stored message now
+                if self.saved:
+                    await self._save(store, "")
+
+    async def _save(self, store: AsyncStore, text: str) -> None:
+        if self.record is not None:
+            await store.save_partial(self.record, text)
+            self.saved, self.saved_at = text, time.monotonic()
+
+    async def _stopped(self, store: AsyncStore) -> None:
+        """Store what the turn wrote so far as its answer, marked stopped."""
+        stored: Message | None = None
+        if self.turn.started:
+            stored = await store.add_message(
+                self.turn.session_id, "assistant", self.draft.strip(), meta=dict(STOPPED)
+            )
+        self.turn.publish(TurnStopped(stored.id if stored else None))
+        self.turn.publish(Answer(self.draft.strip(), stored.id if stored else None, [], []))
+
+
+def owner_alive(owner: str, *, me: str = OWNER) -> bool | None:
+    """Whether the process that wrote a running_turns row still runs: True, False, or
+    None when it is another host's (this process cannot tell)."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, _token = rest.partition(":")
+    my_host, _, my_rest = me.partition(":")
+    if host != my_host:
+        return None
+    if owner == me:
+        return True
+    if not pid_text.isdigit() or int(pid_text) == int(my_rest.partition(":")[0]):
+        return False  # an earlier process with this pid (a container's pid 1, say)
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def recover_interrupted(store: AsyncStore, *, me: str = OWNER) -> list[Message]:
+    """Store the text so far of every turn whose process died as its answer, marked
+    ``interrupted``; the messages stored."""
+    recovered: list[Message] = []
+    turns: list[RunningTurn] = await store.running_turns()
+    for turn in turns:
+        if owner_alive(turn.owner, me=me) is False:
+            stored = await store.close_interrupted(turn, dict(INTERRUPTED))
+            if stored is not None:
+                log.warning("a turn of session %s was interrupted; kept its text", turn.session_id)
+                recovered.append(stored)
+    return recovered
