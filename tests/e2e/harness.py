@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from evals.fixtures import OpenMeteoFixture
-from tests.support.chat_model import ScriptedChatModel, tool_call
+from tests.support.chat_model import ScriptedChatModel, slow, tool_call
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, builtin_specs
 
@@ -32,6 +32,8 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 ASK_LOCATION = "I can't tell where you are yet: which city are you in?"
 NAP_SECONDS = 4.0
+WORD_DELAY = 0.2  # seconds per word of SLOW_STORY: about 6 s for the whole answer
+SLOW_STORY = " ".join(f"word{n}" for n in range(1, 31)) + " the end."
 
 
 def _text(message: BaseMessage) -> str:
@@ -39,8 +41,9 @@ def _text(message: BaseMessage) -> str:
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
-    """Weather → a native weather call; "nap" → a slow tool; "picture URL" → a reply
-    showing URL as images (as an injected model writes them); a tool result → a sentence."""
+    """Weather → a native weather call; "nap" → a slow tool; "slowly" → a slowly
+    streamed answer (SLOW_STORY); "picture URL" → a reply showing URL as images (as an
+    injected model writes them); a tool result → a sentence."""
     last = messages[-1]
     if isinstance(last, HumanMessage):
         asked = _text(last).lower()
@@ -48,6 +51,8 @@ def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessa
             return tool_call("weather", {})
         if "nap" in asked:
             return tool_call("nap", {"seconds": NAP_SECONDS})
+        if "slowly" in asked:
+            return slow(SLOW_STORY, WORD_DELAY)
         if "picture" in asked:
             url = _text(last).split()[-1]
             return f'Here it is: ![pin]({url}) and <img src="{url}&tag=1">'

@@ -3,11 +3,14 @@
 A script is a list of steps (replayed in order) or a policy function that looks at the
 messages and returns the next step. A step is a string (plain reply; may start with a
 slash command), an ``AIMessage`` (may carry ``tool_calls``) or an exception (raised, to
-drill provider failures). Every call is recorded with the tools it was offered.
+drill provider failures). Every call is recorded with the tools it was offered. An
+``AIMessage`` with ``response_metadata["word_delay"]`` streams one word per that many
+seconds (``slow``), so a test can act while an answer is still being written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
@@ -134,11 +137,20 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._chunks(self._next(messages, kwargs)):
+        message = self._next(messages, kwargs)
+        delay = float(message.response_metadata.get("word_delay") or 0)
+        for chunk in self._chunks(message):
+            if delay:
+                await asyncio.sleep(delay)
             generation = ChatGenerationChunk(message=chunk)
             if run_manager and isinstance(chunk.content, str) and chunk.content:
                 await run_manager.on_llm_new_token(chunk.content, chunk=generation)
             yield generation
+
+
+def slow(text: str, word_delay: float) -> AIMessage:
+    """A reply streamed one word per ``word_delay`` seconds."""
+    return AIMessage(content=text, response_metadata={"word_delay": word_delay})
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> AIMessage:
