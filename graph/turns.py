@@ -211,7 +211,12 @@ class _Recorder:
             self.saved, self.saved_at = text, time.monotonic()
 
     async def _stopped(self, store: AsyncStore) -> None:
-        """Store what the turn wrote so far as its answer, marked stopped."""
+        """Store what the turn wrote so far as its answer, marked stopped (unless the
+        stop came after its answer was stored: then that answer stands)."""
+        answered = await self._answered(store) if not self.draft.strip() else None
+        if answered is not None:
+            self.turn.publish(Answer(answered.content, answered.id, [], []))
+            return
         stored: Message | None = None
         if self.turn.started:
             stored = await store.add_message(
@@ -219,6 +224,15 @@ class _Recorder:
             )
         self.turn.publish(TurnStopped(stored.id if stored else None))
         self.turn.publish(Answer(self.draft.strip(), stored.id if stored else None, [], []))
+
+    async def _answered(self, store: AsyncStore) -> Message | None:
+        """The turn's stored final answer, if the model call that wrote it had ended."""
+        asked = self.turn.user_message
+        if asked is None:
+            return None
+        last = (await store.messages(asked.session_id))[-1]
+        final = last.role == "assistant" and not last.meta.get("intermediate")
+        return last if final and last.id > asked.id else None
 
 
 def owner_alive(owner: str, *, me: str = OWNER) -> bool | None:

@@ -181,11 +181,6 @@ async def test_stop_ends_the_running_turn_and_the_queued_one_runs_next(make_cont
     assert ctx.store.blocking.running_turns() == [] and turns.live("s1") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="graph/turns.py _stopped: a stop after the final answer is stored (between its "
-    "ModelDone and Answer) stores a second, empty assistant message marked stopped",
-)
 async def test_a_stop_after_the_answer_is_stored_adds_no_empty_answer(make_context) -> None:
     ctx: Context = make_context(["Done answer."])
     turns = Turns()
