@@ -645,12 +645,17 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
         on_send, sending, sent, api_visibility="private", show_progress_on=chatbot
     )
     retried = chatbot.retry(on_retry, [session, told], followed, api_name="retry")
-    edited = chatbot.edit(on_edit, session, [chatbot, edit, confirm_edit, edit_words])
-    resent = resend.click(on_resend, [session, edit, told], [*followed, confirm_edit, edit])
-    cancel_edit.click(on_cancel_edit, session, [chatbot, edit, confirm_edit])
+    chatbot.edit(
+        on_edit, session, [chatbot, edit, confirm_edit, edit_words], api_visibility="private"
+    )
+    resent = resend.click(
+        on_resend, [session, edit, told], [*followed, confirm_edit, edit], api_name="resend_edit"
+    )
+    cancel_edit.click(
+        on_cancel_edit, session, [chatbot, edit, confirm_edit], api_visibility="private"
+    )
     for answered in (sends, examples, retried, resent):
         answered.then(None, js=FOCUS_COMPOSER)
-    del edited
 
 
 def example_message(example: gr.SelectData) -> dict[str, Any]:

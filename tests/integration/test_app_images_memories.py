@@ -83,7 +83,7 @@ def test_without_a_vision_model_the_chat_says_so_once(launch) -> None:
     with ImageFixture() as images:
         app = launch(**images.settings_overrides())
         client = app.client()
-        chat, _, _, _, trace, *_ = send(client, "draw me a cat")
+        chat, _, _, trace, *_ = send(client, "draw me a cat")
         again, *_ = send(client, "draw me a cat")
     assert text_of(chat[-1]) == f"ℹ️ {NO_VISION_NOTICE}"
     assert plain("no_vision_model") in trace
