@@ -39,6 +39,7 @@ import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -262,10 +263,31 @@ class ChatTab:
         yield shown, trace
 
 
-def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
-    """Lay out the tab inside the current Blocks; ``load`` is the page's load event and
-    ``trace`` is where the last turn's path goes. The model line and the local banner are
-    filled in when the page loads."""
+@dataclass(frozen=True)
+class Sidebar:
+    """The chats sidebar, laid out at the top of the page (outside the tabs, so it stays
+    put whichever tab is open); ``build`` fills it."""
+
+    panel: gr.Sidebar
+    new: gr.Button
+    rows: gr.Column
+
+
+def sidebar() -> Sidebar:
+    """Lay out the (empty) chats sidebar inside the current Blocks."""
+    with gr.Sidebar(label="Chats", elem_id="chats", width=300) as panel:
+        new = gr.Button("New chat", elem_id="new-session", variant="primary")
+        rows = gr.Column(elem_id="chat-list")
+    return Sidebar(panel, new, rows)
+
+
+def build(
+    make_context: ContextFactory, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr.Tabs
+) -> None:
+    """Lay out the tab inside the current Blocks and fill the chats sidebar ``side``;
+    ``load`` is the page's load event, ``trace`` is where the last turn's path goes, and
+    ``tabs`` are the page's tabs (choosing a chat in the sidebar opens the Chat tab). The
+    model line and the local banner are filled in when the page loads."""
     tab = ChatTab(make_context, trace)
     store, turns = tab.store, tab.turns
     session = gr.State(None)
@@ -281,9 +303,7 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     # The window's width in CSS pixels, set by the page itself (a State never leaves the
     # server, so it could not carry it): 0 until known.
     width = gr.Number(0, visible=False, elem_id="window-width")
-    with gr.Sidebar(label="Chats", elem_id="chats", width=300) as sidebar:
-        new = gr.Button("New chat", elem_id="new-session", variant="primary")
-        rows_area = gr.Column(elem_id="chat-list")
+    panel, new, rows_area = side.panel, side.new, side.rows
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
     chatbot = gr.Chatbot(
         elem_id="chatbot",
@@ -526,15 +546,17 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
     opened = [session, listing, chatbot, renaming, deleting]
     deleted_outputs = [session, listing, chatbot, deleting]
 
-    def fit_sidebar(shown: float | None) -> Any:
-        """On a phone the sidebar covers the chat: closed once a chat is chosen."""
-        return gr.Sidebar(open=False) if 0 < (shown or 0) < NARROW else gr.skip()
+    def fit_sidebar(shown: float | None) -> tuple[Any, Any]:
+        """A chat chosen: the Chat tab shows it; on a phone the sidebar, which covers the
+        chat, closes."""
+        narrow = 0 < (shown or 0) < NARROW
+        return gr.Sidebar(open=False) if narrow else gr.skip(), gr.Tabs(selected="chat")
 
     def afterwards(event: Any) -> None:
         """Whenever the conversation in view changes, its kept note (if any) shows with
         it, the greeting while it is empty, and a turn running in it (another tab's, or
         this page's before a reload) is followed."""
-        event.then(fit_sidebar, width, sidebar, api_visibility="private")
+        event.then(fit_sidebar, width, [panel, tabs], api_visibility="private")
         event.then(show_note, session, noted, api_visibility="private")
         event.then(greet, None, chatbot, api_visibility="private")
         event.then(follow, [session, told], followed, api_visibility="private")
@@ -621,7 +643,7 @@ def build(make_context: ContextFactory, trace: gr.Markdown, load: Any) -> None:
 
     loaded = load(on_load, None, [session, listing, chatbot, line, banner], api_name="load")
     load(lambda shown: shown, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
-        fit_sidebar, width, sidebar, api_visibility="private"
+        fit_sidebar, width, [panel, tabs], api_visibility="private"
     )
     afterwards(loaded)
     afterwards(target.submit(on_switch, [target, session], opened, api_name="switch_session"))

@@ -64,9 +64,10 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
     with gr.Blocks(title="Companion") as demo:
         # Shown in the Graph tab, written by the Chat tab when a turn answers.
         trace = gr.Markdown(NO_TRACE, elem_id="turn-trace", render=False)
-        with gr.Tabs(elem_id="tabs"):
+        side = chat_tab.sidebar()
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                chat_tab.build(make_context, trace, demo.load)
+                chat_tab.build(make_context, trace, demo.load, side, tabs)
             with gr.Tab("Settings", id="settings", elem_id="tab-settings") as settings_tab:
                 settings_view.build(make_context, demo.load, settings_tab.select)
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:

@@ -49,8 +49,10 @@ def test_a_tool_step_is_pending_then_collapses_with_its_output(page: Any) -> Non
     spinner = title.locator(".loading-spinner")
     expect(spinner).to_be_visible(timeout=TIMEOUT_MS)  # pending, open, "running…"
     expect(page.locator("#chatbot .thought-group").last).to_contain_text("running…")
-    expect(page.locator("#chat-input textarea")).to_be_disabled()
+    expect(page.locator("#chat-input textarea")).to_be_editable()  # never locked by a turn
+    expect(page.locator("#stop-turn")).to_be_visible()
     expect(last_answer(page)).to_have_text("That was a good nap.", timeout=TIMEOUT_MS)
+    expect(page.locator("#stop-turn")).to_be_hidden()
     expect(spinner).to_have_count(0)
     step = page.locator("#chatbot .thought-group").last
     expect(step).not_to_contain_text("slept_seconds")  # collapsed
