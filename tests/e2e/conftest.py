@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import ARTIFACTS, CHROMIUM, RunningApp, chromium, running_app
+from tests.e2e.harness import ARTIFACTS, CHROMIUM, RunningApp, chromium, open_app, running_app
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,8 +55,7 @@ def page(browser: Any, app: RunningApp) -> Iterator[Any]:
     tab = context.new_page()
     tab.requests = []
     tab.on("request", lambda request: tab.requests.append(request.url))
-    tab.goto(app.url)
-    tab.locator("#chat-input textarea").wait_for()
+    open_app(tab, app.url)
     tab.locator("#new-session").click()
     yield tab
     context.close()

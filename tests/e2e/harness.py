@@ -158,6 +158,21 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+def loaded(page: Any) -> None:
+    """Wait until the page's load events have run (the model line is filled last), so a
+    click that follows cannot be overtaken by them."""
+    from playwright.sync_api import expect
+
+    page.locator("#chat-input textarea").wait_for()
+    expect(page.locator("#model-line")).to_contain_text("model:", timeout=15_000)
+
+
+def open_app(page: Any, url: str) -> None:
+    """Open the app in ``page`` and wait until it has loaded."""
+    page.goto(url)
+    loaded(page)
+
+
 def send(page: Any, text: str) -> None:
     """Type a message in the chat box and send it."""
     box = page.locator("#chat-input textarea")

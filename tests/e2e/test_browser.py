@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import expect
 
-from tests.e2e.harness import ASK_LOCATION, bot_messages, send
+from tests.e2e.harness import ASK_LOCATION, bot_messages, open_app, send
 
 TIMEOUT_MS = 15_000
 
@@ -107,8 +107,7 @@ def test_graph_tab_draws_the_diagram_and_the_last_turn(page: Any, artifacts: Pat
 
 def test_two_browsers_chat_at_once(page: Any, browser: Any, app: Any) -> None:
     other = browser.new_context().new_page()
-    other.goto(app.url)
-    other.locator("#chat-input textarea").wait_for()
+    open_app(other, app.url)
     other.locator("#new-session").click()
     expect(other.locator("#chatbot [data-testid='bot']")).to_have_count(0)
 

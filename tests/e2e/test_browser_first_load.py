@@ -15,7 +15,7 @@ from app.chat_tab import DRAW_EXAMPLE, EXAMPLES
 from graph.routing import NO_VISION_NOTICE
 from memory.store import Store
 from prompts.templates import persona_greeting, persona_text
-from tests.e2e.harness import RunningApp
+from tests.e2e.harness import RunningApp, open_app
 
 TIMEOUT_MS = 15_000
 
@@ -25,8 +25,7 @@ def fresh(browser: Any, app: RunningApp) -> Iterator[Any]:
     """A browser page on the app, as loaded (no "New chat" clicked)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.goto(app.url)
-    page.locator("#chat-input textarea").wait_for()
+    open_app(page, app.url)
     yield page
     context.close()
 

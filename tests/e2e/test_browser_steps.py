@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from evals.fixtures import DuckDuckGoFixture
 from memory.temporal import clock_text
-from tests.e2e.harness import RunningApp, launched_app, send
+from tests.e2e.harness import RunningApp, launched_app, loaded, send
 from tests.support.chat_model import tool_call
 from tools.registry import ToolRegistry, builtin_specs
 
@@ -86,7 +86,7 @@ def test_a_search_step_reads_for_people_and_lists_its_sources(page: Any, artifac
     expect(page.locator("#chatbot .thought-group").last).to_contain_text('"snippet"')
     page.screenshot(path=artifacts / "chat-search-sources.png")
     page.reload()
-    page.locator("#chat-input textarea").wait_for()
+    loaded(page)
     assert_search_step_and_sources(page)  # after a reload, the same
 
 

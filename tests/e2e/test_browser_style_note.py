@@ -10,7 +10,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from prompts.templates import persona_text
-from tests.e2e.harness import send
+from tests.e2e.harness import loaded, send
 
 TIMEOUT_MS = 15_000
 
@@ -67,6 +67,7 @@ def test_a_kept_note_shows_stays_for_the_chat_and_can_be_removed(
     assert last_system(app).startswith(f"{yuzuki}\n\nFor this reply: Reply formally")
 
     page.reload()  # the note belongs to the chat, not to the page
+    loaded(page)
     expect(page.locator("#active-note")).to_contain_text("Reply formally", timeout=TIMEOUT_MS)
     page.locator("#remove-note").click()
     expect(page.locator("#active-note")).to_be_hidden()
