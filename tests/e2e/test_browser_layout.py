@@ -1,0 +1,213 @@
+"""The chats sidebar and the layout, in a real headless chromium: chats listed by last
+activity with rename and a confirmed delete, "New chat" storing nothing until the first
+message; on a phone (390 px) the sidebar starts closed and nothing runs off the side;
+on a desktop (1440 px) the sidebar is open and the chat fits the window."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from memory.store import Session, Store
+from tests.e2e.harness import RunningApp, send
+
+TIMEOUT_MS = 15_000
+WHEN = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
+OPEN = re.compile(r"\bopen\b")
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
+
+
+def hello(text: str) -> str:
+    return f"Hello! You said: {text}. Nice to hear from you today."
+
+
+def last_answer(page: Any) -> Any:
+    return page.locator("#chatbot [data-testid='bot'] .message-content").last
+
+
+def loaded(page: Any) -> None:
+    """Wait until the page's load events have run (the model line is filled in last)."""
+    expect(page.locator("#model-line")).to_contain_text("model:", timeout=TIMEOUT_MS)
+
+
+def chat(page: Any, text: str) -> None:
+    send(page, text)
+    expect(last_answer(page)).to_have_text(hello(text), timeout=TIMEOUT_MS)
+
+
+def rows(page: Any) -> Any:
+    return page.locator("#chats .chat-row")
+
+
+def row(page: Any, title: str) -> Any:
+    return rows(page).filter(has_text=title)
+
+
+def sessions(app: RunningApp) -> list[Session]:
+    store = Store.open_home(app.home)
+    try:
+        return store.list_sessions()
+    finally:
+        store.close()
+
+
+def test_the_sidebar_lists_chats_by_last_activity(page: Any) -> None:
+    chat(page, "the older chat")
+    page.locator("#new-session").click()
+    expect(page.locator("#chatbot [data-testid='bot']")).to_have_count(0)
+    chat(page, "the newer chat")
+    expect(rows(page).nth(0)).to_contain_text("the newer chat")
+    expect(rows(page).nth(1)).to_contain_text("the older chat")
+    expect(page.locator("#chats .chat-row.current")).to_contain_text("the newer chat")
+    expect(rows(page).nth(0).locator(".chat-open")).to_contain_text(WHEN)
+
+    row(page, "the older chat").locator(".chat-open").click()  # its last activity moves it up
+    expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["the older chat"])
+    chat(page, "back to the older chat")
+    expect(rows(page).nth(0)).to_contain_text("the older chat")
+    expect(page.locator("#chats .chat-row.current")).to_contain_text("the older chat")
+    expect(rows(page).nth(1)).to_contain_text("the newer chat")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="app bug: the rename box (.chat-rename, a gr.Textbox made in @gr.render) is "
+    "rendered disabled, so no new title can be typed",
+)
+def test_a_chat_is_renamed_from_its_row(page: Any, app: RunningApp) -> None:
+    chat(page, "a chat to rename")
+    row(page, "a chat to rename").locator(".chat-rename-open").click()
+    name = page.locator("#chats .chat-rename input, #chats .chat-rename textarea").first
+    expect(name).to_have_value("a chat to rename")
+    name.fill("Tea talk", timeout=5_000)
+    page.locator("#chats").get_by_role("button", name="Save").click()
+    expect(rows(page).nth(0).locator(".chat-open")).to_contain_text("Tea talk")
+    assert sessions(app)[0].title == "Tea talk"
+
+
+def test_a_chat_is_deleted_only_when_confirmed(page: Any, app: RunningApp) -> None:
+    chat(page, "a chat to delete")
+    doomed = rows(page).nth(0)  # the newest; while it asks, its title is not shown
+    expect(doomed).to_contain_text("a chat to delete")
+    doomed.locator(".chat-delete").click()
+    expect(doomed).to_contain_text("Delete this chat?")
+    doomed.get_by_role("button", name="Keep").click()
+    expect(doomed.locator(".chat-open")).to_be_visible()
+    assert "a chat to delete" in [s.title for s in sessions(app)]
+
+    doomed.locator(".chat-delete").click()
+    doomed.locator(".chat-confirm-delete").click()
+    expect(row(page, "a chat to delete")).to_have_count(0)
+    assert "a chat to delete" not in [s.title for s in sessions(app)]
+
+
+def test_new_chat_twice_then_one_message_makes_one_chat(page: Any, app: RunningApp) -> None:
+    chat(page, "before the new chats")
+    before = len(sessions(app))
+    page.locator("#new-session").click()
+    expect(page.locator("#chatbot [data-testid='bot']")).to_have_count(0)
+    page.locator("#new-session").click()
+    chat(page, "only one new chat")
+    assert len(sessions(app)) == before + 1
+    assert sessions(app)[0].title == "only one new chat"
+    expect(row(page, "only one new chat")).to_have_count(1)
+
+
+@pytest.fixture
+def located(app: RunningApp) -> Iterator[None]:
+    """Tokyo as the saved location, so the weather tool answers (from the fixture)."""
+    store = Store.open_home(app.home)
+    store.set_profile({"latitude": 35.68, "longitude": 139.69})
+    try:
+        yield
+    finally:
+        store.set_profile({"latitude": None, "longitude": None})
+        store.close()
+
+
+def open_at(browser: Any, app: RunningApp, viewport: dict[str, int]) -> Any:
+    page = browser.new_context(viewport=viewport).new_page()
+    page.goto(app.url)
+    loaded(page)
+    # Clicked from script: on a phone the sidebar that holds it starts closed.
+    page.locator("#new-session").dispatch_event("click")
+    expect(page.locator("#chatbot [data-testid='bot']")).to_have_count(0)
+    return page
+
+
+def weather_with_its_step_open(page: Any) -> None:
+    """Ask for the weather, then open the tool step to show its output."""
+    send(page, "How's the weather outside?")
+    expect(last_answer(page)).to_contain_text("14.2", timeout=TIMEOUT_MS)
+    step = page.locator("#chatbot .thought-group").last
+    step.locator(".title").click()
+    expect(step.locator(".content")).to_contain_text('"temperature": 14.2')
+
+
+def no_sideways_scroll(page: Any) -> dict[str, list[int]]:
+    """(scrollWidth, clientWidth) of the chat, its scrolling log and the page."""
+    return dict(
+        page.evaluate(
+            """() => Object.fromEntries(
+                [['chatbot', '#chatbot'], ['log', '#chatbot .bubble-wrap'],
+                 ['page', 'html']].map(([name, selector]) => {
+                    const element = document.querySelector(selector);
+                    return [name, element ? [element.scrollWidth, element.clientWidth] : null];
+                }).filter(([, sizes]) => sizes))"""
+        )
+    )
+
+
+def test_on_a_phone_the_sidebar_is_closed_and_nothing_runs_off_the_side(
+    browser: Any, app: RunningApp, located: None, artifacts: Path
+) -> None:
+    page = open_at(browser, app, PHONE)
+    try:
+        expect(page.locator("#chats")).not_to_have_class(OPEN)
+        composer = page.locator("#chat-input").bounding_box()
+        assert composer is not None
+        assert composer["x"] >= 0 and composer["y"] >= 0
+        assert composer["x"] + composer["width"] <= PHONE["width"]
+        assert composer["y"] + composer["height"] <= PHONE["height"]
+
+        weather_with_its_step_open(page)
+        sizes = no_sideways_scroll(page)
+        assert {"chatbot", "page"} <= sizes.keys(), sizes
+        for scroll_width, client_width in sizes.values():
+            assert scroll_width <= client_width + 1, sizes
+        page.screenshot(path=artifacts / "layout-390.png")
+
+        page.get_by_role("tab", name="Graph").click()
+        table = page.locator("#turn-trace table")
+        expect(table).to_be_visible(timeout=TIMEOUT_MS)
+        box = table.bounding_box()
+        assert box is not None and box["width"] >= 300, box
+        widths = table.locator("th, td").evaluate_all(
+            "cells => cells.map(cell => cell.getBoundingClientRect().width)"
+        )
+        assert widths and min(widths) >= 40, widths
+    finally:
+        page.context.close()
+
+
+def test_on_a_desktop_the_sidebar_is_open_and_the_chat_fits(
+    browser: Any, app: RunningApp, located: None, artifacts: Path
+) -> None:
+    page = open_at(browser, app, DESKTOP)
+    try:
+        expect(page.locator("#chats")).to_have_class(OPEN)
+        weather_with_its_step_open(page)
+        chatbot = page.locator("#chatbot").bounding_box()
+        composer = page.locator("#chat-input").bounding_box()
+        assert chatbot is not None and composer is not None
+        assert chatbot["y"] + chatbot["height"] <= composer["y"] + 1
+        assert composer["y"] + composer["height"] <= DESKTOP["height"]
+        page.screenshot(path=artifacts / "layout-1440.png")
+    finally:
+        page.context.close()
