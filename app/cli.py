@@ -1,4 +1,5 @@
-"""The ``companion`` command: serve the app, chat in the terminal, run evals, print the graph.
+"""The ``companion`` command: serve the app, chat in the terminal, manage the people of a
+home, run evals, print the graph.
 
 Heavy imports (gradio, langchain, deepeval) happen inside the sub-commands, so
 ``companion --help`` stays instant.
@@ -48,17 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    parser.add_argument(
-        "--password",
-        help="require this password (user 'companion'); prefer COMPANION_PASSWORD, "
-        "since other users of this machine see command lines in `ps`",
-    )
     _common(parser)
     sub = parser.add_subparsers(dest="command")
 
     chat = sub.add_parser("chat", help="chat in the terminal (or answer one message with -m)")
     chat.add_argument("-m", "--message", help="answer this one message and exit")
     chat.add_argument("--session", help="session id (default: a new session)")
+    chat.add_argument(
+        "--user",
+        metavar="NAME",
+        help="chat as this person, in their own conversations (needed once accounts are on)",
+    )
     chat.add_argument(
         "--style",
         metavar="NOTE",
@@ -98,6 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check the set-up and say how to fix what fails")
     _common(doctor)
 
+    user = sub.add_parser("user", help="add and list the people of this home, set passwords")
+    user_sub = user.add_subparsers(dest="user_command", required=True)
+    add = user_sub.add_parser(
+        "add", help="add a person (the first one owns the existing conversations)"
+    )
+    add.add_argument("name", metavar="NAME")
+    listing = user_sub.add_parser("list", help="the people and their folders")
+    passwd = user_sub.add_parser("passwd", help="set a person's password")
+    passwd.add_argument("name", metavar="NAME")
+    for leaf in (add, listing, passwd):
+        leaf.add_argument("--home", default=argparse.SUPPRESS, help="the home of the people")
+
     undo_sql = sub.add_parser(
         "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
     )
@@ -110,12 +123,42 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
 
 
-async def _chat(args: argparse.Namespace) -> int:
+def _person_flags(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The flags of ``companion chat``, its home the --user's own; None (said why) when
+    there is no such person, or accounts are on and no --user was given."""
+    import os
+
+    from graph.setup import resolve_home
+    from memory.accounts import Accounts
+
+    flags = _flags(args)
+    root = resolve_home(flags, os.environ)
+    accounts = Accounts.open_home(root)
+    if args.user is None:
+        if not accounts.enabled():
+            return flags  # one person, no login: the home is theirs
+        names = ", ".join(person.name for person in accounts.people())
+        print(
+            f"companion: this home has accounts ({names}): chat as one of them with --user NAME",
+            file=sys.stderr,
+        )
+        return None
+    person = accounts.get(args.user)
+    if person is None:
+        print(
+            f"companion: no user {args.user} (add one with `companion user add {args.user}`)",
+            file=sys.stderr,
+        )
+        return None
+    return {**flags, "home": str(person.home(root))}
+
+
+async def _chat(args: argparse.Namespace, flags: dict[str, Any]) -> int:
     from graph.builder import checkpointed_graph
     from graph.setup import open_context
 
     try:
-        ctx = open_context(_flags(args))
+        ctx = open_context(flags)
     except ConfigError as exc:  # a bad value from a flag, the environment or the profile
         print(f"companion: {exc}", file=sys.stderr)
         return 2
@@ -200,6 +243,64 @@ def _doctor(args: argparse.Namespace) -> int:
     return doctor(settings)
 
 
+def _read_password() -> str | None:
+    """A new password: typed twice, hidden, at a terminal; else one line of stdin (scripts).
+    None when the two typed ones differ."""
+    import getpass
+
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    password = getpass.getpass("Password: ")
+    if getpass.getpass("Again: ") != password:
+        return None
+    return password
+
+
+def _user(args: argparse.Namespace) -> int:
+    import os
+
+    from graph.setup import resolve_home
+    from memory.accounts import AccountError, Accounts
+
+    root = resolve_home(_flags(args), os.environ)
+    accounts = Accounts.open_home(root)
+    if args.user_command == "list":
+        people = accounts.people()
+        if not people:
+            print(
+                "No users: one person, no login. Add one with `companion user add NAME`.",
+                file=sys.stderr,
+            )
+        for person in people:
+            print(f"{person.name}\t{person.home(root)}")
+        return 0
+    if args.user_command == "passwd" and accounts.get(args.name) is None:
+        print(f"companion: no user {args.name}", file=sys.stderr)
+        return 2
+    password = _read_password()
+    if password is None:
+        print("companion: the two passwords differ; nothing changed", file=sys.stderr)
+        return 2
+    try:
+        if args.user_command == "passwd":
+            accounts.set_password(args.name, password)
+            print(f"Set the password of {args.name}.")
+            return 0
+        person = accounts.add(args.name, password)
+    except AccountError as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    if not person.folder:  # the first person: the home's own database is theirs
+        print(
+            f"Added {person.name}. {person.name} owns the conversations already in {root}, "
+            "and from now on the app asks everyone to log in "
+            "(and `companion chat` needs --user)."
+        )
+    else:
+        print(f"Added {person.name}. Their conversations live in {person.home(root)}.")
+    return 0
+
+
 def _undo_sql(args: argparse.Namespace) -> int:
     import os
 
@@ -232,11 +333,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _doctor(args)
     if args.command == "undo-sql":
         return _undo_sql(args)
+    if args.command == "user":
+        return _user(args)
     if args.command == "chat":
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
             return 2
-        return asyncio.run(_chat(args))
+        flags = _person_flags(args)
+        if flags is None:
+            return 2
+        return asyncio.run(_chat(args, flags))
     if args.command == "graph":
         from graph.builder import mermaid
 
@@ -246,20 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evals.runner import run_from_cli
 
         return run_from_cli(args)
-    flags = _flags(args)
-    if args.password is not None:
-        if not args.password.strip():
-            print("companion: --password is empty, which would turn the login off", file=sys.stderr)
-            return 2
-        print(
-            "companion: warning: other users of this machine can read --password in `ps`; "
-            "set COMPANION_PASSWORD instead",
-            file=sys.stderr,
-        )
-        flags["password"] = args.password
     from app.ui import serve
 
-    return serve(host=args.host, port=args.port, flags=flags)
+    # The password comes from COMPANION_PASSWORD only: a command line shows in `ps`.
+    return serve(host=args.host, port=args.port, flags=_flags(args))
 
 
 if __name__ == "__main__":
