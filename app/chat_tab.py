@@ -35,7 +35,6 @@ message is sent; the note goes after the persona's identity block, never in its 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
@@ -54,13 +53,13 @@ from app.chat_view import (
     notice_bubble,
     user_bubble,
 )
-from app.graph_view import trace_markdown
+from app.graph_view import plain, trace_markdown
 from config.settings import Settings
 from graph.context import Context
 from graph.events import ModelDone, UserStored
 from graph.providers import LOCAL_BANNER
 from graph.runner import catch_up_once, schedule_segments, too_long
-from graph.setup import ContextFactory
+from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
 from graph.turns import LiveTurn, Turns, recover_interrupted
 from memory.async_store import AsyncStore
@@ -84,6 +83,7 @@ DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
 CHAT_HEIGHT = "calc(100dvh - 270px)"
 STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
+LIST_HEADERS = ("Chats, most recent first", "✎", "🗑")
 NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
 WINDOW_WIDTH = "() => window.innerWidth"
 
@@ -266,30 +266,106 @@ class ChatTab:
 @dataclass(frozen=True)
 class Sidebar:
     """The chats sidebar, laid out at the top of the page (outside the tabs, so it stays
-    put whichever tab is open); ``build`` fills it."""
+    put whichever tab is open); ``build`` wires it."""
 
     panel: gr.Sidebar
     new: gr.Button
-    rows: gr.Column
+    rename_row: gr.Row  # shown by a row's ✎: the new title, Save, Cancel
+    rename_box: gr.Textbox
+    rename_save: gr.Button
+    rename_cancel: gr.Button
+    delete_row: gr.Row  # shown by a row's 🗑: "Delete “…”?", Delete, Keep
+    delete_words: gr.Markdown
+    delete_yes: gr.Button
+    delete_no: gr.Button
+    chats: gr.Dataframe  # one row per chat: title and last activity, ✎, 🗑
 
 
 def sidebar() -> Sidebar:
-    """Lay out the (empty) chats sidebar inside the current Blocks."""
+    """Lay out the (empty) chats sidebar inside the current Blocks.
+
+    The list is a read-only Dataframe (a click names its row and column), not rows made
+    by ``gr.render``: a re-render replaces the rows' event handlers, so a click that lands
+    while one is in flight names a handler that no longer exists, and it resets other
+    components (the Stop button) to their first state.
+    """
     with gr.Sidebar(label="Chats", elem_id="chats", width=300) as panel:
         new = gr.Button("New chat", elem_id="new-session", variant="primary")
-        rows = gr.Column(elem_id="chat-list")
-    return Sidebar(panel, new, rows)
+        with gr.Row(visible=False, equal_height=True, elem_id="rename-chat") as rename_row:
+            rename_box = gr.Textbox(
+                show_label=False,
+                container=False,
+                max_lines=1,
+                interactive=True,
+                scale=3,
+                elem_id="rename-box",
+            )
+            rename_save = gr.Button("Save", size="sm", scale=0, min_width=56, elem_id="rename-save")
+            rename_cancel = gr.Button(
+                "Cancel", size="sm", scale=0, min_width=56, elem_id="rename-cancel"
+            )
+        with gr.Row(visible=False, equal_height=True, elem_id="delete-chat") as delete_row:
+            delete_words = gr.Markdown(elem_id="delete-words")
+            delete_yes = gr.Button(
+                "Delete", variant="stop", size="sm", scale=0, min_width=64, elem_id="delete-yes"
+            )
+            delete_no = gr.Button("Keep", size="sm", scale=0, min_width=56, elem_id="delete-no")
+        chats = gr.Dataframe(
+            headers=list(LIST_HEADERS),
+            datatype=["str", "str", "str"],
+            interactive=False,
+            wrap=True,
+            show_label=False,
+            column_widths=["78%", "11%", "11%"],
+            elem_id="chat-list",
+        )
+    return Sidebar(
+        panel,
+        new,
+        rename_row,
+        rename_box,
+        rename_save,
+        rename_cancel,
+        delete_row,
+        delete_words,
+        delete_yes,
+        delete_no,
+        chats,
+    )
 
 
-def build(
-    make_context: ContextFactory, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr.Tabs
-) -> None:
+def list_rows(rows: list[dict[str, str]], current: str | None) -> list[list[str]]:
+    """The sidebar's table: "● " marks the chat in view; then its title and last activity,
+    a rename and a delete cell. Titles are shown as text (the cells are not Markdown)."""
+    return [
+        [f"{'● ' if row['id'] == current else ''}{row['title']} · {row['when']}", "✎", "🗑"]
+        for row in rows
+    ]
+
+
+class Chats:
+    """A ``ChatTab`` per person (their store, their turns), made on first use."""
+
+    def __init__(self, people: People, trace: gr.Markdown) -> None:
+        self.people, self.trace = people, trace
+        self._tabs: dict[int, ChatTab] = {}
+
+    def of(self, request: gr.Request) -> ChatTab:
+        """The chat state of the person logged in on this request."""
+        factory = self.people.factory(request.username)
+        tab = self._tabs.get(id(factory))
+        if tab is None:
+            tab = self._tabs[id(factory)] = ChatTab(factory, self.trace)
+        return tab
+
+
+def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr.Tabs) -> None:
     """Lay out the tab inside the current Blocks and fill the chats sidebar ``side``;
     ``load`` is the page's load event, ``trace`` is where the last turn's path goes, and
-    ``tabs`` are the page's tabs (choosing a chat in the sidebar opens the Chat tab). The
-    model line and the local banner are filled in when the page loads."""
-    tab = ChatTab(make_context, trace)
-    store, turns = tab.store, tab.turns
+    ``tabs`` are the page's tabs (choosing a chat in the sidebar opens the Chat tab). Every
+    handler works on the logged-in person's ``ChatTab`` (``Chats.of``). The model line and
+    the local banner are filled in when the page loads."""
+    chats = Chats(people, trace)
     session = gr.State(None)
     told = gr.State([])  # sessions already told that no vision model is set
     listing = gr.State([])  # the sidebar's rows
@@ -303,7 +379,7 @@ def build(
     # The window's width in CSS pixels, set by the page itself (a State never leaves the
     # server, so it could not carry it): 0 until known.
     width = gr.Number(0, visible=False, elem_id="window-width")
-    panel, new, rows_area = side.panel, side.new, side.rows
+    panel, new, chat_list = side.panel, side.new, side.chats
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
     chatbot = gr.Chatbot(
         elem_id="chatbot",
@@ -329,7 +405,7 @@ def build(
             scale=8,
             elem_id="chat-input",
         )
-        stop = gr.Button("⏹ Stop", visible=False, scale=0, min_width=90, elem_id="stop-turn")
+        stop = gr.Button("⏹ Stop", visible="hidden", scale=0, min_width=90, elem_id="stop-turn")
     with gr.Row(equal_height=True):
         note_line = gr.Markdown(visible=False, elem_id="active-note")
         remove_note = gr.Button(
@@ -345,7 +421,9 @@ def build(
         keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
     line = gr.Markdown(elem_id="model-line")
 
-    async def on_load() -> tuple[Any, ...]:
+    async def on_load(request: gr.Request) -> tuple[Any, ...]:
+        tab = chats.of(request)
+        store, make_context = tab.store, tab.make_context
         ctx = await make_context()
         catch_up_once(ctx)
         await tab.recover_once()
@@ -359,7 +437,9 @@ def build(
             gr.update(visible=ctx.settings.is_local),
         )
 
-    async def on_switch(going_to: str, left: str | None) -> tuple[Any, ...]:
+    async def on_switch(going_to: str, left: str | None, request: gr.Request) -> tuple[Any, ...]:
+        tab = chats.of(request)
+        store = tab.store
         going = await store.get_session(going_to) if going_to else None
         if going is None:
             gr.Warning("That conversation is gone (deleted in another tab?).")
@@ -367,12 +447,15 @@ def build(
         await tab.leave(left, going.id)
         return going.id, gr.skip(), await _history(store, going.id), None, None
 
-    async def on_new(left: str | None) -> tuple[Any, ...]:
+    async def on_new(left: str | None, request: gr.Request) -> tuple[Any, ...]:
+        tab = chats.of(request)
         # Nothing is stored until the first message: "New chat" twice is one empty chat.
         await tab.leave(left, None)
         return None, [], None, None
 
-    async def on_rename(chosen: str, title: str) -> tuple[Any, Any]:
+    async def on_rename(chosen: str, title: str, request: gr.Request) -> tuple[Any, Any]:
+        tab = chats.of(request)
+        store = tab.store
         try:
             await store.rename_session(chosen, title)
         except StoreError as exc:
@@ -380,7 +463,9 @@ def build(
             return gr.skip(), gr.skip()
         return await tab.rows(), None
 
-    async def on_delete(chosen: str, current: str | None) -> tuple[Any, ...]:
+    async def on_delete(chosen: str, current: str | None, request: gr.Request) -> tuple[Any, ...]:
+        tab = chats.of(request)
+        store, turns = tab.store, tab.turns
         if chosen:
             await turns.stop(chosen)
             await store.delete_session(chosen)
@@ -390,19 +475,29 @@ def build(
         after = rows[0]["id"] if rows else None
         return after, rows, await _history(store, after), None
 
-    async def on_remove_note(session_id: str | None) -> tuple[Any, Any]:
+    async def on_remove_note(session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
+        tab = chats.of(request)
+        store = tab.store
         if session_id and await store.get_session(session_id):
             await store.set_style_note(session_id, None)
         return await active_note(store, session_id)
 
     async def follow(
-        session_id: str | None, noticed: list[str], first: LiveTurn | None = None
+        session_id: str | None, noticed: list[str], request: gr.Request
     ) -> AsyncIterator[dict[Any, Any]]:
         """Stream the session's running and queued turns into the chat, if any (after a
-        send, a load, a switch: a reload or a second tab re-attaches here). Always yields:
-        a generator that yields nothing would blank every output."""
+        load, a switch: a reload or a second tab re-attaches here)."""
+        async for update in following(chats.of(request), session_id, noticed):
+            yield update
+
+    async def following(
+        tab: ChatTab, session_id: str | None, noticed: list[str], first: LiveTurn | None = None
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """``follow`` for ``tab``, from ``first`` (the turn this page just started). Always
+        yields: a generator that yields nothing would blank every output."""
+        turns = tab.turns
         if not session_id or (first is None and not turns.live(session_id)):
-            yield {stop: gr.update(visible=False)}
+            yield {stop: gr.update(visible="hidden")}
             return
         yield {stop: gr.update(visible=True)}
         answered: list[TraceEvent] | None = None
@@ -410,11 +505,13 @@ def build(
         told_now = list(noticed)  # following() adds the sessions it tells
         async for shown, turn_trace in tab.following(session_id, told_now, first):
             answered = turn_trace or answered
-            yield {chatbot: shown}
+            # Stop is shown again each time: a re-render of the sidebar's rows (another
+            # event) puts it back in its initial, hidden state.
+            yield {chatbot: shown, stop: gr.update(visible=True)}
         settings = await tab.settings()
         yield {
             chatbot: shown,
-            stop: gr.update(visible=False),
+            stop: gr.update(visible="hidden"),
             told: told_now,
             listing: await tab.rows(),
             line: model_line(settings, list(answered or [])),
@@ -427,7 +524,10 @@ def build(
         style_note: str,
         kept: bool,
         noticed: list[str],
+        request: gr.Request,
     ) -> AsyncIterator[dict[Any, Any]]:
+        tab = chats.of(request)
+        store, turns, make_context = tab.store, tab.turns, tab.make_context
         text = str((message or {}).get("text") or "").strip()
         files = [str(f) for f in (message or {}).get("files") or []]
         if not text and not files:
@@ -471,18 +571,25 @@ def build(
             keep: False,
             note_line: shown_note,
             remove_note: remove_shown,
-            listing: await tab.rows(),
+            # Not the sidebar's rows yet: re-rendering them mid-turn resets the Stop button
+            # to its initial (hidden) state in Gradio 6; they update when the turn ends.
         }
-        async for update in follow(session_id, noticed, started):
+        async for update in following(tab, session_id, noticed, started):
             yield update
 
-    async def on_stop(session_id: str | None) -> None:
+    async def on_stop(session_id: str | None, request: gr.Request) -> None:
+        tab = chats.of(request)
+        turns = tab.turns
         if session_id:
             await turns.stop(session_id)
 
-    async def on_retry(session_id: str | None, noticed: list[str]) -> AsyncIterator[dict[Any, Any]]:
+    async def on_retry(
+        session_id: str | None, noticed: list[str], request: gr.Request
+    ) -> AsyncIterator[dict[Any, Any]]:
         """Answer the chat's last user message again (regenerate, or retry after an error
         or an interruption); what answered it before is deleted first."""
+        tab = chats.of(request)
+        store, turns, make_context = tab.store, tab.turns, tab.make_context
         messages = await store.messages(session_id) if session_id else []
         asked = next((m for m in reversed(messages) if m.role == "user"), None)
         if not session_id or asked is None or turns.live(session_id):
@@ -494,11 +601,15 @@ def build(
         if after:
             await store.delete_messages_from(session_id, after[0])
         started = turns.start(await make_context(), session_id, asked.content, stored=asked)
-        async for update in follow(session_id, noticed, started):
+        async for update in following(tab, session_id, noticed, started):
             yield update
 
-    async def on_edit(session_id: str | None, edited: gr.EditData) -> tuple[Any, ...]:
+    async def on_edit(
+        session_id: str | None, edited: gr.EditData, request: gr.Request
+    ) -> tuple[Any, ...]:
         """An edited user message: ask before the messages after it are deleted."""
+        tab = chats.of(request)
+        store, turns = tab.store, tab.turns
         messages = await store.messages(session_id) if session_id else []
         entries = history_entries(messages)
         chosen = edited_message(entries, edited.index, edited.previous_value)
@@ -513,9 +624,14 @@ def build(
         return gr.skip(), {"id": chosen, "text": text}, gr.update(visible=True), words
 
     async def on_resend(
-        session_id: str | None, pending: dict[str, Any] | None, noticed: list[str]
+        session_id: str | None,
+        pending: dict[str, Any] | None,
+        noticed: list[str],
+        request: gr.Request,
     ) -> AsyncIterator[dict[Any, Any]]:
         """Delete the edited message and what followed it, then send the edited text."""
+        tab = chats.of(request)
+        store, turns, make_context = tab.store, tab.turns, tab.make_context
         yield {confirm_edit: gr.update(visible=False), edit: None}
         if not session_id or not pending:
             return
@@ -528,17 +644,22 @@ def build(
             session_id, "user", pending["text"], image_path=old.image_path
         )
         started = turns.start(await make_context(), session_id, stored.content, stored=stored)
-        async for update in follow(session_id, noticed, started):
+        async for update in following(tab, session_id, noticed, started):
             yield update
 
-    async def on_cancel_edit(session_id: str | None) -> tuple[Any, ...]:
+    async def on_cancel_edit(session_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        tab = chats.of(request)
+        store = tab.store
         return await _history(store, session_id), None, gr.update(visible=False)
 
-    async def show_note(session_id: str | None) -> tuple[Any, Any]:
+    async def show_note(session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
+        tab = chats.of(request)
+        store = tab.store
         return await active_note(store, session_id)
 
-    async def greet() -> Any:
+    async def greet(request: gr.Request) -> Any:
         """The greeting and examples for the settings now in effect (shown while empty)."""
+        tab = chats.of(request)
         return gr.update(**welcome(await tab.settings()))
 
     noted = [note_line, remove_note]
@@ -552,6 +673,11 @@ def build(
         narrow = 0 < (shown or 0) < NARROW
         return gr.Sidebar(open=False) if narrow else gr.skip(), gr.Tabs(selected="chat")
 
+    # The events that stream a turn into this page's chat. Showing another chat (new,
+    # switch, delete) cancels them: the turn goes on on the server, but this page stops
+    # writing it into a chat that now shows something else.
+    followers: list[Any] = []
+
     def afterwards(event: Any) -> None:
         """Whenever the conversation in view changes, its kept note (if any) shows with
         it, the greeting while it is empty, and a turn running in it (another tab's, or
@@ -559,103 +685,62 @@ def build(
         event.then(fit_sidebar, width, [panel, tabs], api_visibility="private")
         event.then(show_note, session, noted, api_visibility="private")
         event.then(greet, None, chatbot, api_visibility="private")
-        event.then(follow, [session, told], followed, api_visibility="private")
+        followers.append(event.then(follow, [session, told], followed, api_visibility="private"))
 
-    with rows_area:
+    async def on_pick(
+        rows: list[dict[str, str]],
+        left: str | None,
+        picked: gr.SelectData,
+        request: gr.Request,
+    ) -> dict[Any, Any]:
+        """A click in the chats list: its title opens the chat, ✎ asks for a new title,
+        🗑 asks before deleting."""
+        hide = gr.update(visible=False)
+        row, column = picked.index if isinstance(picked.index, list | tuple) else (-1, 0)
+        if not 0 <= row < len(rows):
+            return {side.rename_row: hide, side.delete_row: hide}
+        chosen = rows[row]
+        if column == 1:
+            return {
+                side.rename_row: gr.update(visible=True),
+                side.rename_box: chosen["title"],
+                renaming: chosen["id"],
+                side.delete_row: hide,
+            }
+        if column == 2:
+            return {
+                side.delete_row: gr.update(visible=True),
+                side.delete_words: f"Delete “{plain(chosen['title'])}”?",
+                deleting: chosen["id"],
+                side.rename_row: hide,
+            }
+        shown, rows_now, history, *_ = await on_switch(chosen["id"], left, request)
+        return {
+            session: shown,
+            listing: rows_now,
+            chatbot: history,
+            side.rename_row: hide,
+            side.delete_row: hide,
+        }
 
-        @gr.render(
-            inputs=[listing, session, renaming, deleting],
-            triggers=[listing.change, session.change, renaming.change, deleting.change],
-        )
-        def chat_rows(
-            rows: list[dict[str, str]], current: str | None, named: str | None, doomed: str | None
-        ) -> None:
-            """One row per chat: open it, rename it, delete it (after a confirmation)."""
-            for row in rows:
-                sid = row["id"]
-                classes = ["chat-row", "current"] if sid == current else ["chat-row"]
-                with gr.Row(elem_classes=classes, equal_height=True, key=f"row-{sid}"):
-                    if sid == named:
-                        name = gr.Textbox(
-                            row["title"],
-                            show_label=False,
-                            container=False,
-                            max_lines=1,
-                            scale=4,
-                            elem_classes=["chat-rename"],
-                            key=f"name-{sid}",
-                        )
-                        save = gr.Button("Save", size="sm", scale=0, min_width=60)
-                        for trigger in (name.submit, save.click):
-                            trigger(
-                                functools.partial(on_rename, sid),
-                                name,
-                                [listing, renaming],
-                                api_visibility="private",
-                            )
-                    elif sid == doomed:
-                        gr.Markdown("Delete this chat?", elem_classes=["chat-ask"])
-                        yes = gr.Button(
-                            "Delete",
-                            variant="stop",
-                            size="sm",
-                            scale=0,
-                            min_width=70,
-                            elem_classes=["chat-confirm-delete"],
-                        )
-                        no = gr.Button("Keep", size="sm", scale=0, min_width=60)
-                        afterwards(
-                            yes.click(
-                                functools.partial(on_delete, sid),
-                                session,
-                                deleted_outputs,
-                                api_visibility="private",
-                            )
-                        )
-                        no.click(lambda: None, None, deleting, api_visibility="private")
-                    else:
-                        pick = gr.Button(
-                            f"{row['title']}\n{row['when']}",
-                            size="sm",
-                            scale=4,
-                            elem_classes=["chat-open"],
-                        )
-                        afterwards(
-                            pick.click(
-                                functools.partial(on_switch, sid),
-                                session,
-                                opened,
-                                api_visibility="private",
-                            )
-                        )
-                        rename = gr.Button(
-                            "✎", size="sm", scale=0, min_width=34, elem_classes=["chat-rename-open"]
-                        )
-                        rename.click(
-                            functools.partial(str, sid), None, renaming, api_visibility="private"
-                        )
-                        remove = gr.Button(
-                            "🗑", size="sm", scale=0, min_width=34, elem_classes=["chat-delete"]
-                        )
-                        remove.click(
-                            functools.partial(str, sid), None, deleting, api_visibility="private"
-                        )
+    async def on_rename_row(chosen: str | None, title: str, request: gr.Request) -> tuple[Any, ...]:
+        if not chosen:
+            return gr.skip(), None, gr.update(visible=False)
+        rows, renamed = await on_rename(chosen, title, request)
+        if isinstance(rows, dict):
+            return rows, chosen, gr.skip()  # refused (the warning says why): the box stays
+        return rows, renamed, gr.update(visible=False)
+
+    async def on_delete_row(
+        chosen: str | None, current: str | None, request: gr.Request
+    ) -> tuple[Any, ...]:
+        return (*await on_delete(chosen or "", current, request), gr.update(visible=False))
 
     loaded = load(on_load, None, [session, listing, chatbot, line, banner], api_name="load")
     load(lambda shown: shown, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
         fit_sidebar, width, [panel, tabs], api_visibility="private"
     )
     afterwards(loaded)
-    afterwards(target.submit(on_switch, [target, session], opened, api_name="switch_session"))
-    afterwards(
-        new.click(on_new, session, [session, chatbot, renaming, deleting], api_name="new_session")
-    )
-    afterwards(
-        api_delete.click(on_delete, [target, session], deleted_outputs, api_name="delete_session")
-    )
-    new_title.submit(on_rename, [target, new_title], [listing, renaming], api_name="rename_session")
-    remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
-    stop.click(on_stop, session, None, api_name="stop")
     sending = [box, session, note, keep, told]
     sent = [chatbot, box, session, listing, stop, line, trace, note, keep, told, *noted]
     # Sending while a turn runs queues the message: the composer is never blocked.
@@ -667,17 +752,101 @@ def build(
         on_send, sending, sent, api_visibility="private", show_progress_on=chatbot
     )
     retried = chatbot.retry(on_retry, [session, told], followed, api_name="retry")
-    chatbot.edit(
-        on_edit, session, [chatbot, edit, confirm_edit, edit_words], api_visibility="private"
-    )
     resent = resend.click(
         on_resend, [session, edit, told], [*followed, confirm_edit, edit], api_name="resend_edit"
+    )
+    followers += [sends, examples, retried, resent]
+    for answered in (sends, examples, retried, resent):
+        answered.then(None, js=FOCUS_COMPOSER)
+    chatbot.edit(
+        on_edit, session, [chatbot, edit, confirm_edit, edit_words], api_visibility="private"
     )
     cancel_edit.click(
         on_cancel_edit, session, [chatbot, edit, confirm_edit], api_visibility="private"
     )
-    for answered in (sends, examples, retried, resent):
-        answered.then(None, js=FOCUS_COMPOSER)
+    gr.on(
+        [listing.change, session.change],
+        list_rows,
+        [listing, session],
+        chat_list,
+        api_visibility="private",
+        trigger_mode="always_last",
+    )
+    hide_rename = [side.rename_row]
+    for trigger in (side.rename_box.submit, side.rename_save.click):
+        trigger(
+            on_rename_row,
+            [renaming, side.rename_box],
+            [listing, renaming, *hide_rename],
+            api_visibility="private",
+        )
+    side.rename_cancel.click(
+        lambda: (None, gr.update(visible=False)),
+        None,
+        [renaming, side.rename_row],
+        api_visibility="private",
+    )
+    side.delete_no.click(
+        lambda: (None, gr.update(visible=False)),
+        None,
+        [deleting, side.delete_row],
+        api_visibility="private",
+    )
+    stop.click(on_stop, session, None, api_name="stop")
+    remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
+    new_title.submit(on_rename, [target, new_title], [listing, renaming], api_name="rename_session")
+    switching = list(followers)  # as they are now: a chat shown next is followed afresh
+    afterwards(
+        target.submit(
+            on_switch, [target, session], opened, api_name="switch_session", cancels=switching
+        )
+    )
+    afterwards(
+        new.click(
+            on_new,
+            session,
+            [session, chatbot, renaming, deleting],
+            api_name="new_session",
+            cancels=switching,
+        )
+    )
+    afterwards(
+        chat_list.select(
+            on_pick,
+            [listing, session],
+            [
+                session,
+                listing,
+                chatbot,
+                renaming,
+                deleting,
+                side.rename_row,
+                side.rename_box,
+                side.delete_row,
+                side.delete_words,
+            ],
+            api_visibility="private",
+            cancels=switching,
+        )
+    )
+    afterwards(
+        side.delete_yes.click(
+            on_delete_row,
+            [deleting, session],
+            [*deleted_outputs, side.delete_row],
+            api_visibility="private",
+            cancels=switching,
+        )
+    )
+    afterwards(
+        api_delete.click(
+            on_delete,
+            [target, session],
+            deleted_outputs,
+            api_name="delete_session",
+            cancels=switching,
+        )
+    )
 
 
 def example_message(example: gr.SelectData) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from app.chat_view import local_time
-from graph.setup import ContextFactory
+from graph.setup import ContextFactory, People
 from memory.memories import CATEGORIES, Memory, MemoryExists, MemoryRecordError
 from memory.segments import Segment
 from memory.sql_journal import EditConflict
@@ -67,9 +67,9 @@ def episode_rows(segments: list[Segment]) -> list[list[str]]:
     ]
 
 
-def build(make_context: ContextFactory, refresh: list[Any]) -> None:
-    """Lay out the tab inside the current Blocks; ``refresh`` triggers reload the table."""
-    store = make_context.store
+def build(people: People, refresh: list[Any]) -> None:
+    """Lay out the tab inside the current Blocks; ``refresh`` triggers reload the table.
+    Every handler works on the logged-in person's store (``people.factory``)."""
     table = gr.Dataframe(
         headers=COLUMNS,
         interactive=False,
@@ -103,28 +103,35 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
         elem_id="episodes-table",
     )
 
-    async def table_rows() -> list[list[Any]]:
+    async def table_rows(make_context: ContextFactory) -> list[list[Any]]:
+        store = make_context.store
         now = store.clock()
         tz = (await make_context()).settings.timezone
         return memory_rows(await store.ranked_memories(now), now, tz)
 
-    async def rows() -> tuple[list[list[Any]], str]:
-        found = await table_rows()
+    async def rows(request: gr.Request) -> tuple[list[list[Any]], str]:
+        found = await table_rows(people.factory(request.username))
         return found, "" if found else EMPTY
 
-    async def episodes_now() -> list[list[str]]:
+    async def episodes_now(request: gr.Request) -> list[list[str]]:
+        store = people.factory(request.username).store
         return episode_rows(await store.recent_segments())
 
-    async def on_select(event: gr.SelectData) -> tuple[str, str, str, str]:
+    async def on_select(request: gr.Request, event: gr.SelectData) -> tuple[str, str, str, str]:
         row = event.row_value or [""] * len(COLUMNS)
         # (category, key) names one memory: the row is found again whatever its position.
+        store = people.factory(request.username).store
         memories = await store.ranked_memories(store.clock())
         found = next((m for m in memories if (m.category, m.key) == (row[0], row[1])), None)
         if found is None:
             return "", row[0], row[1], row[2]
         return found.id, found.category, found.key, found.value
 
-    async def on_save(memory: str, cat: str, name: str, text: str) -> tuple[Any, str, str]:
+    async def on_save(
+        memory: str, cat: str, name: str, text: str, request: gr.Request
+    ) -> tuple[Any, str, str]:
+        make_context = people.factory(request.username)
+        store = make_context.store
         try:
             if memory:
                 await store.update_memory(memory, text, key=name, category=cat)
@@ -135,7 +142,7 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
             return gr.skip(), taken, memory
         except MemoryRecordError as exc:
             return gr.skip(), f"❌ Not saved: {exc}", memory
-        return await table_rows(), f"✅ Saved `{cat} / {name}`.", memory
+        return await table_rows(make_context), f"✅ Saved `{cat} / {name}`.", memory
 
     def cleared() -> tuple[str, None, str, str]:
         return "", None, "", ""
@@ -145,24 +152,26 @@ def build(make_context: ContextFactory, refresh: list[Any]) -> None:
             return gr.skip(), gr.skip(), "Select a memory in the table first."
         return gr.update(visible=True), gr.update(visible=True), "Delete this memory?"
 
-    async def on_delete(memory: str) -> tuple[Any, ...]:
+    async def on_delete(memory: str, request: gr.Request) -> tuple[Any, ...]:
+        make_context = people.factory(request.username)
         hidden = gr.update(visible=False)
         try:
-            await store.delete_memory(memory)
+            await make_context.store.delete_memory(memory)
         except MemoryRecordError as exc:
             return gr.skip(), hidden, hidden, f"❌ {exc}", *(gr.skip(),) * 4
-        return await table_rows(), hidden, hidden, "🗑️ Deleted.", *cleared()
+        return await table_rows(make_context), hidden, hidden, "🗑️ Deleted.", *cleared()
 
-    async def on_undo_sql() -> tuple[Any, str]:
+    async def on_undo_sql(request: gr.Request) -> tuple[Any, str]:
+        make_context = people.factory(request.username)
         try:
-            batch = await store.undo_last_sql_edit()
+            batch = await make_context.store.undo_last_sql_edit()
         except EditConflict as exc:
             return gr.skip(), f"❌ Not undone: {exc}"
         if batch is None:
             return gr.skip(), "Nothing to undo: no memory_sql edit is left."
         restored = ", ".join(edit.label for edit in batch.edits)
         return (
-            await table_rows(),
+            await table_rows(make_context),
             f"↩️ Undid the SQL edit of {batch.created_at} UTC ({restored}).",
         )
 

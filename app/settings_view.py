@@ -46,7 +46,7 @@ from config.settings import (
 from config.settings import validate_profile as validate
 from graph.providers import Verified, endpoint_status, verify_endpoint
 from graph.routing import NO_VISION_NOTICE
-from graph.setup import ContextFactory
+from graph.setup import People
 from prompts.templates import PERSONAS, persona_text
 
 NO_BACKEND = "none"
@@ -228,14 +228,14 @@ def provider_line(settings: Settings) -> str:
     )
 
 
-def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
+def build(people: People, load: Any, opened: Any) -> None:
     """Lay out the tab inside the current Blocks.
 
     The form is filled when the page loads (not each time the tab opens, which would
-    overwrite what the user is typing); the endpoint is checked on both.
+    overwrite what the user is typing); the endpoint is checked on both. Every handler
+    reads and saves the logged-in person's profile (``people.factory``).
     """
-    store = make_context.store
-    fixed = fixed_fields(make_context.flags, make_context.env)
+    fixed = fixed_fields(people.flags, people.env)
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
         base_url = gr.Textbox(label=LABELS["base_url"], elem_id="set-base-url")
@@ -303,8 +303,8 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
         line = provider_line(settings)
         return line if settings.is_local or settings.chat_model else f"{line}\n\n{CHOOSE_MODEL}"
 
-    async def fill() -> list[Any]:
-        settings = (await make_context()).settings
+    async def fill(request: gr.Request) -> list[Any]:
+        settings = (await people.factory(request.username)()).settings
         return [
             notice(settings),
             *updates(settings),
@@ -312,29 +312,30 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
             gr.update(**vision_warning(settings)),
         ]
 
-    async def on_save(*values: Any) -> tuple[str, str, bool]:
+    async def on_save(request: gr.Request, *values: Any) -> tuple[str, str, bool]:
         *fields, edited = values
+        make_context = people.factory(request.username)
         current = (await make_context()).settings
         form = dict(zip(FORM_KEYS, fields, strict=True))
         try:
             update = profile_update(form, edited, current, fixed)
         except ConfigError as exc:
             return f"❌ Not saved: {exc}", edited, False
-        await store.set_profile(update)
+        await make_context.store.set_profile(update)
         settings = (await make_context()).settings
         dropped = bool(current.api_key) and "api_key" in update and update["api_key"] is None
         return saved_message(update, settings, dropped_key=dropped), identity_text(settings), True
 
-    async def refresh(saved: bool) -> list[Any]:
+    async def refresh(saved: bool, request: gr.Request) -> list[Any]:
         """After a save: the form as now in effect (typed keys cleared, labels say "set");
         after a refusal, what the user typed stays."""
         if not saved:
             return [gr.skip() for _ in range(len(FORM_KEYS) + 2)]
-        settings = (await make_context()).settings
+        settings = (await people.factory(request.username)()).settings
         return [notice(settings), *updates(settings), gr.update(**vision_warning(settings))]
 
-    async def on_verify(*fields: Any) -> list[Any]:
-        current = (await make_context()).settings
+    async def on_verify(request: gr.Request, *fields: Any) -> list[Any]:
+        current = (await people.factory(request.username)()).settings
         target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current)
         verified: Verified = await asyncio.to_thread(verify_endpoint, target)
         choices = list(verified.models)
@@ -344,8 +345,8 @@ def build(make_context: ContextFactory, load: Any, opened: Any) -> None:
             gr.update(choices=["", *choices]),
         ]
 
-    async def on_check() -> str:
-        settings = (await make_context()).settings
+    async def on_check(request: gr.Request) -> str:
+        settings = (await people.factory(request.username)()).settings
         return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
 
     saved = gr.State(False)

@@ -1,10 +1,12 @@
 """The Gradio app: Chat, Settings, Memories and Graph tabs, and the server around them.
 
-``build_app(make_context)`` lays the app out around a ``graph.setup.ContextFactory``, one
-builder per tab (``app.chat_tab``, ``app.settings_view``, ``app.memories_view``,
-``graph_tab``): every turn awaits the factory for the ``Context`` of the current profile,
-so a saved setting applies to the next message, and every handler reaches the store
-through its async interface (``make_context.store``). ``launch_app`` starts it without
+``build_app(people)`` lays the app out around ``graph.setup.People``, one builder per tab
+(``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``). Every
+handler takes the ``gr.Request`` and asks ``people`` for the ``ContextFactory`` of the
+person logged in (``request.username``; the one default factory while there are no
+accounts): it awaits that factory for the ``Context`` of the person's profile now, so a
+saved setting applies to the next message, and reaches that person's store through its
+async interface (``make_context.store``) and nothing else. ``launch_app`` starts it without
 blocking (tests launch it around a scripted model); ``serve`` is what ``companion`` runs.
 Each browser keeps its own session id in a ``gr.State``, handlers are async and the queue
 runs many at once, so two browsers chat side by side and a running tool never freezes the
@@ -12,7 +14,9 @@ page.
 
 The server trusts no stranger (``app.security``): it answers only to its own Host names,
 serves a Content-Security-Policy, throttles failed logins and caps uploads at
-``MAX_UPLOAD_BYTES``; ``serve`` refuses to listen beyond loopback without a password.
+``MAX_UPLOAD_BYTES``; ``serve`` refuses to listen beyond loopback without a password. With
+accounts (``companion user add``) Gradio's login checks them (scrypt hashes in
+``memory.accounts``); without, COMPANION_PASSWORD is the one password (user ``companion``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from app.graph_view import NO_TRACE, mermaid_markdown
 from app.security import exposure_problem, middleware, trusted_hosts
 from config.settings import ConfigError
 from graph.builder import mermaid
-from graph.setup import ContextFactory
+from graph.setup import ContextFactory, People
 
 USER = "companion"
 CONCURRENCY = 16
@@ -48,18 +52,15 @@ CSS = """
 #chatbot .message-content { overflow-wrap: anywhere; }
 #chatbot button[aria-label="Clear"] { display: none; }
 #composer-row { align-items: stretch; }
-.chat-row { flex-wrap: nowrap !important; gap: 4px !important; align-items: center; }
-.chat-row .chat-open { justify-content: flex-start; text-align: left; white-space: pre-line;
-  overflow: hidden; font-weight: normal; line-height: 1.3; }
-.chat-row.current .chat-open { font-weight: 600; border-color: var(--color-accent); }
-.chat-row .chat-ask { min-width: 0; }
+#chat-list [role="gridcell"] { cursor: pointer; }
+#chat-list [data-col="1"], #chat-list [data-col="2"] { text-align: center; }
 #turn-trace table { display: block; overflow-x: auto; max-width: 100%; }
 #turn-trace td, #turn-trace th { word-break: normal; overflow-wrap: normal; min-width: 5em; }
 #turn-trace td code { white-space: pre-wrap; overflow-wrap: anywhere; }
 """
 
 
-def build_app(make_context: ContextFactory) -> gr.Blocks:
+def build_app(people: People) -> gr.Blocks:
     """The app's Blocks (not launched): one builder per tab."""
     with gr.Blocks(title="Companion") as demo:
         # Shown in the Graph tab, written by the Chat tab when a turn answers.
@@ -67,11 +68,11 @@ def build_app(make_context: ContextFactory) -> gr.Blocks:
         side = chat_tab.sidebar()
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                chat_tab.build(make_context, trace, demo.load, side, tabs)
+                chat_tab.build(people, trace, demo.load, side, tabs)
             with gr.Tab("Settings", id="settings", elem_id="tab-settings") as settings_tab:
-                settings_view.build(make_context, demo.load, settings_tab.select)
+                settings_view.build(people, demo.load, settings_tab.select)
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:
-                memories_view.build(make_context, [demo.load, memories_tab.select])
+                memories_view.build(people, [demo.load, memories_tab.select])
             with gr.Tab("Graph", id="graph", elem_id="tab-graph"):
                 graph_tab(trace)
     return demo
@@ -86,7 +87,7 @@ def graph_tab(trace: gr.Markdown) -> None:
 
 
 def launch_app(
-    make_context: ContextFactory,
+    make_context: ContextFactory | People,
     *,
     host: str = "127.0.0.1",
     port: int | None = None,
@@ -96,23 +97,31 @@ def launch_app(
 ) -> tuple[gr.Blocks, str]:
     """Build and start the app; returns the running Blocks and its local URL.
 
-    It answers only to loopback names, ``host`` and ``allowed_hosts`` (anything else gets
-    400). Raises ValueError for an empty password or a non-loopback host without one.
+    ``make_context`` is the people using it, or one person's factory. It answers only to
+    loopback names, ``host`` and ``allowed_hosts`` (anything else gets 400). With accounts,
+    Gradio's login checks them and ``password`` is not used. Raises ValueError for an
+    empty password or a non-loopback host without a login.
     """
     if password is not None and not password:
         raise ValueError("an empty password would turn the login off")
-    problem = exposure_problem(host, password)
+    people = make_context if isinstance(make_context, People) else People.single(make_context)
+    problem = exposure_problem(host, "accounts" if people.hosted else password)
     if problem:
         raise ValueError(problem)
-    media = make_context.store.media_dir
-    demo = build_app(make_context)
+    auth: Any = None
+    if people.hosted:
+        auth = people.check
+    elif password:
+        auth = (USER, password)
+    demo = build_app(people)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     _, url, _ = demo.launch(
         server_name=host,
         server_port=port,
-        auth=(USER, password) if password else None,
+        auth=auth,
         prevent_thread_lock=prevent_thread_lock,
-        allowed_paths=[str(media)],
+        # The media folders only, never the home (it holds the databases).
+        allowed_paths=[str(folder) for folder in people.media_dirs()],
         max_file_size=MAX_UPLOAD_BYTES,
         app_kwargs={"middleware": middleware(trusted_hosts(host, allowed_hosts))},
         num_workers=0,  # static-file workers (GRADIO_NUM_WORKERS) would bypass the middleware

@@ -1,7 +1,9 @@
 """Wire a runtime Context from configuration: settings, store, models, tools.
 
 The one place the application turns flags + environment + profile into live objects;
-the CLI, the app and the eval runner all start here.
+the CLI, the app and the eval runner all start here. ``People`` is the app's view of who
+uses it: one person with no login by default, or the accounts of ``memory.accounts``,
+each with a ``ContextFactory`` over their own database.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from graph.providers import (
     make_vision_model,
     unchosen_model,
 )
+from memory.accounts import Accounts, Person
 from memory.async_store import AsyncSqliteStore, AsyncStore
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
@@ -107,6 +110,84 @@ class ContextFactory:
             context = context_for(settings, self.store, registry=self.registry, **self.models)
             self._built = (key, context)
         return self._built[1]
+
+
+class UnknownPerson(PermissionError):
+    """A request names no person of this Companion (accounts are on)."""
+
+
+class People:
+    """Who uses this Companion, and a ``ContextFactory`` per person.
+
+    Until a first account is added (``companion user add``), one person uses it with no
+    login (or the single COMPANION_PASSWORD): every request gets ``default``. Once there
+    are accounts (decided when the app starts: restart it after adding the first one),
+    every request names its person through Gradio's login, and each person gets a factory
+    over their own database and media folder (``Person.home``), so nothing one person's
+    handlers or tools reach can hold another's data. The first person owns the home's own
+    database, so the conversations from before accounts stay theirs.
+    """
+
+    def __init__(
+        self,
+        flags: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        default: ContextFactory | None = None,
+        **models: Any,
+    ) -> None:
+        self.flags = dict(flags or {})
+        self.env = os.environ if env is None else env
+        self.root = resolve_home(flags, self.env)
+        self.models = models  # chat_model, vision_model, registry (tests pass scripted ones)
+        self.default = default or ContextFactory(flags, self.env, **models)
+        self.accounts = Accounts.open_home(self.root)
+        self.hosted = self.accounts.enabled()
+        self._people: dict[str, Person] = {}
+        self._factories: dict[int, ContextFactory] = {}
+
+    @classmethod
+    def single(cls, factory: ContextFactory) -> People:
+        """One person around an existing factory (tests, and the CLI's own factory)."""
+        models = {"registry": factory.registry, **factory.models}
+        return cls(factory.flags, factory.env, default=factory, **models)
+
+    def check(self, name: str, password: str) -> bool:
+        """Gradio's login: is this a person of this Companion, with this password?"""
+        return self.hosted and self.accounts.check(name, password) is not None
+
+    def factory(self, name: str | None) -> ContextFactory:
+        """The factory of the person a request names (``request.username``).
+
+        Raises UnknownPerson when accounts are on and ``name`` is no one's: a request
+        without a login never falls back to someone's data.
+        """
+        if not self.hosted:
+            return self.default
+        person = self._people.get(name or "")
+        if person is None:
+            person = self.accounts.get(name or "") if name else None
+            if person is None:
+                raise UnknownPerson(f"no person named {name!r}")
+            self._people[person.name] = self._people[name or ""] = person
+        if not person.folder:
+            return self.default
+        factory = self._factories.get(person.id)
+        if factory is None:
+            flags = {**self.flags, "home": str(person.home(self.root))}
+            factory = self._factories[person.id] = ContextFactory(flags, self.env, **self.models)
+        return factory
+
+    def media_dirs(self) -> list[Path]:
+        """Every person's media folder (the app may serve images from these only)."""
+        folders = [self.default.store.media_dir]
+        for person in self.accounts.people() if self.hosted else []:
+            folders.append(person.home(self.root) / "media")
+        return list(dict.fromkeys(folders))
+
+    def factories(self) -> list[ContextFactory]:
+        """Every factory opened so far (to close their stores)."""
+        return [self.default, *self._factories.values()]
 
 
 def model_summarizer(model: Any) -> Any:

@@ -37,16 +37,30 @@ def loaded(page: Any) -> None:
 
 
 def chat(page: Any, text: str) -> None:
+    """Send ``text`` and wait until its turn is over (the rows update when it ends)."""
     send(page, text)
     expect(last_answer(page)).to_have_text(hello(text), timeout=TIMEOUT_MS)
+    expect(page.locator("#stop-turn")).to_be_hidden()
 
 
 def rows(page: Any) -> Any:
-    return page.locator("#chats .chat-row")
+    """The sidebar's chat list: one row per chat (Gradio's Dataframe draws its body rows
+    as ``div[role=row]``, the header as a ``tr``)."""
+    return page.locator("#chat-list .virtual-row")
 
 
 def row(page: Any, title: str) -> Any:
     return rows(page).filter(has_text=title)
+
+
+def cell(found: Any, column: int) -> Any:
+    """A row's cell: 0 its title and last activity (opens it), 1 ✎, 2 🗑."""
+    return found.locator(f"[role='gridcell'][data-col='{column}']")
+
+
+def current(page: Any) -> Any:
+    """The row of the chat in view (marked "● ")."""
+    return rows(page).filter(has_text="● ")
 
 
 def sessions(app: RunningApp) -> list[Session]:
@@ -64,45 +78,40 @@ def test_the_sidebar_lists_chats_by_last_activity(page: Any) -> None:
     chat(page, "the newer chat")
     expect(rows(page).nth(0)).to_contain_text("the newer chat")
     expect(rows(page).nth(1)).to_contain_text("the older chat")
-    expect(page.locator("#chats .chat-row.current")).to_contain_text("the newer chat")
-    expect(rows(page).nth(0).locator(".chat-open")).to_contain_text(WHEN)
+    expect(current(page)).to_contain_text("the newer chat")
+    expect(cell(rows(page).nth(0), 0)).to_contain_text(WHEN)
 
-    row(page, "the older chat").locator(".chat-open").click()  # its last activity moves it up
+    cell(row(page, "the older chat"), 0).click()  # its last activity moves it up
     expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["the older chat"])
     chat(page, "back to the older chat")
     expect(rows(page).nth(0)).to_contain_text("the older chat")
-    expect(page.locator("#chats .chat-row.current")).to_contain_text("the older chat")
+    expect(current(page)).to_contain_text("the older chat")
     expect(rows(page).nth(1)).to_contain_text("the newer chat")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app bug: the rename box (.chat-rename, a gr.Textbox made in @gr.render) is "
-    "rendered disabled, so no new title can be typed",
-)
 def test_a_chat_is_renamed_from_its_row(page: Any, app: RunningApp) -> None:
     chat(page, "a chat to rename")
-    row(page, "a chat to rename").locator(".chat-rename-open").click()
-    name = page.locator("#chats .chat-rename input, #chats .chat-rename textarea").first
+    cell(row(page, "a chat to rename"), 1).click()
+    name = page.locator("#rename-box input, #rename-box textarea").first
     expect(name).to_have_value("a chat to rename")
-    name.fill("Tea talk", timeout=5_000)
-    page.locator("#chats").get_by_role("button", name="Save").click()
-    expect(rows(page).nth(0).locator(".chat-open")).to_contain_text("Tea talk")
+    name.fill("Tea talk")
+    page.locator("#rename-save").click()
+    expect(rows(page).nth(0)).to_contain_text("Tea talk")
+    expect(page.locator("#rename-chat")).to_be_hidden()
     assert sessions(app)[0].title == "Tea talk"
 
 
 def test_a_chat_is_deleted_only_when_confirmed(page: Any, app: RunningApp) -> None:
     chat(page, "a chat to delete")
-    doomed = rows(page).nth(0)  # the newest; while it asks, its title is not shown
-    expect(doomed).to_contain_text("a chat to delete")
-    doomed.locator(".chat-delete").click()
-    expect(doomed).to_contain_text("Delete this chat?")
-    doomed.get_by_role("button", name="Keep").click()
-    expect(doomed.locator(".chat-open")).to_be_visible()
+    expect(rows(page).nth(0)).to_contain_text("a chat to delete")
+    cell(rows(page).nth(0), 2).click()
+    expect(page.locator("#delete-chat")).to_contain_text("Delete “a chat to delete”?")
+    page.locator("#delete-no").click()
+    expect(page.locator("#delete-chat")).to_be_hidden()
     assert "a chat to delete" in [s.title for s in sessions(app)]
 
-    doomed.locator(".chat-delete").click()
-    doomed.locator(".chat-confirm-delete").click()
+    cell(row(page, "a chat to delete"), 2).click()
+    page.locator("#delete-yes").click()
     expect(row(page, "a chat to delete")).to_have_count(0)
     assert "a chat to delete" not in [s.title for s in sessions(app)]
 
