@@ -1,6 +1,6 @@
 """What the web server checks before Gradio sees a request: who is asking, and how often.
 
-Three pieces of ASGI middleware, handed to Gradio's FastAPI app by ``launch_app``:
+Four pieces of ASGI middleware, handed to Gradio's FastAPI app by ``launch_app``:
 
 - Starlette's ``TrustedHostMiddleware`` answers 400 to any request whose ``Host`` is not
   one of the app's own names (loopback, the address it binds, COMPANION_ALLOWED_HOSTS).
@@ -11,7 +11,9 @@ Three pieces of ASGI middleware, handed to Gradio's FastAPI app by ``launch_app`
   ``![](http://host/?pin=4321)`` is never fetched by the browser;
 - ``LoginThrottle`` counts failed logins per client address: after
   ``FREE_LOGIN_FAILURES`` of them, that address's logins are refused (429, even with the
-  right password) for a delay that doubles with each further failure.
+  right password) for a delay that doubles with each further failure;
+- ``MediaOwners`` (with accounts): Gradio serves every allowed folder to anyone logged
+  in, so a file in one person's media folder is answered 404 to everyone else.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import ipaddress
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
 
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
@@ -38,6 +42,7 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data: blob:; media-src 'self' data: blob:; object-src 'none'"
 )
 LOGIN_PATHS = ("/login", "/login/")
+FILE_ROUTE = "/file="  # Gradio's file route, under /gradio_api
 FREE_LOGIN_FAILURES = 5
 FIRST_LOCK_SECONDS = 2.0
 MAX_LOCK_SECONDS = 300.0
@@ -179,10 +184,62 @@ class LoginThrottle:
             log.warning("failed login from %s (%d in a row)", address, entry.count)
 
 
-def middleware(allowed_hosts: Iterable[str]) -> list[Middleware]:
-    """The app's middleware, outermost first: Host check, security headers, login throttle."""
-    return [
+class MediaOwners:
+    """Serves a file of a person's media folder to that person only (404 to anyone else).
+
+    ``owners`` maps each person's name (lower case) to their media folder. The user of a
+    request is the one Gradio's login cookie names (the app's ``tokens``).
+    """
+
+    def __init__(self, app: ASGIApp, owners: Mapping[str, Path]) -> None:
+        self.app = app
+        self.owners = {name: folder.resolve() for name, folder in owners.items()}
+
+    def owner_of(self, path: str) -> str | None:
+        """The person whose media folder holds ``path``, or None."""
+        target = Path(unquote(path)).resolve()
+        for name, folder in self.owners.items():
+            if target.is_relative_to(folder):
+                return name
+        return None
+
+    def user_of(self, scope: Scope) -> str | None:
+        """The logged-in user of the request, from Gradio's session cookie."""
+        app = scope.get("app")
+        tokens = getattr(app, "tokens", None) or {}
+        cookie_id = getattr(app, "cookie_id", "")
+        cookies: dict[str, str] = {}
+        for key, value in scope.get("headers", []):
+            if key == b"cookie":
+                for part in value.decode("latin-1").split(";"):
+                    name, _, text = part.strip().partition("=")
+                    cookies[name] = text
+        token = cookies.get(f"access-token-{cookie_id}") or cookies.get(
+            f"access-token-unsecure-{cookie_id}"
+        )
+        user = tokens.get(token) if token else None
+        return str(user).lower() if user else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if FILE_ROUTE in path:
+            owner = self.owner_of(path.split(FILE_ROUTE, 1)[1])
+            if owner is not None and owner != self.user_of(scope):
+                await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def middleware(
+    allowed_hosts: Iterable[str], media_owners: Mapping[str, Path] | None = None
+) -> list[Middleware]:
+    """The app's middleware, outermost first: Host check, security headers, login
+    throttle, and with accounts (``media_owners``) each person's images to them only."""
+    stack = [
         Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
         Middleware(SecurityHeaders),
         Middleware(LoginThrottle),
     ]
+    if media_owners:
+        stack.append(Middleware(MediaOwners, owners=dict(media_owners)))
+    return stack

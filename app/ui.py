@@ -123,7 +123,9 @@ def launch_app(
         # The media folders only, never the home (it holds the databases).
         allowed_paths=[str(folder) for folder in people.media_dirs()],
         max_file_size=MAX_UPLOAD_BYTES,
-        app_kwargs={"middleware": middleware(trusted_hosts(host, allowed_hosts))},
+        app_kwargs={
+            "middleware": middleware(trusted_hosts(host, allowed_hosts), people.media_owners())
+        },
         num_workers=0,  # static-file workers (GRADIO_NUM_WORKERS) would bypass the middleware
         quiet=True,
         show_error=True,

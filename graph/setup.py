@@ -178,6 +178,13 @@ class People:
             factory = self._factories[person.id] = ContextFactory(flags, self.env, **self.models)
         return factory
 
+    def media_owners(self) -> dict[str, Path]:
+        """Each person's media folder by their name in lower case (empty without accounts)."""
+        if not self.hosted:
+            return {}
+        people = self.accounts.people()
+        return {person.name.lower(): person.home(self.root) / "media" for person in people}
+
     def media_dirs(self) -> list[Path]:
         """Every person's media folder (the app may serve images from these only)."""
         folders = [self.default.store.media_dir]

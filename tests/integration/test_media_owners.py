@@ -1,0 +1,83 @@
+"""With accounts, each person's images are served to that person only: Gradio would serve
+any file of an allowed folder to anyone logged in, so ``app.security.MediaOwners``
+answers 404 for a file in someone else's media folder (checked over real HTTP, logged in
+through Gradio's own login form)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.ui import launch_app
+from graph.setup import People
+from memory.accounts import Accounts
+from tests.e2e.harness import free_port
+from tests.support.chat_model import ScriptedChatModel
+
+PASSWORDS = {"ann": "ann-password-1", "bob": "bob-password-2"}
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
+
+
+@dataclass
+class Hosted:
+    url: str
+    images: dict[str, Path]  # one image in each person's media folder
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosted]:
+    home = tmp_path_factory.mktemp("hosted") / "home"
+    accounts = Accounts.open_home(home)
+    images = {}
+    for name, password in PASSWORDS.items():
+        person = accounts.add(name, password)
+        media = person.home(home) / "media"
+        media.mkdir(parents=True, exist_ok=True)
+        images[name] = media / f"{name}.png"
+        images[name].write_bytes(PNG)
+    flags: dict[str, Any] = {"home": home, "provider": "openai-compatible"}
+    people = People(flags, env={}, chat_model=ScriptedChatModel(script=["hi"]))
+    demo, url = launch_app(people, port=free_port())
+    try:
+        yield Hosted(url.rstrip("/"), images)
+    finally:
+        demo.close()
+
+
+def logged_in(hosted: Hosted, name: str) -> httpx.Client:
+    client = httpx.Client(base_url=hosted.url, timeout=10)
+    answer = client.post("/login", data={"username": name, "password": PASSWORDS[name]})
+    assert answer.status_code == 200, answer.text
+    return client
+
+
+def fetch(client: httpx.Client, image: Path) -> int:
+    return client.get(f"/gradio_api/file={image}").status_code
+
+
+def test_a_person_gets_their_own_image(hosted: Hosted) -> None:
+    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
+        assert fetch(ann, hosted.images["ann"]) == 200
+        assert fetch(bob, hosted.images["bob"]) == 200
+
+
+def test_nobody_gets_another_persons_image(hosted: Hosted) -> None:
+    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
+        assert fetch(bob, hosted.images["ann"]) == 404
+        assert fetch(ann, hosted.images["bob"]) == 404
+        sneaky = hosted.images["bob"].parent / ".." / ".." / ".." / "media" / "ann.png"
+        assert fetch(bob, sneaky) == 404
+
+
+def test_no_image_without_a_login(hosted: Hosted) -> None:
+    with httpx.Client(base_url=hosted.url, timeout=10) as stranger:
+        assert fetch(stranger, hosted.images["ann"]) in (401, 403, 404)
