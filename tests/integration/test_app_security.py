@@ -112,7 +112,29 @@ def upload_until_answered(url: str, total: int) -> tuple[int, bytes]:
                 sent += len(chunk)
         except OSError:  # the server hung up: it answered before reading everything
             pass
-        return sent, sock.recv(65536)
+        return sent, _whole_answer(sock)
+
+
+def _whole_answer(sock: socket.socket) -> bytes:
+    """The HTTP answer, headers and body (which may come in later packets)."""
+    answer = b""
+    while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
+        try:
+            more = sock.recv(65536)
+        except OSError:
+            break
+        if not more:
+            break
+        answer += more
+    return answer
+
+
+def _length(answer: bytes) -> int:
+    for line in answer.partition(b"\r\n\r\n")[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value.strip())
+    return 0
 
 
 def test_an_upload_over_the_cap_is_refused_before_it_is_read_whole(launch) -> None:
