@@ -1,0 +1,493 @@
+"""The store on Postgres (issue 15): one database shared by every person, for hosting.
+
+On SQLite each person has a database file of their own. On Postgres all people share one
+database (several app processes behind a load balancer reach it), so every row carries
+its ``person``, and row-level security scopes every query to one person by construction:
+
+- Each table's ``person`` defaults to ``current_setting('app.person')`` and a policy
+  (``FORCE``d, so even the tables' owner is held to it) lets a query see, change and add
+  only rows whose person is that setting. Unset, a query sees nothing and an insert fails.
+- ``PgStore`` is one person's store: each call runs in one transaction that first sets
+  ``app.person`` for that transaction alone (``set_config(..., true)``), so a pooled
+  connection carries no person from one call to the next, and no query text needs a
+  ``WHERE person = …`` to be safe.
+- The app connects as a role that owns no table, is no superuser and has no BYPASSRLS:
+  it cannot switch the policies off (``ALTER TABLE``, ``row_security = off``). The
+  schema is made by an admin role (``migrate``).
+
+Same behaviour as ``memory.store.Store`` behind ``AsyncSqliteStore``, proven by the same
+contract tests (tests/integration/test_store_contract.py); timestamps are kept to the
+second and come back formatted like ``memory.store.format_time``.
+
+Not here yet (this is a first slice): memories, segments and episodes, the memory_sql
+journal, ``read_turn``, the media folder and the blocking store tools use; so
+``delete_messages_from`` has no segments to drop. Full-text search (``search_messages``)
+uses the 'simple' configuration (no stemming, any language) over a generated tsvector.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from psycopg import AsyncConnection, AsyncCursor, sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from memory.store import (
+    ROLES,
+    Clock,
+    Message,
+    RunningTurn,
+    Session,
+    StoreError,
+    format_time,
+    utc_now,
+)
+
+POOL_MAX = 10  # connections a PgStore.open pool keeps at most
+
+# The tables the app role may read and write (schema_version is the admin's alone).
+APP_TABLES: tuple[str, ...] = ("sessions", "messages", "running_turns", "profile")
+APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq")
+
+_ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
+# Every table's person: the transaction's app.person unless given, never empty.
+_PERSON = "person text NOT NULL DEFAULT current_setting('app.person') CHECK (person <> '')"
+
+
+def _scoped(table: str) -> str:
+    """Row-level security on ``table``: its rows are the current person's only."""
+    return f"""
+    ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+    CREATE POLICY {table}_person ON {table}
+        USING (person = current_setting('app.person', true))
+        WITH CHECK (person = current_setting('app.person', true));
+    """
+
+
+# Each entry upgrades the schema by one version. Never edit a shipped entry: append.
+PG_MIGRATIONS: tuple[str, ...] = (
+    # 1: sessions, messages (+ a generated tsvector for full-text search), running
+    # turns and the profile, every row a person's.
+    f"""
+    CREATE TABLE sessions (
+        id          text NOT NULL,
+        {_PERSON},
+        title       text NOT NULL DEFAULT 'New chat',
+        persona     text,
+        created_at  timestamptz NOT NULL,
+        style_note  text,
+        PRIMARY KEY (person, id)
+    );
+    CREATE TABLE messages (
+        id           bigserial PRIMARY KEY,
+        {_PERSON},
+        session_id   text NOT NULL,
+        role         text NOT NULL CHECK (role IN ({_ROLE_LIST})),
+        content      text NOT NULL DEFAULT '',
+        created_at   timestamptz NOT NULL,
+        tool_name    text,
+        tool_call_id text,
+        meta         jsonb NOT NULL DEFAULT '{{}}',
+        image_path   text,
+        tsv          tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED,
+        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
+    );
+    CREATE INDEX messages_session_id ON messages (person, session_id, id);
+    CREATE INDEX messages_tsv ON messages USING gin (tsv);
+    CREATE TABLE running_turns (
+        id              bigserial PRIMARY KEY,
+        {_PERSON},
+        session_id      text NOT NULL,
+        user_message_id bigint NOT NULL,
+        owner           text NOT NULL,
+        partial         text NOT NULL DEFAULT '',
+        started_at      timestamptz NOT NULL,
+        updated_at      timestamptz NOT NULL,
+        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
+    );
+    CREATE INDEX running_turns_session ON running_turns (person, session_id);
+    CREATE TABLE profile (
+        {_PERSON},
+        key   text NOT NULL,
+        value text NOT NULL,
+        PRIMARY KEY (person, key)
+    );
+    """
+    + "".join(_scoped(table) for table in APP_TABLES),
+)
+
+
+async def migrate(admin_url: str, app_role: str) -> int:
+    """Bring the schema up to date as the admin and grant ``app_role`` what the app needs
+    (rows of the app tables, their sequences; never ownership); the version in place."""
+    connecting = AsyncConnection.connect(admin_url, autocommit=True)
+    async with await connecting as conn, conn.transaction():
+        # Two processes starting at once: the second waits, then finds nothing to do.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.migrate'))")
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
+        cursor = await conn.execute("SELECT MAX(version) FROM schema_version")
+        row = await cursor.fetchone()
+        current = int(row[0] or 0) if row else 0
+        for version, script in enumerate(PG_MIGRATIONS[current:], start=current + 1):
+            await conn.execute(script)
+            await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+        role = sql.Identifier(app_role)
+        await conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, APP_TABLES)), role
+            )
+        )
+        await conn.execute(
+            sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, APP_SEQUENCES)), role
+            )
+        )
+    return len(PG_MIGRATIONS)
+
+
+def _stamp(moment: datetime) -> datetime:
+    """A moment as the store keeps it: to the second, like SQLite's text timestamps."""
+    return moment.replace(microsecond=0)
+
+
+def _jsonb(meta: dict[str, Any]) -> Jsonb:
+    return Jsonb(meta, dumps=partial(json.dumps, ensure_ascii=False, default=str))
+
+
+def _message(row: DictRow) -> Message:
+    return Message(
+        id=row["id"],
+        session_id=row["session_id"],
+        role=row["role"],
+        content=row["content"],
+        created_at=format_time(row["created_at"]),
+        tool_name=row["tool_name"],
+        tool_call_id=row["tool_call_id"],
+        meta=row["meta"] or {},
+        image_path=row["image_path"],
+    )
+
+
+def _session(row: DictRow) -> Session:
+    active_at = row.get("active_at")
+    return Session(
+        id=row["id"],
+        title=row["title"],
+        persona=row["persona"],
+        created_at=format_time(row["created_at"]),
+        active_at=format_time(active_at) if active_at else "",
+    )
+
+
+_MESSAGE_COLUMNS = (
+    "id, session_id, role, content, created_at, tool_name, tool_call_id, meta, image_path"
+)
+
+
+async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Message:
+    """Insert ``message`` (its id is ignored; its session is created if missing) in the
+    open transaction; the stored copy."""
+    created_at = datetime.fromisoformat(message.created_at + "+00:00")
+    await cursor.execute(
+        """INSERT INTO sessions (id, title, created_at) VALUES (%s, 'New chat', %s)
+           ON CONFLICT DO NOTHING""",
+        (message.session_id, created_at),
+    )
+    await cursor.execute(
+        """INSERT INTO messages (session_id, role, content, created_at, tool_name,
+                                 tool_call_id, meta, image_path)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+        (
+            message.session_id,
+            message.role,
+            message.content,
+            created_at,
+            message.tool_name,
+            message.tool_call_id,
+            _jsonb(message.meta),
+            message.image_path,
+        ),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return replace(message, id=row["id"])
+
+
+class PgStore:
+    """One person's store on a shared Postgres database (see the module docstring)."""
+
+    def __init__(
+        self, pool: AsyncConnectionPool, person: str, *, clock: Clock = utc_now, owns_pool: bool
+    ) -> None:
+        if not person:
+            raise ValueError("a PgStore needs a person")
+        self.pool = pool
+        self.person = person
+        self.clock = clock
+        self._owns_pool = owns_pool
+
+    @classmethod
+    async def open(cls, url: str, person: str, *, clock: Clock = utc_now) -> PgStore:
+        """``person``'s store on a pool of its own (closed by ``close``)."""
+        pool = AsyncConnectionPool(
+            url, min_size=1, max_size=POOL_MAX, open=False, kwargs={"autocommit": True}
+        )
+        await pool.open(wait=True)
+        return cls(pool, person, clock=clock, owns_pool=True)
+
+    @classmethod
+    def for_person(
+        cls, pool: AsyncConnectionPool, person: str, *, clock: Clock = utc_now
+    ) -> PgStore:
+        """``person``'s store on a pool shared with other people's (the caller closes it;
+        its connections must be in autocommit mode)."""
+        return cls(pool, person, clock=clock, owns_pool=False)
+
+    @property
+    def location(self) -> str:
+        """The database URL, without its password."""
+        conninfo = self.pool.conninfo
+        if not isinstance(conninfo, str):
+            return "postgresql (connection string made per connection)"
+        params = conninfo_to_dict(conninfo)
+        params.pop("password", None)
+        return make_conninfo("", **params)
+
+    async def close(self) -> None:
+        """Close the pool if this store opened it."""
+        if self._owns_pool:
+            await self.pool.close()
+
+    def _now(self) -> datetime:
+        return _stamp(self.clock())
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncCursor[DictRow]]:
+        """A cursor in one transaction scoped to this store's person."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute("SELECT set_config('app.person', %s, true)", (self.person,))
+            yield cursor
+
+    # sessions -------------------------------------------------------------------
+
+    async def create_session(self, title: str = "New chat", persona: str | None = None) -> Session:
+        """Start a new conversation."""
+        created_at = self._now()
+        session = Session(uuid.uuid4().hex[:12], title, persona, format_time(created_at))
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "INSERT INTO sessions (id, title, persona, created_at) VALUES (%s, %s, %s, %s)",
+                (session.id, title, persona, created_at),
+            )
+        return session
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """The session with that id, or None."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "SELECT id, title, persona, created_at FROM sessions WHERE id = %s",
+                (session_id,),
+            )
+            row = await cursor.fetchone()
+        return _session(row) if row else None
+
+    async def list_sessions(self) -> list[Session]:
+        """All sessions, most recently active first."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT s.id, s.title, s.persona, s.created_at,
+                          COALESCE(m.last_at, s.created_at) AS active_at FROM sessions s
+                   LEFT JOIN (SELECT session_id, MAX(id) AS last_id, MAX(created_at) AS last_at
+                              FROM messages GROUP BY session_id) m ON m.session_id = s.id
+                   ORDER BY COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
+            )
+            rows = await cursor.fetchall()
+        return [_session(row) for row in rows]
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        """Give a session a new title (StoreError: empty title, unknown session)."""
+        title = title.strip()
+        if not title:
+            raise StoreError("a session title cannot be empty")
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "UPDATE sessions SET title = %s WHERE id = %s", (title, session_id)
+            )
+            changed = cursor.rowcount
+        if changed == 0:
+            raise StoreError(f"no session {session_id!r}")
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session and everything in it."""
+        async with self._transaction() as cursor:
+            await cursor.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
+
+    async def style_note(self, session_id: str) -> str | None:
+        """The style note kept on the session, or None."""
+        async with self._transaction() as cursor:
+            await cursor.execute("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
+            row = await cursor.fetchone()
+        return row["style_note"] if row else None
+
+    async def set_style_note(self, session_id: str, note: str | None) -> None:
+        """Keep a style note on the session; None or blank removes it."""
+        note = (note or "").strip() or None
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "UPDATE sessions SET style_note = %s WHERE id = %s", (note, session_id)
+            )
+            changed = cursor.rowcount
+        if changed == 0:
+            raise StoreError(f"no session {session_id!r}")
+
+    # messages -------------------------------------------------------------------
+
+    async def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        image_path: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Message:
+        """Append a message to a session (created if missing); the stored message."""
+        if role not in ROLES:
+            raise StoreError(f"unknown message role {role!r}")
+        stamp = format_time(created_at or self.clock())
+        message = Message(
+            0, session_id, role, content, stamp, tool_name, tool_call_id, meta or {}, image_path
+        )
+        async with self._transaction() as cursor:
+            return await _insert_message(cursor, message)
+
+    async def messages(self, session_id: str) -> list[Message]:
+        """Every message of a session, oldest first."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            )
+            rows = await cursor.fetchall()
+        return [_message(row) for row in rows]
+
+    async def count_messages(self, session_id: str | None = None) -> int:
+        """How many messages there are (in one session, or in all)."""
+        async with self._transaction() as cursor:
+            if session_id is None:
+                await cursor.execute("SELECT COUNT(*) AS n FROM messages")
+            else:
+                await cursor.execute(
+                    "SELECT COUNT(*) AS n FROM messages WHERE session_id = %s", (session_id,)
+                )
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row["n"])
+
+    async def delete_messages_from(self, session_id: str, message_id: int) -> int:
+        """Delete the session's messages from ``message_id`` on; how many went."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "DELETE FROM messages WHERE session_id = %s AND id >= %s",
+                (session_id, message_id),
+            )
+            return cursor.rowcount
+
+    async def search_messages(self, query: str, limit: int = 20) -> list[Message]:
+        """Messages matching ``query`` (web-search syntax: words, "phrases", -not, or),
+        best match first, then newest."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"""SELECT {_MESSAGE_COLUMNS} FROM messages,
+                           websearch_to_tsquery('simple', %s) AS q
+                    WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC, id DESC LIMIT %s""",
+                (query, limit),
+            )
+            rows = await cursor.fetchall()
+        return [_message(row) for row in rows]
+
+    # running turns --------------------------------------------------------------
+
+    async def begin_turn(self, session_id: str, user_message_id: int, owner: str) -> int:
+        """Record a turn as running for process ``owner``; the record's id."""
+        stamp = self._now()
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """INSERT INTO running_turns (session_id, user_message_id, owner, started_at,
+                                              updated_at)
+                   VALUES (%s, %s, %s, %s, %s) RETURNING id""",
+                (session_id, user_message_id, owner, stamp, stamp),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row["id"])
+
+    async def save_partial(self, turn_id: int, text: str) -> None:
+        """Keep the running turn's answer so far."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "UPDATE running_turns SET partial = %s, updated_at = %s WHERE id = %s",
+                (text, self._now(), turn_id),
+            )
+
+    async def end_turn(self, turn_id: int) -> None:
+        """The turn is over: forget its record."""
+        async with self._transaction() as cursor:
+            await cursor.execute("DELETE FROM running_turns WHERE id = %s", (turn_id,))
+
+    async def running_turns(self) -> list[RunningTurn]:
+        """Every turn recorded as running, oldest first."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT id, session_id, user_message_id, owner, partial FROM running_turns
+                   ORDER BY id"""
+            )
+            rows = await cursor.fetchall()
+        return [RunningTurn(**row) for row in rows]
+
+    async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
+        """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
+        its record, in one transaction (None: another process already did)."""
+        answer = Message(
+            0, turn.session_id, "assistant", turn.partial, format_time(self.clock()), meta=meta
+        )
+        async with self._transaction() as cursor:
+            await cursor.execute("DELETE FROM running_turns WHERE id = %s", (turn.id,))
+            return await _insert_message(cursor, answer) if cursor.rowcount else None
+
+    # profile --------------------------------------------------------------------
+
+    async def profile(self) -> dict[str, str]:
+        """Every profile setting as text."""
+        async with self._transaction() as cursor:
+            await cursor.execute("SELECT key, value FROM profile")
+            rows = await cursor.fetchall()
+        return {row["key"]: row["value"] for row in rows}
+
+    async def set_profile(self, values: dict[str, str | float | int | None]) -> None:
+        """Save settings; a None value removes the key."""
+        async with self._transaction() as cursor:
+            for key, value in values.items():
+                if value is None:
+                    await cursor.execute("DELETE FROM profile WHERE key = %s", (key,))
+                else:
+                    await cursor.execute(
+                        """INSERT INTO profile (key, value) VALUES (%s, %s)
+                           ON CONFLICT (person, key) DO UPDATE SET value = excluded.value""",
+                        (key, str(value)),
+                    )

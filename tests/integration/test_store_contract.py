@@ -1,0 +1,392 @@
+"""The store's contract, run on both backends: SQLite (``AsyncSqliteStore``) and Postgres
+(``PgStore``); then what only Postgres has to prove: people sharing one database never see
+each other's rows, whatever SQL the app role runs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import errors
+from psycopg_pool import AsyncConnectionPool
+
+from memory.async_store import AsyncSqliteStore
+from memory.pg_store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
+from memory.store import RunningTurn, Session, Store, StoreError, format_time
+from tests.conftest import FIXED_NOW
+from tests.support.postgres import APP_ROLE, PostgresServer
+
+ContractStore = AsyncSqliteStore | PgStore
+_people = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """One server for the module, migrated once; each test is a new person on it."""
+    with PostgresServer() as server:
+        asyncio.run(migrate(server.admin_url, APP_ROLE))
+        yield server
+
+
+def ticking() -> Callable[[], datetime]:
+    """A clock a second further on at every reading, from FIXED_NOW."""
+    ticks = itertools.count()
+    return lambda: FIXED_NOW + timedelta(seconds=next(ticks))
+
+
+def new_person() -> str:
+    return f"person-{next(_people)}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres: PostgresServer
+) -> AsyncIterator[ContractStore]:
+    if request.param == "sqlite":
+        sqlite = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
+        yield sqlite
+        sqlite.close()
+    else:
+        pg = await PgStore.open(postgres.url, new_person(), clock=ticking())
+        yield pg
+        await pg.close()
+
+
+# the contract ---------------------------------------------------------------------
+
+
+async def test_sessions_are_created_read_and_listed_by_last_activity(
+    store: ContractStore,
+) -> None:
+    first = await store.create_session("Dinner")
+    second = await store.create_session()
+    assert first.title == "Dinner" and second.title == "New chat"
+    assert first.created_at == format_time(FIXED_NOW)
+    assert await store.get_session(first.id) == first
+    assert await store.get_session("nope") is None
+    assert [s.id for s in await store.list_sessions()] == [second.id, first.id]
+
+    said = await store.add_message(first.id, "user", "hello")
+    listed = await store.list_sessions()
+    assert [s.id for s in listed] == [first.id, second.id]
+    assert listed[0].active_at == said.created_at
+    assert listed[1].active_at == second.created_at
+    assert listed[0].created_at == first.created_at
+
+
+async def test_rename_refuses_an_empty_title_and_an_unknown_session(
+    store: ContractStore,
+) -> None:
+    session = await store.create_session()
+    await store.rename_session(session.id, "  Trip to Bali  ")
+    renamed = await store.get_session(session.id)
+    assert renamed is not None and renamed.title == "Trip to Bali"
+    with pytest.raises(StoreError, match="empty"):
+        await store.rename_session(session.id, "   ")
+    with pytest.raises(StoreError, match="no session"):
+        await store.rename_session("unknown", "Title")
+
+
+async def test_style_note_is_kept_and_blank_removes_it(store: ContractStore) -> None:
+    session = await store.create_session()
+    assert await store.style_note(session.id) is None
+    await store.set_style_note(session.id, "  short answers ")
+    assert await store.style_note(session.id) == "short answers"
+    await store.set_style_note(session.id, "  ")
+    assert await store.style_note(session.id) is None
+    await store.set_style_note(session.id, "again")
+    await store.set_style_note(session.id, None)
+    assert await store.style_note(session.id) is None
+    assert await store.style_note("unknown") is None
+    with pytest.raises(StoreError, match="no session"):
+        await store.set_style_note("unknown", "note")
+
+
+async def test_messages_round_trip_in_order_and_create_their_session(
+    store: ContractStore,
+) -> None:
+    asked = await store.add_message("fresh", "user", "weather in Ubud?")
+    answered = await store.add_message(
+        "fresh",
+        "weather_tool",
+        "🔧 TOOL RESULT — WEATHER",
+        tool_name="weather",
+        tool_call_id="call-1",
+        meta={"raw": {"temp": 28.5}, "when": FIXED_NOW, "ok": True},
+    )
+    drawn = await store.add_message("fresh", "assistant", "Here", image_path="media/cat.png")
+    session = await store.get_session("fresh")
+    assert session == Session("fresh", "New chat", None, asked.created_at)
+
+    stored = await store.messages("fresh")
+    assert [m.id for m in stored] == [asked.id, answered.id, drawn.id]
+    assert asked.id < answered.id < drawn.id
+    assert stored[0] == asked and stored[2] == drawn
+    # meta is stored as JSON: what is not JSON (a datetime) comes back as text.
+    assert stored[1].meta == {"raw": {"temp": 28.5}, "when": str(FIXED_NOW), "ok": True}
+    assert stored[1] == replace(answered, meta=stored[1].meta)
+    assert (answered.tool_name, answered.tool_call_id, answered.is_tool) == (
+        "weather",
+        "call-1",
+        True,
+    )
+    assert drawn.image_path == "media/cat.png" and asked.meta == {}
+    assert asked.created_at == format_time(FIXED_NOW)
+    assert await store.count_messages("fresh") == 3
+    assert await store.count_messages("other") == 0
+    assert await store.messages("other") == []
+    when = datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=FIXED_NOW.tzinfo)
+    dated = await store.add_message("fresh", "user", "dated", created_at=when)
+    assert dated.created_at == "2026-01-02 03:04:05"
+    with pytest.raises(StoreError, match="role"):
+        await store.add_message("fresh", "robot", "beep")
+    assert await store.count_messages("fresh") == 4
+
+
+async def test_delete_messages_from_cuts_the_session_from_that_id_on(
+    store: ContractStore,
+) -> None:
+    one = await store.add_message("a", "user", "one")
+    two = await store.add_message("a", "assistant", "two")
+    await store.add_message("a", "user", "three")
+    other = await store.add_message("b", "user", "elsewhere")
+    assert await store.delete_messages_from("a", two.id) == 2
+    assert await store.messages("a") == [one]
+    assert await store.messages("b") == [other]
+    assert await store.delete_messages_from("a", two.id) == 0
+
+
+async def test_deleting_a_session_deletes_everything_in_it(store: ContractStore) -> None:
+    doomed = await store.create_session("Doomed")
+    kept = await store.add_message("kept", "user", "stay")
+    asked = await store.add_message(doomed.id, "user", "go")
+    await store.begin_turn(doomed.id, asked.id, "owner-1")
+    await store.delete_session(doomed.id)
+    assert await store.get_session(doomed.id) is None
+    assert await store.messages(doomed.id) == []
+    assert await store.count_messages(doomed.id) == 0
+    assert await store.running_turns() == []
+    assert [s.id for s in await store.list_sessions()] == ["kept"]
+    assert await store.messages("kept") == [kept]
+    await store.delete_session("unknown")
+
+
+async def test_a_running_turn_keeps_its_partial_answer_until_it_ends(
+    store: ContractStore,
+) -> None:
+    asked = await store.add_message("s", "user", "tell me a story")
+    first = await store.begin_turn("s", asked.id, "owner-1")
+    second = await store.begin_turn("s", asked.id, "owner-2")
+    assert await store.running_turns() == [
+        RunningTurn(first, "s", asked.id, "owner-1", ""),
+        RunningTurn(second, "s", asked.id, "owner-2", ""),
+    ]
+    await store.save_partial(first, "Once upon")
+    await store.save_partial(first, "Once upon a time")
+    await store.end_turn(second)
+    assert await store.running_turns() == [
+        RunningTurn(first, "s", asked.id, "owner-1", "Once upon a time")
+    ]
+    await store.end_turn(first)
+    assert await store.running_turns() == []
+
+
+async def test_an_interrupted_turn_is_closed_once_with_its_text_so_far(
+    store: ContractStore,
+) -> None:
+    asked = await store.add_message("s", "user", "tell me a story")
+    turn_id = await store.begin_turn("s", asked.id, "dead-process")
+    await store.save_partial(turn_id, "Once upon")
+    (turn,) = await store.running_turns()
+    closed = await store.close_interrupted(turn, {"interrupted": True})
+    assert closed is not None
+    assert (closed.role, closed.content, closed.meta) == (
+        "assistant",
+        "Once upon",
+        {"interrupted": True},
+    )
+    assert await store.messages("s") == [asked, closed]
+    assert await store.running_turns() == []
+    assert await store.close_interrupted(turn, {"interrupted": True}) is None
+    assert await store.count_messages("s") == 2
+
+
+async def test_profile_values_are_text_and_none_removes_a_key(store: ContractStore) -> None:
+    assert await store.profile() == {}
+    await store.set_profile({"persona": "journal", "latitude": -8.5, "days": 3})
+    assert await store.profile() == {"persona": "journal", "latitude": "-8.5", "days": "3"}
+    await store.set_profile({"persona": "coach", "days": None, "missing": None})
+    assert await store.profile() == {"persona": "coach", "latitude": "-8.5"}
+
+
+# Postgres only: one database, many people -------------------------------------------
+
+
+@pytest.fixture
+async def shared_pool(postgres: PostgresServer) -> AsyncIterator[AsyncConnectionPool]:
+    pool = AsyncConnectionPool(
+        postgres.url, min_size=2, max_size=4, open=False, kwargs={"autocommit": True}
+    )
+    await pool.open(wait=True)
+    yield pool
+    await pool.close()
+
+
+async def test_two_people_on_one_database_never_see_each_other(
+    shared_pool: AsyncConnectionPool,
+) -> None:
+    alice = PgStore.for_person(shared_pool, new_person())
+    bob = PgStore.for_person(shared_pool, new_person())
+    session = await alice.create_session("Alice's")
+    asked = await alice.add_message(session.id, "user", "my secret")
+    turn_id = await alice.begin_turn(session.id, asked.id, "owner")
+    await alice.save_partial(turn_id, "alice's partial")
+    await alice.set_profile({"persona": "alice"})
+    await alice.set_style_note(session.id, "alice's note")
+
+    assert await bob.list_sessions() == []
+    assert await bob.get_session(session.id) is None
+    assert await bob.messages(session.id) == []
+    assert await bob.count_messages() == 0
+    assert await bob.running_turns() == []
+    assert await bob.profile() == {}
+    assert await bob.style_note(session.id) is None
+    assert await bob.search_messages("secret") == []
+    # What bob does to alice's ids touches nothing of hers.
+    with pytest.raises(StoreError):
+        await bob.rename_session(session.id, "Bob's now")
+    with pytest.raises(StoreError):
+        await bob.set_style_note(session.id, "bob's note")
+    assert await bob.delete_messages_from(session.id, 0) == 0
+    await bob.save_partial(turn_id, "bob was here")
+    await bob.end_turn(turn_id)
+    (turn,) = await alice.running_turns()
+    assert await bob.close_interrupted(turn, {}) is None
+    await bob.delete_session(session.id)
+    await bob.set_profile({"persona": None})
+    # The same session id is bob's own session, apart from alice's.
+    await bob.add_message(session.id, "user", "bob's words")
+    assert [m.content for m in await bob.messages(session.id)] == ["bob's words"]
+
+    assert await alice.messages(session.id) == [asked]
+    assert await alice.list_sessions() == [
+        Session(session.id, "Alice's", None, session.created_at, asked.created_at)
+    ]
+    assert turn.partial == "alice's partial"
+    assert await alice.profile() == {"persona": "alice"}
+    assert await alice.style_note(session.id) == "alice's note"
+
+
+async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
+    shared_pool: AsyncConnectionPool,
+) -> None:
+    alice, bob = new_person(), new_person()
+    for person in (alice, bob):
+        store = PgStore.for_person(shared_pool, person)
+        asked = await store.add_message("s", "user", f"{person} speaks")
+        await store.begin_turn("s", asked.id, "owner")
+        await store.set_profile({"name": person})
+
+    async with shared_pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('app.person', %s, true)", (bob,))
+        for table in APP_TABLES:
+            cursor = await conn.execute(f"SELECT DISTINCT person FROM {table}")
+            assert await cursor.fetchall() == [(bob,)], table
+        cursor = await conn.execute("SELECT content FROM messages WHERE person = %s", (alice,))
+        assert await cursor.fetchall() == []
+        cursor = await conn.execute(
+            "UPDATE messages SET content = 'hacked' WHERE person = %s", (alice,)
+        )
+        assert cursor.rowcount == 0
+        cursor = await conn.execute("DELETE FROM profile WHERE person = %s", (alice,))
+        assert cursor.rowcount == 0
+    async with shared_pool.connection() as conn:
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('app.person', %s, true)", (bob,))
+                await conn.execute(
+                    "INSERT INTO profile (person, key, value) VALUES (%s, 'k', 'v')", (alice,)
+                )
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('app.person', %s, true)", (bob,))
+                await conn.execute("UPDATE profile SET person = %s", (alice,))
+        # Without app.person (and after it, on the same pooled connection): nothing.
+        for table in APP_TABLES:
+            cursor = await conn.execute(f"SELECT COUNT(*) FROM {table}")
+            assert await cursor.fetchone() == (0,), table
+        with pytest.raises((errors.CheckViolation, errors.UndefinedObject)):
+            await conn.execute("INSERT INTO profile (key, value) VALUES ('k', 'v')")
+    assert await PgStore.for_person(shared_pool, alice).profile() == {"name": alice}
+
+
+async def test_the_app_role_cannot_turn_row_level_security_off(
+    shared_pool: AsyncConnectionPool, postgres: PostgresServer
+) -> None:
+    await PgStore.for_person(shared_pool, new_person()).set_profile({"k": "v"})
+    async with await psycopg.AsyncConnection.connect(postgres.url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
+        assert await cursor.fetchone() == (False, False)
+        for table in APP_TABLES:
+            for change in ("DISABLE ROW LEVEL SECURITY", "NO FORCE ROW LEVEL SECURITY"):
+                with pytest.raises(errors.InsufficientPrivilege, match="must be owner"):
+                    await conn.execute(f"ALTER TABLE {table} {change}")
+            with pytest.raises(errors.InsufficientPrivilege, match="must be owner"):
+                await conn.execute(f"DROP POLICY {table}_person ON {table}")
+        await conn.execute("SET row_security = off")
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security policy"):
+            await conn.execute("SELECT * FROM profile")
+        await conn.execute("RESET row_security")
+        with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+            await conn.execute("SET ROLE postgres")
+        with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+            await conn.execute("SELECT * FROM schema_version")
+
+
+async def test_full_text_search_finds_english_and_indonesian_words_of_its_person(
+    shared_pool: AsyncConnectionPool,
+) -> None:
+    alice = PgStore.for_person(shared_pool, new_person())
+    bob = PgStore.for_person(shared_pool, new_person())
+    hiking = await alice.add_message("a", "user", "We went hiking near the volcano")
+    cat = await alice.add_message("a", "user", "Kucing saya suka makan ikan")
+    lunch = await alice.add_message("b", "assistant", "Jangan lupa makan siang!")
+    bobs = await bob.add_message("a", "user", "Aku makan bakso, kucingnya tidur; hiking later")
+
+    assert await alice.search_messages("hiking") == [hiking]
+    assert await alice.search_messages("kucing") == [cat]
+    assert await alice.search_messages("KUCING makan") == [cat]
+    assert await alice.search_messages("makan") == [lunch, cat]
+    assert await alice.search_messages("makan", limit=1) == [lunch]
+    assert await alice.search_messages("makan -ikan") == [lunch]
+    assert await alice.search_messages('"makan siang"') == [lunch]
+    assert await alice.search_messages("rendang") == []
+    assert await bob.search_messages("makan") == [bobs]
+    assert await bob.search_messages("hiking") == [bobs]
+
+
+async def test_migrating_again_changes_nothing_and_the_location_hides_the_password(
+    postgres: PostgresServer, shared_pool: AsyncConnectionPool
+) -> None:
+    person = new_person()
+    await PgStore.for_person(shared_pool, person).set_profile({"kept": "yes"})
+    assert await migrate(postgres.admin_url, APP_ROLE) == len(PG_MIGRATIONS)
+    async with await psycopg.AsyncConnection.connect(postgres.admin_url) as conn:
+        cursor = await conn.execute("SELECT version FROM schema_version ORDER BY version")
+        assert await cursor.fetchall() == [(v,) for v in range(1, len(PG_MIGRATIONS) + 1)]
+    assert await PgStore.for_person(shared_pool, person).profile() == {"kept": "yes"}
+    store = await PgStore.open(postgres.url.replace("companion@", "companion:secret@"), person)
+    try:
+        assert "secret" not in store.location and "companion" in store.location
+    finally:
+        await store.close()
+    with pytest.raises(ValueError, match="person"):
+        PgStore.for_person(shared_pool, "")

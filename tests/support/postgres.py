@@ -1,0 +1,138 @@
+"""``PostgresServer``: a throwaway PostgreSQL server for the tests, started with pg_ctl.
+
+It runs Debian's (or any PATH's) ``initdb``/``pg_ctl`` on a free loopback port, with its
+data and unix socket in a temp folder, and makes a login role ``companion`` (no
+superuser, no BYPASSRLS: row-level security applies to it) and a database ``companion``
+owned by ``postgres``. As root, initdb and pg_ctl run as the ``postgres`` user (initdb
+refuses root). No binaries is an error, not a skip: CI installs postgresql.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+import psycopg
+from psycopg import sql
+
+APP_ROLE = "companion"
+DATABASE = "companion"
+SUPERUSER = "postgres"
+SEARCH_ROOT = Path("/usr/lib/postgresql")
+
+
+class PostgresNotFound(RuntimeError):
+    """No initdb/pg_ctl on PATH nor under /usr/lib/postgresql/*/bin."""
+
+
+def find_binaries() -> Path:
+    """The folder holding initdb and pg_ctl: PATH first, else the newest Debian version."""
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(on_path).resolve().parent
+    versions = sorted(
+        (folder for folder in SEARCH_ROOT.glob("*/bin") if (folder / "initdb").exists()),
+        key=lambda folder: _version(folder.parent.name),
+    )
+    if not versions:
+        raise PostgresNotFound(
+            "PostgreSQL's initdb/pg_ctl were not found on PATH nor under "
+            f"{SEARCH_ROOT}/*/bin: install postgresql (apt-get install postgresql)"
+        )
+    return versions[-1]
+
+
+def _version(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in name.split(".") if part.isdigit())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresServer:
+    """A PostgreSQL server in a temp folder: ``admin_url`` (superuser), ``url`` (the app role)."""
+
+    def __init__(self) -> None:
+        self.bin = find_binaries()
+        self.as_postgres = os.geteuid() == 0
+        self.folder = Path(tempfile.mkdtemp(prefix="companion-pg-"))
+        self.data = self.folder / "data"
+        self.log = self.folder / "server.log"
+        self.port = free_port()
+        self.admin_url = f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{DATABASE}"
+        self.url = f"postgresql://{APP_ROLE}@127.0.0.1:{self.port}/{DATABASE}"
+        self._running = False
+
+    def _run(self, *args: str) -> None:
+        command = [str(self.bin / args[0]), *args[1:]]
+        if self.as_postgres:
+            command = ["runuser", "-u", SUPERUSER, "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise RuntimeError(
+                f"{' '.join(command)} failed ({done.returncode}):\n"
+                f"{done.stdout}\n{done.stderr}\n{log}"
+            )
+
+    def start(self) -> PostgresServer:
+        """initdb, start on the free port, create the app role and database."""
+        try:
+            if self.as_postgres:
+                user = pwd.getpwnam(SUPERUSER)
+                os.chown(self.folder, user.pw_uid, user.pw_gid)
+            self._run(
+                "initdb", "-D", str(self.data), "-A", "trust", "-U", SUPERUSER,
+                "--encoding", "UTF8", "--locale", "C",
+            )  # fmt: skip
+            options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+            self._run(
+                "pg_ctl", "start", "-w", "-D", str(self.data), "-l", str(self.log), "-o", options
+            )
+            self._running = True
+            self._create_app_database()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create_app_database(self) -> None:
+        maintenance = f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/postgres"
+        with psycopg.connect(maintenance, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS"
+                ).format(sql.Identifier(APP_ROLE))
+            )
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(DATABASE), sql.Identifier(SUPERUSER)
+                )
+            )
+
+    def stop(self) -> None:
+        """Stop the server at once (nothing to keep) and remove its folder."""
+        if self._running:
+            self._running = False
+            self._run("pg_ctl", "stop", "-m", "immediate", "-D", str(self.data))
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
