@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.db import connect, owner_only
+from memory.db import connect, migrate, owner_only
 from memory.store import format_time, utc_now
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,40}")  # matched whole; compared ignoring case
@@ -45,20 +45,18 @@ DUMMY_HASH = f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${'A' * 22}==${'A' * 43}="
 
 # Each entry upgrades the schema by one version, one statement at a time. Never edit a
 # shipped entry: append.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[str, ...] = (
     # 1: the people. ``folder`` is relative to the home: "" for the first person (the
     # home's own companion.db), "people/<id>" for the others.
-    (
-        """
-        CREATE TABLE users (
-            id            INTEGER PRIMARY KEY,
-            name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
-            password_hash TEXT NOT NULL,
-            folder        TEXT NOT NULL UNIQUE,
-            created_at    TEXT NOT NULL
-        )
-        """,
-    ),
+    """
+    CREATE TABLE users (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
+        password_hash TEXT NOT NULL,
+        folder        TEXT NOT NULL UNIQUE,
+        created_at    TEXT NOT NULL
+    );
+    """,
 )
 
 
@@ -220,7 +218,7 @@ class Accounts:
         conn = connect(self.path, wait_ms=WAIT_MS)
         conn.isolation_level = None  # transactions are explicit (BEGIN IMMEDIATE)
         try:
-            _migrate(conn)
+            migrate(conn, MIGRATIONS)
             yield conn
         finally:
             conn.close()
@@ -242,20 +240,3 @@ def _make_folder(path: Path) -> None:
     path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
     path.mkdir(mode=FOLDER_MODE, exist_ok=True)
     path.chmod(FOLDER_MODE)  # mkdir's mode yields to the umask, and the folder may exist
-
-
-def _migrate(conn: sqlite3.Connection) -> int:
-    """Bring the registry's schema up to date; returns the version now in place."""
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        current = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
-        for version, statements in enumerate(MIGRATIONS[current:], start=current + 1):
-            for statement in statements:
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return len(MIGRATIONS)

@@ -11,6 +11,7 @@ import logging
 import os
 import sqlite3
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 10_000
@@ -203,14 +204,15 @@ def is_busy(error: BaseException) -> bool:
     return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the schema up to date; returns the version now in place."""
+def migrate(conn: sqlite3.Connection, migrations: Sequence[str] = MIGRATIONS) -> int:
+    """Bring the schema up to date with ``migrations`` (the store's, or another file's
+    such as ``memory.accounts``); returns the version now in place."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
         current = row[0] or 0
-        for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
+        for version, script in enumerate(migrations[current:], start=current + 1):
             for statement in _statements(script):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
@@ -218,7 +220,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return len(MIGRATIONS)
+    return len(migrations)
 
 
 def _statements(script: str) -> list[str]:
