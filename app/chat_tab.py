@@ -34,6 +34,7 @@ message is sent; the note goes after the persona's identity block, never in its 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import sqlite3
@@ -61,9 +62,9 @@ from graph.providers import LOCAL_BANNER
 from graph.runner import catch_up_once, schedule_segments, too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
-from graph.turns import LiveTurn, Turns, recover_interrupted
+from graph.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from memory.async_store import AsyncStore
-from memory.store import Session, StoreError
+from memory.store import RunningTurn, Session, StoreError
 from prompts.templates import persona_greeting
 
 log = logging.getLogger("companion.app")
@@ -84,6 +85,7 @@ DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
 CHAT_HEIGHT = "calc(100dvh - 270px)"
 STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
 LIST_HEADERS = ("Chats, most recent first", "✎", "🗑")
+POLL_SECONDS = 0.3  # how often a turn run by another process is read back from the store
 NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
 WINDOW_WIDTH = "() => window.innerWidth"
 
@@ -224,6 +226,31 @@ class ChatTab:
         """The person left a session: what they said there becomes an episode now."""
         if left and left != going_to and await self.store.get_session(left):
             schedule_segments(await self.make_context(), left, force=True)
+
+    async def running_elsewhere(self, session_id: str) -> RunningTurn | None:
+        """The session's turn that another app process on this database runs, if any."""
+        for turn in await self.store.running_turns():
+            mine = turn.owner == self.turns.owner
+            if turn.session_id == session_id and not mine and owner_alive(turn.owner) is not False:
+                return turn
+        return None
+
+    async def elsewhere(self, session_id: str) -> AsyncIterator[list[Any]]:
+        """Follow a turn another process runs, from the store: what it has stored so far
+        and its answer's text so far (polled every ``POLL_SECONDS``), until it ends; then
+        the stored chat."""
+        last: list[Any] | None = None
+        while True:
+            turn = await self.running_elsewhere(session_id)
+            shown = await _history(self.store, session_id)
+            if turn is not None and turn.partial:
+                shown.append(answer_bubble(turn.partial))
+            if shown != last:
+                yield shown
+                last = shown
+            if turn is None:
+                return
+            await asyncio.sleep(POLL_SECONDS)
 
     async def following(
         self, session_id: str, told: list[str], first: LiveTurn | None = None
@@ -496,6 +523,12 @@ def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr
         """``follow`` for ``tab``, from ``first`` (the turn this page just started). Always
         yields: a generator that yields nothing would blank every output."""
         turns = tab.turns
+        here = bool(session_id and (first is not None or turns.live(session_id)))
+        if session_id and not here and await tab.running_elsewhere(session_id):
+            # Another app process runs it (several processes on one database).
+            yield {stop: gr.update(visible=True)}
+            async for polled in tab.elsewhere(session_id):
+                yield {chatbot: polled, stop: gr.update(visible=True)}
         if not session_id or (first is None and not turns.live(session_id)):
             yield {stop: gr.update(visible="hidden")}
             return
@@ -581,7 +614,7 @@ def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr
         tab = chats.of(request)
         turns = tab.turns
         if session_id:
-            await turns.stop(session_id)
+            await turns.stop(session_id, tab.store)
 
     async def on_retry(
         session_id: str | None, noticed: list[str], request: gr.Request

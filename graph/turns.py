@@ -9,7 +9,9 @@ that goes away only stops following.
 - **One turn at a time per session.** A message sent while the session's turn runs waits
   for it (it is queued in this process, in order) and runs next.
 - **Stop** (``Turns.stop``) cancels the session's running turn. What it wrote so far is
-  stored as its answer, marked ``stopped``; the tool steps already run stay stored.
+  stored as its answer, marked ``stopped``; the tool steps already run stay stored. A
+  turn run by another process (several app processes on one database) is asked to stop
+  through its row, which that process watches.
 - **Partial answers are written as they grow** (``running_turns`` in the store, at most
   every ``PARTIAL_EVERY`` seconds). If the process dies mid-turn, ``recover_interrupted``
   (the app's first page load) stores that text as the turn's answer, marked
@@ -46,6 +48,7 @@ log = logging.getLogger("companion.turns")
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 PARTIAL_EVERY = 0.25  # seconds between two writes of the answer so far
+STOP_POLL = 0.3  # seconds between two looks for a Stop asked from another process
 STOPPED: dict[str, Any] = {"stopped": True}
 INTERRUPTED: dict[str, Any] = {"interrupted": True}
 
@@ -131,12 +134,13 @@ class Turns:
         )
         return turn
 
-    async def stop(self, session_id: str) -> bool:
-        """Cancel the session's running turn and wait until it has stored what it wrote;
-        False when none was running."""
+    async def stop(self, session_id: str, store: AsyncStore | None = None) -> bool:
+        """Cancel the session's running turn and wait until it has stored what it wrote.
+        A turn another process runs is asked to stop through ``store`` (it stops within
+        ``STOP_POLL``). False when none was running."""
         running = next((t for t in self.live(session_id) if t.started), None)
         if running is None or running.task is None or running.task.done():
-            return False
+            return bool(store and await store.request_stop(session_id))
         running.task.cancel()
         await running.finished.wait()
         return True
@@ -169,6 +173,7 @@ class _Recorder:
 
     async def run(self, stored: Message | None) -> None:
         store = self.ctx.store
+        watcher: asyncio.Task[None] | None = None
         try:
             async for event in stream_turn(
                 self.ctx,
@@ -179,6 +184,8 @@ class _Recorder:
             ):
                 await self._note(store, event)
                 self.turn.publish(event)
+                if watcher is None and self.record is not None:
+                    watcher = asyncio.get_running_loop().create_task(self._watch(store))
         except asyncio.CancelledError:
             await self._stopped(store)
         except Exception as exc:  # a bug or a store failure: the chat shows it
@@ -187,9 +194,20 @@ class _Recorder:
             self.turn.publish(TurnError(f"{type(exc).__name__}: {exc}"))
             self.turn.publish(Answer("", None, [], []))
         finally:
+            if watcher is not None:
+                watcher.cancel()
             if self.record is not None:
                 with contextlib.suppress(Exception):
                     await store.end_turn(self.record)
+
+    async def _watch(self, store: AsyncStore) -> None:
+        """Cancel the turn when Stop is asked from another process (``Turns.stop``)."""
+        while self.record is not None:
+            await asyncio.sleep(STOP_POLL)
+            if await store.stop_requested(self.record):
+                if self.turn.task is not None:
+                    self.turn.task.cancel()
+                return
 
     async def _note(self, store: AsyncStore, event: TurnEvent) -> None:
         """Keep the running_turns row up to date with the event."""

@@ -196,6 +196,14 @@ class AsyncStore(Protocol):
         """Every turn recorded as running, oldest first."""
         ...
 
+    async def request_stop(self, session_id: str) -> bool:
+        """Ask the process running the session's turn to stop it (False: none runs)."""
+        ...
+
+    async def stop_requested(self, turn_id: int) -> bool:
+        """True once Stop was asked for this running turn."""
+        ...
+
     async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
         """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
         its record (None: another process already did)."""
@@ -385,6 +393,8 @@ class AsyncSqliteStore:
     save_partial = _writes(Store.save_partial, inline=True)
     end_turn = _writes(Store.end_turn, inline=True)
     running_turns = _reads(Store.running_turns)
+    request_stop = _writes(Store.request_stop)
+    stop_requested = _reads(Store.stop_requested, inline=True)
     close_interrupted = _writes(Store.close_interrupted)
     recent_segments = _reads(recent_segments)
     ranked_memories = _reads(ranked)

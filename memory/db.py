@@ -159,6 +159,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX running_turns_session ON running_turns(session_id);
     """,
+    # 6: Stop pressed in another process than the one running the turn: it asks through
+    # the row, and the running process cancels its turn when it sees the flag.
+    """
+    ALTER TABLE running_turns ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 

@@ -439,6 +439,21 @@ class Store:
         with self.transaction() as conn:
             conn.execute("DELETE FROM running_turns WHERE id = ?", (turn_id,))
 
+    def request_stop(self, session_id: str) -> bool:
+        """Ask whichever process runs the session's turn to stop it; False if none runs."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE running_turns SET stop_requested = 1 WHERE session_id = ?", (session_id,)
+            )
+        return cursor.rowcount > 0
+
+    def stop_requested(self, turn_id: int) -> bool:
+        """True once Stop was asked for the turn (``request_stop``)."""
+        row = self.conn.execute(
+            "SELECT stop_requested FROM running_turns WHERE id = ?", (turn_id,)
+        ).fetchone()
+        return bool(row and row[0])
+
     def running_turns(self) -> list[RunningTurn]:
         """Every turn recorded as running, oldest first."""
         rows = self.conn.execute(

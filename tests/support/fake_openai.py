@@ -31,6 +31,7 @@ class Step:
     delay: float = 0.0
     malformed: bool = False
     cut: bool = False  # close the stream after the first chunk
+    word_delay: float = 0.0  # seconds between two streamed chunks (a slow answer)
 
 
 class _Server(ThreadingHTTPServer):
@@ -151,6 +152,8 @@ class FakeOpenAIServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 for index, chunk in enumerate(_chunks(request, step)):
+                    if index and step.word_delay:
+                        time.sleep(step.word_delay)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     if step.cut and index == 0:

@@ -154,6 +154,23 @@ async def test_stop_stores_what_was_written_so_far_marked_stopped(make_context) 
     assert await turns.stop("s1") is False
 
 
+async def test_stop_asked_by_another_process_stops_the_turn(make_context) -> None:
+    ctx: Context = make_context([slow(STORY, 0.05)])
+    running, elsewhere = Turns(owner=f"{HOST}:1:one"), Turns(owner=f"{HOST}:2:two")
+    turn = running.start(ctx, "s1", "tell me a story")
+    await until(lambda: len(deltas(turn.events)) >= 3, "three words streamed")
+    assert elsewhere.live("s1") == []
+
+    assert await elsewhere.stop("s1", ctx.store) is True  # asked through the store
+
+    await asyncio.wait_for(turn.finished.wait(), DEADLINE)
+    assert any(isinstance(event, TurnStopped) for event in turn.events)
+    answer = ctx.store.blocking.messages("s1")[-1]
+    assert answer.meta == STOPPED and STORY.startswith(answer.content) and answer.content
+    assert ctx.store.blocking.running_turns() == []
+    assert await elsewhere.stop("s1", ctx.store) is False  # nothing runs any more
+
+
 async def test_stop_with_nothing_running_returns_false() -> None:
     assert await Turns().stop("no-such-session") is False
 
