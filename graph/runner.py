@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
@@ -232,10 +235,15 @@ def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Ta
     30 minutes becomes an episode even if no other turn comes."""
 
     async def catch_up() -> None:
+        lease = max(every or 0.0, LEASE_SECONDS)
         while True:
             try:
-                while await ctx.store.catch_up_segments(ctx.summarize, tz=ctx.settings.timezone):
-                    await asyncio.sleep(0)
+                # Several app processes on one database sweep once: whoever holds the lease.
+                if await ctx.store.claim(CATCH_UP_JOB, PROCESS, lease):
+                    while await ctx.store.catch_up_segments(
+                        ctx.summarize, tz=ctx.settings.timezone
+                    ):
+                        await asyncio.sleep(0)
             except Exception:
                 log.exception("catching up on unsummarised conversations failed")
             if every is None:
@@ -245,6 +253,10 @@ def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Ta
     return _background(catch_up(), "segments:catch-up")
 
 
+# This process, as named in the database (running turns, job leases): host, pid, a token.
+PROCESS = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+CATCH_UP_JOB = "segments:catch-up"
+LEASE_SECONDS = 60.0  # the shortest lease of the sweep: a dead holder's ends this soon
 _CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
 SWEEP_SECONDS = 300.0
 

@@ -32,21 +32,19 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from graph.context import Context
 from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
-from graph.runner import stream_turn
+from graph.runner import PROCESS, stream_turn
 from memory.async_store import AsyncStore
 from memory.store import Message, RunningTurn
 
 log = logging.getLogger("companion.turns")
 
-OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+OWNER = PROCESS  # this process, as its running_turns rows name it
 PARTIAL_EVERY = 0.25  # seconds between two writes of the answer so far
 STOP_POLL = 0.3  # seconds between two looks for a Stop asked from another process
 STOPPED: dict[str, Any] = {"stopped": True}

@@ -196,6 +196,10 @@ class AsyncStore(Protocol):
         """Every turn recorded as running, oldest first."""
         ...
 
+    async def claim(self, job: str, holder: str, seconds: float) -> bool:
+        """Take or renew a background job's lease (False: another process holds it)."""
+        ...
+
     async def request_stop(self, session_id: str) -> bool:
         """Ask the process running the session's turn to stop it (False: none runs)."""
         ...
@@ -394,6 +398,7 @@ class AsyncSqliteStore:
     end_turn = _writes(Store.end_turn, inline=True)
     running_turns = _reads(Store.running_turns)
     request_stop = _writes(Store.request_stop)
+    claim = _writes(Store.claim)
     stop_requested = _reads(Store.stop_requested, inline=True)
     close_interrupted = _writes(Store.close_interrupted)
     recent_segments = _reads(recent_segments)

@@ -164,6 +164,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE running_turns ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;
     """,
+    # 7: background work that several app processes on one database must run once (the
+    # sweep for quiet conversations): a process holds a job's lease until ``until``.
+    """
+    CREATE TABLE job_leases (
+        name   TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        until  TEXT NOT NULL
+    );
+    """,
 )
 
 

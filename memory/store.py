@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -453,6 +453,25 @@ class Store:
             "SELECT stop_requested FROM running_turns WHERE id = ?", (turn_id,)
         ).fetchone()
         return bool(row and row[0])
+
+    def claim(self, job: str, holder: str, seconds: float) -> bool:
+        """Take (or renew) the lease of a background job for ``seconds``: True when
+        ``holder`` has it now, False while another holder's lease runs."""
+        now = self.clock()
+        until = format_time(now + timedelta(seconds=seconds))
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT holder, until FROM job_leases WHERE name = ?", (job,)
+            ).fetchone()
+            if row and row["holder"] != holder and parse_time(row["until"]) > now:
+                return False
+            conn.execute(
+                """INSERT INTO job_leases (name, holder, until) VALUES (?, ?, ?)
+                   ON CONFLICT(name) DO UPDATE SET holder = excluded.holder,
+                                                   until = excluded.until""",
+                (job, holder, until),
+            )
+        return True
 
     def running_turns(self) -> list[RunningTurn]:
         """Every turn recorded as running, oldest first."""
