@@ -1,0 +1,335 @@
+"""Companion's turn path under load from several OS processes on one shared SQLite database.
+
+This is the scale-out path on one machine: several app processes over one
+COMPANION_HOME, each writing its turns to the same SQLite file (WAL, busy timeout).
+Postgres is the scale-out path across machines; its store is incomplete, so it is not
+measured yet (the bench prints a line saying so).
+
+The parent starts ``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP
+server on 127.0.0.1 that answers every chat call with its default text after ``latency``
+seconds) and ``--processes`` worker processes (multiprocessing, "spawn"), started once
+and reused by both runs. For a run, each worker opens the run's home with
+``graph.setup.open_context`` (provider openai-compatible, ``base_url=server.url``,
+``tool_mode=commands``), runs one untimed warm-up turn in a session of its own (the graph
+compiled, the HTTP client opened), says it is ready, and on the parent's go runs
+``--sessions`` sessions at once with asyncio, each ``--turns`` calls of
+``graph.runner.run_turn`` in a row (one model call per turn). It reports every turn's
+latency, every error (an exception, or ``TurnResult.error``) and its session ids.
+
+Two runs, each against a fresh home: (a) one worker (the SQLite baseline), (b) every
+worker; wall time runs from the go to the last report. They alternate for ``--rounds``
+rounds (one round's ratio moves with machine noise); a run's figures pool its rounds.
+Per run: turns, wall time, throughput, p50 and p95 turn latency, errors, and messages
+lost (two per turn, the user's and the answer, minus what the database holds for those
+sessions; must be 0). Then (b)'s throughput over (a)'s, pooled and per round.
+
+The model bounds a run from below: it cannot be shorter than ``turns × latency`` (the
+ideal wall time printed), when every session's calls overlap perfectly; the ideal ratio
+is the number of processes. What else bounds it is the turn path's CPU (each worker runs
+its sessions on one core, and the workers and the server's threads share the machine's
+cores) and the database's one writer lock. ``--latency 0`` takes the model away, to see
+how much of a turn that is.
+
+    python -m bench.scale --processes 2 --sessions 64 --turns 10 --latency 0.2 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import multiprocessing
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.context import SpawnProcess
+from multiprocessing.queues import Queue
+from pathlib import Path
+
+from bench import quiet_environment
+
+quiet_environment()
+
+from graph.context import Context  # noqa: E402
+from graph.runner import run_turn  # noqa: E402
+from graph.setup import open_context  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
+from memory.store import Store  # noqa: E402
+from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+
+MESSAGES_PER_TURN = 2  # the user's message and the answer
+WAIT = 300.0  # seconds the parent waits for any one message of a worker before it gives up
+GO = "go"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run's share of a worker: its sessions in one home."""
+
+    home: str
+    base_url: str
+    sessions: int
+    turns: int
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A worker has opened the home and warmed up; it waits for the go."""
+
+    worker: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one worker did in a run."""
+
+    worker: int
+    sessions: list[str]  # the session ids it ran (the warm-up's excluded)
+    latencies: list[float]  # seconds of each turn that returned
+    errors: list[str]  # exceptions and TurnResult errors, one line each
+
+
+@dataclass
+class Figures:
+    """One run's figures, pooled over its rounds."""
+
+    processes: int
+    turns: int = 0  # turns asked for, over every worker and round
+    wall: float = 0.0  # seconds from each round's go to its last report, summed
+    model_calls: int = 0  # chat requests the server received in those times
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    lost: int = 0  # messages expected in the database minus messages it holds
+    rounds: list[float] = field(default_factory=list)  # each round's throughput
+
+    @property
+    def throughput(self) -> float:
+        """Turns per second."""
+        return self.turns / self.wall
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile of some values (``share`` from 0 to 1); NaN for none."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+async def session(ctx: Context, session_id: str, turns: int) -> tuple[list[float], list[str]]:
+    """One session's turns in a row: their latencies, and the errors seen."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    for i in range(turns):
+        started = time.perf_counter()
+        try:
+            result = await run_turn(ctx, session_id, f"message {i} of {session_id}")
+        except Exception as exc:  # a bench counts failures instead of stopping at the first
+            errors.append(f"{session_id}#{i}: {exc!r}")
+            continue
+        latencies.append(time.perf_counter() - started)
+        if result.error:
+            errors.append(f"{session_id}#{i}: {result.error}")
+    return latencies, errors
+
+
+async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[object]) -> Report:
+    """Open the home, warm up, wait for the go, then run every session at once."""
+    ctx = open_context(
+        flags={
+            "home": job.home,
+            "provider": "openai-compatible",
+            "base_url": job.base_url,
+            "chat_model": "fake-chat",
+            "tool_mode": "commands",
+        },
+        env={"COMPANION_API_KEY": "bench"},
+    )
+    try:
+        warm = await run_turn(ctx, f"warmup-{index}", "warm up")
+        if warm.error:
+            raise RuntimeError(f"warm-up turn failed: {warm.error}")
+        results.put(Ready(index))
+        if await asyncio.to_thread(jobs.get) != GO:
+            raise RuntimeError("expected the go")
+        ids = [f"p{index}-s{j}" for j in range(job.sessions)]
+        outcomes = await asyncio.gather(*(session(ctx, name, job.turns) for name in ids))
+    finally:
+        if isinstance(ctx.store, AsyncSqliteStore):
+            ctx.store.close()
+    latencies = [seconds for done, _ in outcomes for seconds in done]
+    return Report(index, ids, latencies, [error for _, seen in outcomes for error in seen])
+
+
+def worker(index: int, jobs: Queue[object], results: Queue[object]) -> None:
+    """A worker process: run jobs until told to stop (``None``)."""
+    while isinstance(job := jobs.get(), Job):
+        try:
+            report = asyncio.run(run_job(index, job, jobs, results))
+        except Exception:
+            report = Report(index, [], [], [f"worker {index}: {traceback.format_exc()}"])
+        results.put(report)
+
+
+@dataclass
+class Workers:
+    """The worker processes, each with its own job queue, and their one results queue."""
+
+    processes: list[SpawnProcess]
+    jobs: list[Queue[object]]
+    results: Queue[object]
+
+    @classmethod
+    def start(cls, count: int) -> Workers:
+        """Spawn ``count`` workers (each imports Companion once, for every run)."""
+        spawn = multiprocessing.get_context("spawn")
+        results: Queue[object] = spawn.Queue()
+        jobs: list[Queue[object]] = [spawn.Queue() for _ in range(count)]
+        processes = [
+            spawn.Process(target=worker, args=(i, jobs[i], results), daemon=True)
+            for i in range(count)
+        ]
+        for process in processes:
+            process.start()
+        return cls(processes, jobs, results)
+
+    def stop(self) -> None:
+        """Tell every worker to stop, and wait for them."""
+        for queue in self.jobs:
+            queue.put(None)
+        for process in self.processes:
+            process.join(timeout=WAIT)
+
+    def run(
+        self, count: int, job: Job, server: FakeOpenAIServer
+    ) -> tuple[float, int, list[Report]]:
+        """Run ``job`` on the first ``count`` workers at once: wall seconds from the go to
+        the last report, model calls in that time, and the reports."""
+        for queue in self.jobs[:count]:
+            queue.put(job)
+        ready: list[int] = []
+        reports: list[Report] = []
+        while len(ready) + len(reports) < count:  # a worker that failed to start reports
+            match self.results.get(timeout=WAIT):
+                case Ready(worker=index):
+                    ready.append(index)
+                case Report() as report:
+                    reports.append(report)
+        calls = len(server.requests)
+        started = time.perf_counter()
+        for index in ready:
+            self.jobs[index].put(GO)
+        for _ in ready:
+            message = self.results.get(timeout=WAIT)
+            assert isinstance(message, Report), message
+            reports.append(message)
+        wall = time.perf_counter() - started
+        return wall, len(server.requests) - calls, reports
+
+
+def fresh_home(home: Path) -> Path:
+    """A new home with its database created and migrated (before the workers open it)."""
+    if (home / "companion.db").exists():
+        raise SystemExit(f"{home} already holds a database: give a fresh --home")
+    Store.open_home(home).close()
+    return home
+
+
+def measure(
+    workers: Workers,
+    figures: Figures,
+    sessions: int,
+    turns: int,
+    home: Path,
+    server: FakeOpenAIServer,
+) -> None:
+    """One round of a run in a fresh home, and the messages its database holds, added to
+    the run's figures."""
+    job = Job(str(fresh_home(home)), server.url, sessions, turns)
+    wall, calls, reports = workers.run(figures.processes, job, server)
+    asked = figures.processes * sessions * turns
+    figures.turns += asked
+    figures.wall += wall
+    figures.model_calls += calls
+    figures.rounds.append(asked / wall)
+    for report in reports:
+        figures.latencies += report.latencies
+        figures.errors += report.errors
+    store = Store.open_home(home)
+    try:
+        held = sum(store.count_messages(s) for report in reports for s in report.sessions)
+    finally:
+        store.close()
+    figures.lost += asked * MESSAGES_PER_TURN - held
+
+
+def print_figures(
+    runs: dict[str, Figures], sessions: int, turns: int, latency: float, rounds: int
+) -> None:
+    """The runs as a Markdown table, the ratio, and the first few errors."""
+    processes = max(figures.processes for figures in runs.values())
+    print(
+        f"\n{processes} processes × {sessions} sessions × {turns} turns on one SQLite database, "
+        f"model latency {latency * 1000:.0f} ms per call (one call per turn), "
+        f"{rounds} rounds, {os.cpu_count()} CPU cores.\n"
+    )
+    print(
+        "| run | processes | turns | model calls | wall (s) | ideal wall (s) "
+        "| throughput (turns/s) | p50 turn (s) | p95 turn (s) | errors | messages lost |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, figures in runs.items():
+        print(
+            f"| {name} | {figures.processes} | {figures.turns} | {figures.model_calls} "
+            f"| {figures.wall:.2f} | {rounds * turns * latency:.2f} | {figures.throughput:.1f} "
+            f"| {percentile(figures.latencies, 0.50):.3f} "
+            f"| {percentile(figures.latencies, 0.95):.3f} "
+            f"| {len(figures.errors)} | {figures.lost} |"
+        )
+    baseline, scaled = runs.values()
+    print(
+        f"\nthroughput (b) / (a): {scaled.throughput / baseline.throughput:.2f} "
+        f"(ideal {scaled.processes / baseline.processes:.0f}); per round: "
+        + ", ".join(f"{b / a:.2f}" for a, b in zip(baseline.rounds, scaled.rounds, strict=True))
+    )
+    print("postgres: not yet (store incomplete)")
+    for error in [*baseline.errors, *scaled.errors][:5]:
+        print(f"\nerror: {error}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Figures]:
+    """Run the baseline and the scale-out run, print their figures, and return them."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--sessions", type=int, default=64, help="concurrent, per process")
+    parser.add_argument("--turns", type=int, default=10, help="in a row, per session")
+    parser.add_argument("--latency", type=float, default=0.2, help="model seconds per call")
+    parser.add_argument("--rounds", type=int, default=3, help="(a) then (b), this many times")
+    parser.add_argument("--home", type=Path, help="folder for the runs' homes (default: temp)")
+    args = parser.parse_args(argv)
+
+    with (
+        tempfile.TemporaryDirectory(prefix="companion-bench-") as folder,
+        FakeOpenAIServer(latency=args.latency) as server,
+    ):
+        root = args.home.expanduser() if args.home else Path(folder)
+        runs = {
+            "(a) 1 process, SQLite baseline": Figures(1),
+            f"(b) {args.processes} processes, one SQLite database": Figures(args.processes),
+        }
+        workers = Workers.start(args.processes)
+        try:
+            for index in range(args.rounds):
+                for kind, figures in zip(("baseline", "scale-out"), runs.values(), strict=True):
+                    home = root / f"{kind}-{index}"
+                    measure(workers, figures, args.sessions, args.turns, home, server)
+        finally:
+            workers.stop()
+    print_figures(runs, args.sessions, args.turns, args.latency, args.rounds)
+    return runs
+
+
+if __name__ == "__main__":
+    main()
