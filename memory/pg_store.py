@@ -17,12 +17,17 @@ its ``person``, and row-level security scopes every query to one person by const
 
 Same behaviour as ``memory.store.Store`` behind ``AsyncSqliteStore``, proven by the same
 contract tests (tests/integration/test_store_contract.py); timestamps are kept to the
-second and come back formatted like ``memory.store.format_time``.
+second and come back formatted like ``memory.store.format_time``. Here so far: sessions,
+messages (and their full-text search), running turns, the profile, memories (validated
+by memory.memories' own helpers, ranked with its ordering and memory.scoring's
+retrievability), segments (read, and dropped with the messages they covered) and
+``read_turn``. Full-text search (``search_messages``) uses the 'simple' configuration (no
+stemming, any language) over a generated tsvector; segments' summaries have one too.
 
-Not here yet (this is a first slice): memories, segments and episodes, the memory_sql
-journal, ``read_turn``, the media folder and the blocking store tools use; so
-``delete_messages_from`` has no segments to drop. Full-text search (``search_messages``)
-uses the 'simple' configuration (no stemming, any language) over a generated tsvector.
+Not here yet: cutting and summarising segments (``refresh_segments``,
+``catch_up_segments``: ``add_segment`` stores one given span), searching them, episodes,
+the memory_sql journal (``undo_last_sql_edit``), stop requests and job leases, the media
+folder, and the blocking store tools use.
 """
 
 from __future__ import annotations
@@ -36,12 +41,23 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from psycopg import AsyncConnection, AsyncCursor, sql
+from psycopg import AsyncConnection, AsyncCursor, errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from memory import scoring
+from memory.async_store import TurnReads
+from memory.memories import (
+    Memory,
+    MemoryExists,
+    MemoryNotFound,
+    _category,  # memory.memories' own validation: both backends refuse alike
+    _key,
+    _value,
+)
+from memory.segments import Segment
 from memory.store import (
     ROLES,
     Clock,
@@ -50,14 +66,18 @@ from memory.store import (
     Session,
     StoreError,
     format_time,
+    parse_time,
     utc_now,
 )
 
 POOL_MAX = 10  # connections a PgStore.open pool keeps at most
 
+# The tables each migration adds (all scoped to a person), and their sequences.
+_TABLES_1 = ("sessions", "messages", "running_turns", "profile")
+_TABLES_2 = ("memories", "segments")
 # The tables the app role may read and write (schema_version is the admin's alone).
-APP_TABLES: tuple[str, ...] = ("sessions", "messages", "running_turns", "profile")
-APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq")
+APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2
+APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
 
 _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
 # Every table's person: the transaction's app.person unless given, never empty.
@@ -124,7 +144,45 @@ PG_MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (person, key)
     );
     """
-    + "".join(_scoped(table) for table in APP_TABLES),
+    + "".join(_scoped(table) for table in _TABLES_1),
+    # 2: memories (FSRS state beside each fact) and segments (a generated tsvector over
+    # the summary). stability and difficulty are double precision, as SQLite's REAL is:
+    # float4 would rank memories differently from SQLite near ties.
+    f"""
+    CREATE TABLE memories (
+        id               text NOT NULL,
+        {_PERSON},
+        category         text NOT NULL CHECK (category IN
+                              ('identity', 'principles', 'focus', 'signals')),
+        key              text NOT NULL,
+        value            text NOT NULL,
+        created_at       timestamptz NOT NULL,
+        updated_at       timestamptz NOT NULL,
+        stability        double precision NOT NULL DEFAULT 1.0,
+        difficulty       double precision NOT NULL DEFAULT 5.0,
+        last_recalled_at timestamptz,
+        recall_count     integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (person, id),
+        UNIQUE (person, category, key)
+    );
+    CREATE TABLE segments (
+        id               bigserial PRIMARY KEY,
+        {_PERSON},
+        session_id       text NOT NULL,
+        start_message_id bigint NOT NULL,
+        end_message_id   bigint NOT NULL,
+        start_at         timestamptz NOT NULL,
+        end_at           timestamptz NOT NULL,
+        summary          text NOT NULL,
+        summary_kind     text NOT NULL DEFAULT 'extractive',
+        tsv              tsvector GENERATED ALWAYS AS (to_tsvector('simple', summary)) STORED,
+        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
+    );
+    CREATE INDEX segments_session ON segments (person, session_id, end_message_id);
+    CREATE INDEX segments_end_at ON segments (person, end_at);
+    CREATE INDEX segments_tsv ON segments USING gin (tsv);
+    """
+    + "".join(_scoped(table) for table in _TABLES_2),
 )
 
 
@@ -190,9 +248,57 @@ def _session(row: DictRow) -> Session:
     )
 
 
+def _memory(row: DictRow) -> Memory:
+    recalled = row["last_recalled_at"]
+    return Memory(
+        id=row["id"],
+        category=row["category"],
+        key=row["key"],
+        value=row["value"],
+        created_at=format_time(row["created_at"]),
+        updated_at=format_time(row["updated_at"]),
+        stability=row["stability"],
+        difficulty=row["difficulty"],
+        last_recalled_at=format_time(recalled) if recalled else None,
+        recall_count=row["recall_count"],
+    )
+
+
+def _ranked(memories: list[Memory], now: datetime) -> list[Memory]:
+    """``memories`` (in category, key order) as ``memory.memories.ranked`` orders them:
+    most retrievable at ``now`` first, ties most recently updated first."""
+    memories.sort(key=lambda m: m.updated_at, reverse=True)
+    memories.sort(key=lambda m: m.retrievability(now), reverse=True)
+    return memories
+
+
+def _segment(row: DictRow) -> Segment:
+    return Segment(
+        id=row["id"],
+        session_id=row["session_id"],
+        start_message_id=row["start_message_id"],
+        end_message_id=row["end_message_id"],
+        start_at=format_time(row["start_at"]),
+        end_at=format_time(row["end_at"]),
+        summary=row["summary"],
+        summary_kind=row["summary_kind"],
+    )
+
+
 _MESSAGE_COLUMNS = (
     "id, session_id, role, content, created_at, tool_name, tool_call_id, meta, image_path"
 )
+_MEMORY_COLUMNS = (
+    "id, category, key, value, created_at, updated_at, stability, difficulty, "
+    "last_recalled_at, recall_count"
+)
+_SEGMENT_COLUMNS = (
+    "id, session_id, start_message_id, end_message_id, start_at, end_at, summary, summary_kind"
+)
+# SQLite's key match (COLLATE NOCASE) folds ASCII letters only; so does lower() under "C".
+_SAME_KEY = 'lower(key COLLATE "C") = lower(%s COLLATE "C")'
+# SQLite's all_memories order (BINARY collation: code point order), ranked's starting point.
+_MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 
 
 async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Message:
@@ -222,6 +328,12 @@ async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Mes
     row = await cursor.fetchone()
     assert row is not None
     return replace(message, id=row["id"])
+
+
+async def _all_memories(cursor: AsyncCursor[DictRow]) -> list[Memory]:
+    """Every memory, in the order SQLite's ``all_memories`` gives them."""
+    await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
+    return [_memory(row) for row in await cursor.fetchall()]
 
 
 class PgStore:
@@ -399,9 +511,46 @@ class PgStore:
         assert row is not None
         return int(row["n"])
 
-    async def delete_messages_from(self, session_id: str, message_id: int) -> int:
-        """Delete the session's messages from ``message_id`` on; how many went."""
+    async def read_turn(
+        self, session_id: str, user_message_id: int, *, history: int, now: datetime
+    ) -> TurnReads:
+        """build_context's reads, in one transaction: this turn's messages, ``history``
+        messages up to the user's (0: none), the kept style note, and the memories ranked
+        at ``now``."""
         async with self._transaction() as cursor:
+            await cursor.execute(
+                f"""SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND id > %s
+                    ORDER BY id""",
+                (session_id, user_message_id),
+            )
+            turn = [_message(row) for row in await cursor.fetchall()]
+            earlier: list[Message] = []
+            if history:
+                await cursor.execute(
+                    f"""SELECT {_MESSAGE_COLUMNS} FROM messages
+                        WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
+                    (session_id, user_message_id, history),
+                )
+                earlier = [_message(row) for row in reversed(await cursor.fetchall())]
+            await cursor.execute("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
+            session = await cursor.fetchone()
+            memories = await _all_memories(cursor)
+        return TurnReads(
+            turn=turn,
+            history=earlier,
+            style_note=session["style_note"] if session else None,
+            memories=_ranked(memories, now),
+        )
+
+    async def delete_messages_from(self, session_id: str, message_id: int) -> int:
+        """Delete the session's messages from ``message_id`` on, and the segments that
+        covered them (their summaries would still recall the deleted words); how many
+        messages went."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "DELETE FROM segments WHERE session_id = %s AND end_message_id >= %s",
+                (session_id, message_id),
+            )
             await cursor.execute(
                 "DELETE FROM messages WHERE session_id = %s AND id >= %s",
                 (session_id, message_id),
@@ -469,6 +618,155 @@ class PgStore:
         async with self._transaction() as cursor:
             await cursor.execute("DELETE FROM running_turns WHERE id = %s", (turn.id,))
             return await _insert_message(cursor, answer) if cursor.rowcount else None
+
+    # segments -------------------------------------------------------------------
+
+    async def add_segment(
+        self, session_id: str, span: list[Message], summary: str, summary_kind: str
+    ) -> Segment:
+        """Store ``span`` (consecutive messages of the session, oldest first) as one
+        segment with its summary. PgStore cannot cut and summarise segments yet
+        (``refresh_segments``): until it can, this is how segments get in (the tests)."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"""INSERT INTO segments (session_id, start_message_id, end_message_id,
+                                          start_at, end_at, summary, summary_kind)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_SEGMENT_COLUMNS}""",
+                (
+                    session_id,
+                    span[0].id,
+                    span[-1].id,
+                    parse_time(span[0].created_at),
+                    parse_time(span[-1].created_at),
+                    summary,
+                    summary_kind,
+                ),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return _segment(row)
+
+    async def recent_segments(self, limit: int = 50) -> list[Segment]:
+        """The newest segments of every session, newest first (the Memories tab's episodes)."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"SELECT {_SEGMENT_COLUMNS} FROM segments ORDER BY end_at DESC, id DESC LIMIT %s",
+                (limit,),
+            )
+            rows = await cursor.fetchall()
+        return [_segment(row) for row in rows]
+
+    # memories -------------------------------------------------------------------
+
+    async def ranked_memories(self, now: datetime) -> list[Memory]:
+        """Every memory, most retrievable at ``now`` first (ties: most recently updated)."""
+        async with self._transaction() as cursor:
+            memories = await _all_memories(cursor)
+        return _ranked(memories, now)
+
+    async def create_memory(
+        self, category: str, key: str, value: str, now: datetime | None = None
+    ) -> Memory:
+        """Store a new fact; raises MemoryExists when the key is taken (update it instead)."""
+        category, key, value = _category(category), _key(key), _value(value)
+        stamp = _stamp(now if now is not None else self.clock())
+        strength = scoring.initial_strength()
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"SELECT value FROM memories WHERE category = %s AND {_SAME_KEY}",
+                (category, key),
+            )
+            existing = await cursor.fetchone()
+            if existing is not None:
+                raise MemoryExists(
+                    f"memory {category}/{key} already exists (value: {existing['value']!r}); "
+                    "use update_memory to change it"
+                )
+            try:
+                await cursor.execute(
+                    f"""INSERT INTO memories (id, category, key, value, created_at, updated_at,
+                                              stability, difficulty)
+                        VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_MEMORY_COLUMNS}""",
+                    (
+                        str(uuid.uuid4()),
+                        category,
+                        key,
+                        value,
+                        stamp,
+                        stamp,
+                        strength.stability,
+                        strength.difficulty,
+                    ),
+                )
+            except errors.UniqueViolation as error:  # created meanwhile by another call
+                raise MemoryExists(f"memory {category}/{key} already exists") from error
+            row = await cursor.fetchone()
+        assert row is not None
+        return _memory(row)
+
+    async def update_memory(
+        self,
+        memory_id: str,
+        value: str,
+        *,
+        key: str | None = None,
+        category: str | None = None,
+        now: datetime | None = None,
+    ) -> Memory:
+        """Edit a memory from the app's Memories tab (value, and optionally key/category);
+        restating a fact counts as a recall (it strengthens it)."""
+        now = now if now is not None else self.clock()
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise MemoryNotFound(f"no memory with id {memory_id!r}")
+            memory = _memory(row)
+            value = _value(value)
+            new_category = _category(category) if category else memory.category
+            new_key = _key(key) if key else memory.key
+            anchor = parse_time(memory.last_recalled_at or memory.created_at)
+            strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+            await cursor.execute(
+                f"SELECT 1 FROM memories WHERE category = %s AND {_SAME_KEY} AND id <> %s",
+                (new_category, new_key, memory.id),
+            )
+            if await cursor.fetchone():
+                raise MemoryExists(f"memory {new_category}/{new_key} already exists")
+            stamp = _stamp(now)
+            try:
+                await cursor.execute(
+                    f"""UPDATE memories SET category = %s, key = %s, value = %s,
+                               updated_at = %s, stability = %s, difficulty = %s,
+                               last_recalled_at = %s, recall_count = %s
+                        WHERE id = %s RETURNING {_MEMORY_COLUMNS}""",
+                    (
+                        new_category,
+                        new_key,
+                        value,
+                        stamp,
+                        strength.stability,
+                        strength.difficulty,
+                        stamp,
+                        strength.recall_count,
+                        memory.id,
+                    ),
+                )
+            except errors.UniqueViolation as error:  # the key was taken meanwhile
+                raise MemoryExists(f"memory {new_category}/{new_key} already exists") from error
+            updated = await cursor.fetchone()
+        assert updated is not None
+        return _memory(updated)
+
+    async def delete_memory(self, memory_id: str) -> None:
+        """Delete a memory by id; raises MemoryNotFound when there is none."""
+        async with self._transaction() as cursor:
+            await cursor.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+            deleted = cursor.rowcount
+        if deleted == 0:
+            raise MemoryNotFound(f"no memory with id {memory_id!r}")
 
     # profile --------------------------------------------------------------------
 

@@ -16,9 +16,12 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory.async_store import AsyncSqliteStore
+from memory import scoring
+from memory.async_store import AsyncSqliteStore, TurnReads
+from memory.memories import InvalidMemory, Memory, MemoryExists, MemoryNotFound
 from memory.pg_store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
-from memory.store import RunningTurn, Session, Store, StoreError, format_time
+from memory.segments import Segment, split_spans
+from memory.store import Message, RunningTurn, Session, Store, StoreError, format_time
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
 
@@ -56,6 +59,36 @@ async def store(
         pg = await PgStore.open(postgres.url, new_person(), clock=ticking())
         yield pg
         await pg.close()
+
+
+async def summarise(messages: list[Message]) -> str:
+    """A scripted summariser: the span's words in order."""
+    return " / ".join(message.content for message in messages)
+
+
+async def cut_segments(store: ContractStore, session_id: str) -> None:
+    """Cut the session's unsegmented messages into segments summarised by ``summarise``,
+    each backend its own way: SQLite through memory.segments (a forced refresh), Postgres
+    (which cannot cut segments yet) by storing the same spans with ``add_segment``."""
+    if isinstance(store, AsyncSqliteStore):
+        await store.refresh_segments(session_id, summarise, force=True, tz="UTC")
+        return
+    done = max(
+        (s.end_message_id for s in await store.recent_segments(1000) if s.session_id == session_id),
+        default=0,
+    )
+    fresh = [m for m in await store.messages(session_id) if m.id > done]
+    for span in split_spans(fresh):
+        await store.add_segment(session_id, span, await summarise(span), "model")
+
+
+def spans(segments: list[Segment]) -> list[tuple[str, str, str, str]]:
+    """What a segment says, without its id (each backend numbers its own)."""
+    return [(s.session_id, s.start_at, s.end_at, s.summary) for s in segments]
+
+
+def without_id(memories: list[Memory]) -> list[Memory]:
+    return [replace(memory, id="") for memory in memories]
 
 
 # the contract ---------------------------------------------------------------------
@@ -225,6 +258,213 @@ async def test_profile_values_are_text_and_none_removes_a_key(store: ContractSto
     assert await store.profile() == {"persona": "coach", "latitude": "-8.5"}
 
 
+async def test_memories_are_created_updated_and_deleted_with_sqlites_errors(
+    store: ContractStore,
+) -> None:
+    name = await store.create_memory(" Identity ", "  name ", " Budi ", now=FIXED_NOW)
+    assert replace(name, id="") == Memory(
+        "",
+        "identity",
+        "name",
+        "Budi",
+        format_time(FIXED_NOW),
+        format_time(FIXED_NOW),
+        scoring.INITIAL_STABILITY,
+        scoring.INITIAL_DIFFICULTY,
+        None,
+        0,
+    )
+    with pytest.raises(MemoryExists, match=r"identity/NAME already exists \(value: 'Budi'\)"):
+        await store.create_memory("identity", "NAME", "Other")
+    with pytest.raises(InvalidMemory, match="unknown category 'hobbies'; use one of"):
+        await store.create_memory("hobbies", "chess", "yes")
+    with pytest.raises(InvalidMemory, match="key cannot be empty"):
+        await store.create_memory("identity", "  ", "yes")
+    with pytest.raises(InvalidMemory, match="value cannot be empty"):
+        await store.create_memory("identity", "age", " ")
+    # Keys fold ASCII letters only, as SQLite's NOCASE does.
+    await store.create_memory("signals", "café", "quiet", now=FIXED_NOW)
+    await store.create_memory("signals", "CAFÉ", "loud", now=FIXED_NOW)
+
+    later = FIXED_NOW + timedelta(days=3)
+    renamed = await store.update_memory(
+        name.id, " Budi Santoso ", key="Full  name", category="IDENTITY", now=later
+    )
+    assert (renamed.id, renamed.key, renamed.value) == (name.id, "Full name", "Budi Santoso")
+    assert renamed.updated_at == renamed.last_recalled_at == format_time(later)
+    assert renamed.created_at == name.created_at and renamed.recall_count == 1
+    assert renamed.stability > name.stability
+    work = await store.create_memory("focus", "work", "thesis")
+    with pytest.raises(MemoryExists, match="memory identity/full name already exists"):
+        await store.update_memory(work.id, "thesis", key="full name", category="identity")
+    with pytest.raises(InvalidMemory, match="value cannot be empty"):
+        await store.update_memory(work.id, "  ", key=None, category=None)
+    with pytest.raises(MemoryNotFound, match="no memory with id 'nope'"):
+        await store.update_memory("nope", "value", key=None, category=None)
+    with pytest.raises(MemoryNotFound, match="no memory with id 'nope'"):
+        await store.delete_memory("nope")
+    await store.delete_memory(work.id)
+    with pytest.raises(MemoryNotFound):
+        await store.delete_memory(work.id)
+    assert sorted(m.key for m in await store.ranked_memories(later)) == [
+        "CAFÉ",
+        "Full name",
+        "café",
+    ]
+
+
+async def test_memories_rank_by_retrievability_then_last_update_then_key(
+    store: ContractStore,
+) -> None:
+    hour = timedelta(hours=1)
+    mood = await store.create_memory("signals", "mood", "calm", now=FIXED_NOW)
+    name = await store.create_memory("identity", "name", "Budi", now=FIXED_NOW + hour)
+    work = await store.create_memory("focus", "work", "thesis", now=FIXED_NOW + 2 * hour)
+
+    async def order(now: datetime) -> list[str]:
+        return [m.key for m in await store.ranked_memories(now)]
+
+    assert await order(FIXED_NOW + 2 * hour) == ["work", "name", "mood"]
+    await store.update_memory(
+        mood.id, "cheerful", key=None, category=None, now=FIXED_NOW + 3 * hour
+    )
+    assert await order(FIXED_NOW + 3 * hour) == ["mood", "work", "name"]
+    assert await order(FIXED_NOW + timedelta(days=30)) == ["mood", "work", "name"]
+    await store.create_memory("focus", "apple", "x", now=FIXED_NOW + 4 * hour)
+    await store.create_memory("focus", "Zed", "y", now=FIXED_NOW + 4 * hour)
+    # A skewed clock: every memory is fully retrievable, so the last update decides, then
+    # category and key in code point order ("Zed" before "apple", as in SQLite).
+    assert await order(FIXED_NOW - timedelta(days=1)) == ["Zed", "apple", "mood", "work", "name"]
+    assert {m.id for m in await store.ranked_memories(FIXED_NOW)} >= {name.id, work.id}
+
+
+async def test_both_backends_rank_the_same_memories_alike(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    sqlite = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
+    pg = await PgStore.open(postgres.url, new_person(), clock=ticking())
+    try:
+        both: tuple[ContractStore, ...] = (sqlite, pg)
+        for store in both:
+            made = [
+                await store.create_memory(category, key, value)
+                for category, key, value in [
+                    ("identity", "name", "Budi"),
+                    ("focus", "thesis", "FSRS"),
+                    ("signals", "mood", "calm"),
+                    ("principles", "tone", "gentle"),
+                    ("focus", "Trip", "Bali"),
+                ]
+            ]
+            await store.update_memory(made[0].id, "Budi S.", key=None, category=None)
+            await store.update_memory(made[2].id, "tired", key="energy", category="focus")
+            await store.update_memory(made[0].id, "Budi Santoso", key=None, category=None)
+            await store.delete_memory(made[3].id)
+        for now in (
+            FIXED_NOW - timedelta(days=1),
+            FIXED_NOW,
+            FIXED_NOW + timedelta(seconds=5),
+            FIXED_NOW + timedelta(days=2),
+            FIXED_NOW + timedelta(days=400),
+        ):
+            on_sqlite = without_id(await sqlite.ranked_memories(now))
+            assert on_sqlite == without_id(await pg.ranked_memories(now)), now
+            assert len(on_sqlite) == 4
+    finally:
+        sqlite.close()
+        await pg.close()
+
+
+async def test_recent_segments_are_the_newest_first_across_sessions(
+    store: ContractStore,
+) -> None:
+    def at(minutes: int) -> datetime:
+        return FIXED_NOW + timedelta(minutes=minutes)
+
+    for session_id, content, minutes in [
+        ("a", "one", 0),
+        ("a", "two", 1),
+        ("a", "three", 120),
+        ("b", "four", 60),
+        ("c", "five", 120),
+    ]:
+        await store.add_message(session_id, "user", content, created_at=at(minutes))
+    for session_id in ("a", "b", "c"):
+        await cut_segments(store, session_id)
+    newest = [
+        ("c", format_time(at(120)), format_time(at(120)), "five"),
+        ("a", format_time(at(120)), format_time(at(120)), "three"),
+        ("b", format_time(at(60)), format_time(at(60)), "four"),
+        ("a", format_time(at(0)), format_time(at(1)), "one / two"),
+    ]
+    segments = await store.recent_segments()
+    assert spans(segments) == newest
+    assert spans(await store.recent_segments(2)) == newest[:2]
+    assert {s.summary_kind for s in segments} == {"model"}
+    first = segments[-1]
+    assert (first.start_message_id, first.end_message_id) == (
+        (await store.messages("a"))[0].id,
+        (await store.messages("a"))[1].id,
+    )
+
+
+async def test_read_turn_reads_the_turn_the_history_the_note_and_ranked_memories(
+    store: ContractStore,
+) -> None:
+    said = await store.add_message("s", "user", "hi")
+    heard = await store.add_message("s", "assistant", "hello")
+    asked = await store.add_message("s", "user", "weather?")
+    called = await store.add_message(
+        "s", "weather_tool", "sunny", tool_name="weather", tool_call_id="c1"
+    )
+    answered = await store.add_message("s", "assistant", "It is sunny")
+    await store.add_message("elsewhere", "user", "not this one")
+    await store.set_style_note("s", "short answers")
+    await store.create_memory("identity", "name", "Budi", now=FIXED_NOW)
+    await store.create_memory("focus", "work", "thesis", now=FIXED_NOW + timedelta(hours=1))
+    now = FIXED_NOW + timedelta(days=1)
+
+    reads = await store.read_turn("s", asked.id, history=2, now=now)
+    assert reads == TurnReads(
+        turn=[called, answered],
+        history=[heard, asked],
+        style_note="short answers",
+        memories=await store.ranked_memories(now),
+    )
+    assert [m.key for m in reads.memories] == ["work", "name"]
+    everything = await store.read_turn("s", asked.id, history=50, now=now)
+    assert everything.history == [said, heard, asked]
+    assert (await store.read_turn("s", asked.id, history=0, now=now)).history == []
+    assert (await store.read_turn("s", answered.id, history=1, now=now)).turn == []
+    unknown = await store.read_turn("unknown", asked.id, history=5, now=now)
+    assert (unknown.turn, unknown.history, unknown.style_note) == ([], [], None)
+
+
+async def test_delete_messages_from_drops_the_segments_that_covered_them(
+    store: ContractStore,
+) -> None:
+    later = FIXED_NOW + timedelta(hours=2)
+    one = await store.add_message("a", "user", "one", created_at=FIXED_NOW)
+    two = await store.add_message("a", "user", "two", created_at=FIXED_NOW)
+    await store.add_message("a", "user", "three", created_at=later)
+    four = await store.add_message("a", "user", "four", created_at=later)
+    await store.add_message("b", "user", "elsewhere", created_at=later)
+    await cut_segments(store, "a")
+    await cut_segments(store, "b")
+    assert [s.summary for s in await store.recent_segments()] == [
+        "elsewhere",
+        "three / four",
+        "one / two",
+    ]
+    assert await store.delete_messages_from("a", four.id) == 1
+    assert [s.summary for s in await store.recent_segments()] == ["elsewhere", "one / two"]
+    assert await store.delete_messages_from("a", two.id) == 2
+    assert [s.summary for s in await store.recent_segments()] == ["elsewhere"]
+    assert await store.messages("a") == [one]
+    await store.delete_session("b")
+    assert await store.recent_segments() == []
+
+
 # Postgres only: one database, many people -------------------------------------------
 
 
@@ -283,6 +523,37 @@ async def test_two_people_on_one_database_never_see_each_other(
     assert await alice.style_note(session.id) == "alice's note"
 
 
+async def test_two_people_never_see_each_others_memories_or_segments(
+    shared_pool: AsyncConnectionPool,
+) -> None:
+    alice = PgStore.for_person(shared_pool, new_person())
+    bob = PgStore.for_person(shared_pool, new_person())
+    asked = await alice.add_message("s", "user", "my secret trip")
+    segment = await alice.add_segment("s", [asked], "alice's trip", "model")
+    memory = await alice.create_memory("identity", "name", "Alice", now=FIXED_NOW)
+
+    assert await bob.ranked_memories(FIXED_NOW) == []
+    assert await bob.recent_segments() == []
+    assert await bob.read_turn("s", 0, history=10, now=FIXED_NOW) == TurnReads([], [], None, [])
+    with pytest.raises(MemoryNotFound):
+        await bob.update_memory(memory.id, "Bob", key=None, category=None)
+    with pytest.raises(MemoryNotFound):
+        await bob.delete_memory(memory.id)
+    assert await bob.delete_messages_from("s", 0) == 0
+    # The same category and key, and the same session id, are bob's own.
+    bobs = await bob.create_memory("identity", "name", "Bob", now=FIXED_NOW)
+    heard = await bob.add_message("s", "user", "bob's words")
+    await bob.add_segment("s", [heard], "bob's words", "model")
+    assert [m.value for m in await bob.ranked_memories(FIXED_NOW)] == ["Bob"]
+    assert [s.summary for s in await bob.recent_segments()] == ["bob's words"]
+    await bob.delete_memory(bobs.id)
+
+    assert await alice.ranked_memories(FIXED_NOW) == [memory]
+    assert await alice.recent_segments() == [segment]
+    reads = await alice.read_turn("s", asked.id, history=5, now=FIXED_NOW)
+    assert reads == TurnReads([], [asked], None, [memory])
+
+
 async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
     shared_pool: AsyncConnectionPool,
 ) -> None:
@@ -292,6 +563,8 @@ async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
         asked = await store.add_message("s", "user", f"{person} speaks")
         await store.begin_turn("s", asked.id, "owner")
         await store.set_profile({"name": person})
+        await store.create_memory("identity", "name", person)
+        await store.add_segment("s", [asked], f"{person} spoke", "model")
 
     async with shared_pool.connection() as conn, conn.transaction():
         await conn.execute("SELECT set_config('app.person', %s, true)", (bob,))
