@@ -1,0 +1,319 @@
+"""memory_sql's attack table on both backends: the SQLite guard (memory.sql_guard) over
+bob's own database file, and the Postgres guard (memory.pg_sql_guard) over a database bob
+shares with ann. Then what only Postgres has to prove: nothing of ann's, and no
+memory_tool row, reaches bob whatever he writes."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memory import pg_sql_guard, sql_guard
+from memory.pg_store import PgStore, migrate
+from memory.store import Store
+from tests.conftest import FIXED_NOW
+from tests.support.postgres import APP_ROLE, PostgresServer
+
+# Each person's rows, the same on both backends; "many" is for the row and edit caps.
+ROWS: dict[str, list[tuple[str, str, str]]] = {
+    person: [
+        ("s", "user", f"{person} says hello"),
+        ("s", "memory_tool", f"{person} SECRET tool result"),
+        ("s", "assistant", f"{person} is answered"),
+        *(("many", "user", f"{person} note {n}") for n in range(sql_guard.MAX_ROWS_CHANGED + 5)),
+    ]
+    for person in ("ann", "bob")
+}
+BOB_VISIBLE_IN_S = [["user", "bob says hello"], ["assistant", "bob is answered"]]
+
+
+@dataclass
+class Seeded:
+    """The Postgres server and the ids of the rows seeded on it."""
+
+    server: PostgresServer
+    ids: dict[str, list[int]]  # each person's message ids, in ROWS order
+
+
+async def _seed(server: PostgresServer) -> dict[str, list[int]]:
+    await migrate(server.admin_url, APP_ROLE)
+    await pg_sql_guard.prepare(server.admin_url)
+    await pg_sql_guard.prepare(server.admin_url)  # idempotent
+    ids: dict[str, list[int]] = {}
+    for person, rows in ROWS.items():
+        store = await PgStore.open(server.url, person, clock=lambda: FIXED_NOW)
+        try:
+            ids[person] = [(await store.add_message(*row)).id for row in rows]
+        finally:
+            await store.close()
+    return ids
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[Seeded]:
+    """One server for the module: migrated, prepared, ann's and bob's rows seeded."""
+    with PostgresServer() as server:
+        yield Seeded(server, asyncio.run(_seed(server)))
+
+
+@pytest.fixture(scope="module")
+def sqlite_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Bob's SQLite database with bob's rows (on SQLite each person has a file)."""
+    home = tmp_path_factory.mktemp("bob")
+    store = Store.open_home(home, clock=lambda: FIXED_NOW)
+    try:
+        for row in ROWS["bob"]:
+            store.add_message(*row)
+        return Path(store.path)
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def run(
+    backend: str, pg: Seeded, sqlite_home: Path, sql: str, cap: int = sql_guard.ROW_CAP
+) -> dict[str, Any]:
+    """``sql`` through the backend's guard, as bob, with at most ``cap`` rows back."""
+    if backend == "sqlite":
+        return await asyncio.to_thread(sql_guard.run_sql, sqlite_home, sql, row_cap=cap)
+    return await pg_sql_guard.run_sql(pg.server.url, "bob", sql, max_rows=cap)
+
+
+def snapshot(backend: str, pg: Seeded, sqlite_home: Path) -> list[Any]:
+    """Every message and session, read past every guard (as the admin / plain SQLite)."""
+    query = """SELECT 'm', id::text, role, content FROM messages
+               UNION ALL SELECT 's', id, title, '' FROM sessions ORDER BY 1, 2, 3"""
+    if backend == "sqlite":
+        with sqlite3.connect(sqlite_home) as conn:
+            return conn.execute(query.replace("::text", "")).fetchall()
+    with psycopg.connect(pg.server.admin_url) as conn:
+        return conn.execute(query).fetchall()
+
+
+def leaked(result: dict[str, Any]) -> bool:
+    """Did any row of the result show ann's text or a memory_tool row?"""
+    shown = repr(result.get("rows", []))
+    return "ann" in shown or "SECRET" in shown
+
+
+# both backends ---------------------------------------------------------------------
+
+
+async def test_a_select_sees_bobs_visible_rows_only(
+    backend: str, pg: Seeded, sqlite_home: Path
+) -> None:
+    result = await run(
+        backend, pg, sqlite_home, "SELECT role, content FROM messages WHERE session_id = 's'"
+    )
+    assert result == {
+        "columns": ["role", "content"],
+        "rows": BOB_VISIBLE_IN_S,
+        "row_count": 2,
+        "truncated": False,
+    }
+    hidden = await run(
+        backend, pg, sqlite_home, "SELECT COUNT(*) FROM messages WHERE role = 'memory_tool'"
+    )
+    assert hidden["rows"] == [[0]]
+
+
+REFUSED_ON_BOTH = [
+    "DELETE FROM messages",
+    "INSERT INTO messages (session_id, role, content, created_at) VALUES ('s', 'user', 'x', '')",
+    "DROP TABLE messages",
+    "SELECT 1; DELETE FROM messages",
+    "UPDATE messages SET role = 'user'",
+    "WITH x AS (UPDATE messages SET content = 'x' RETURNING 1) SELECT * FROM x",
+    "BEGIN",
+]
+
+
+@pytest.mark.parametrize("sql", REFUSED_ON_BOTH)
+async def test_writes_beyond_text_are_refused_and_change_nothing(
+    backend: str, pg: Seeded, sqlite_home: Path, sql: str
+) -> None:
+    before = snapshot(backend, pg, sqlite_home)
+    result = await run(backend, pg, sqlite_home, sql)
+    assert result.get("error", "").startswith("refused"), result
+    assert snapshot(backend, pg, sqlite_home) == before
+
+
+async def test_the_row_cap_truncates(backend: str, pg: Seeded, sqlite_home: Path) -> None:
+    result = await run(
+        backend,
+        pg,
+        sqlite_home,
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) "
+        "SELECT i FROM n",
+        cap=10,
+    )
+    assert result["rows"] == [[i] for i in range(1, 11)]
+    assert result["row_count"] == 10 and result["truncated"] is True
+
+
+async def test_an_update_changes_bobs_visible_text_only(
+    backend: str, pg: Seeded, sqlite_home: Path
+) -> None:
+    before = snapshot(backend, pg, sqlite_home)
+    same = "UPDATE messages SET content = content || '' WHERE session_id = 's'"
+    assert (await run(backend, pg, sqlite_home, same)) == {
+        "updated": 0 if backend == "sqlite" else 2  # SQLite counts only changed values
+    }
+    assert snapshot(backend, pg, sqlite_home) == before
+    hidden = "UPDATE messages SET content = 'x' WHERE role = 'memory_tool'"
+    assert (await run(backend, pg, sqlite_home, hidden)) == {"updated": 0}
+    assert snapshot(backend, pg, sqlite_home) == before
+
+
+async def test_an_update_past_the_edit_cap_changes_nothing(
+    backend: str, pg: Seeded, sqlite_home: Path
+) -> None:
+    before = snapshot(backend, pg, sqlite_home)
+    result = await run(
+        backend, pg, sqlite_home, "UPDATE messages SET content = 'x' WHERE session_id = 'many'"
+    )
+    assert "changes at most" in result["error"]
+    assert snapshot(backend, pg, sqlite_home) == before
+
+
+# Postgres: one database, two people ------------------------------------------------
+
+LEAKS = [
+    "SELECT * FROM messages",
+    "SELECT * FROM public.messages",
+    "SELECT content FROM main.messages",
+    "WITH messages AS (SELECT * FROM public.messages) SELECT content FROM messages",
+    "SELECT (SELECT content FROM messages WHERE id = {ann})",
+    "SELECT content FROM messages WHERE id IN (SELECT id FROM messages WHERE id = {ann})",
+    "SELECT title FROM sessions UNION SELECT content FROM messages",
+    "SELECT content FROM messages WHERE id = {ann} OR session_id = 's' OR true",
+    "SELECT * FROM sessions",
+    "SELECT query_to_xml('select * from public.messages', true, true, '')",
+    # app.person is what row-level security trusts: setting it mid-statement must fail
+    "SELECT set_config('app.person', 'ann', false)",
+    "WITH x AS MATERIALIZED (SELECT set_config('app.person', 'ann', true) v) "
+    "SELECT (SELECT v FROM x), (SELECT string_agg(content, ',') FROM messages)",
+    "SELECT (SELECT string_agg(content, ',') FROM messages) "
+    "FROM (SELECT set_config('app.person', 'ann', true) v OFFSET 0) x",
+    "UPDATE pg_settings SET setting = 'ann' WHERE name = 'app.person'",
+    "SELECT current_setting('app.person')",
+]
+
+
+@pytest.mark.parametrize("sql", LEAKS)
+async def test_nothing_of_anns_reaches_bob(pg: Seeded, sql: str) -> None:
+    result = await pg_sql_guard.run_sql(pg.server.url, "bob", sql.format(ann=pg.ids["ann"][0]))
+    assert not leaked(result), result
+    after = await pg_sql_guard.run_sql(pg.server.url, "bob", "SELECT content FROM messages")
+    assert not leaked(after) and after["row_count"] == len(ROWS["bob"]) - 1
+
+
+async def test_memory_tool_rows_are_hidden_even_from_their_owner(pg: Seeded) -> None:
+    result = await pg_sql_guard.run_sql(pg.server.url, "ann", "SELECT content FROM messages")
+    assert result["row_count"] == len(ROWS["ann"]) - 1
+    assert "SECRET" not in repr(result["rows"])
+    hidden = pg.ids["ann"][1]
+    direct = await pg_sql_guard.run_sql(
+        pg.server.url, "ann", f"SELECT content FROM messages WHERE id = {hidden}"
+    )
+    assert direct["rows"] == []
+
+
+async def test_bob_cannot_change_anns_rows(pg: Seeded, sqlite_home: Path) -> None:
+    before = snapshot("postgres", pg, sqlite_home)
+    for sql in (
+        f"UPDATE messages SET content = 'x' WHERE id = {pg.ids['ann'][0]}",
+        "UPDATE sessions SET title = 'x' WHERE id = 's' AND person = 'ann'",
+    ):
+        assert await pg_sql_guard.run_sql(pg.server.url, "bob", sql) == {"updated": 0}
+    assert snapshot("postgres", pg, sqlite_home) == before
+
+
+REFUSED_ON_POSTGRES = [
+    ("UPDATE messages SET person = 'ann'", "permission denied"),
+    ("UPDATE sessions SET person = 'ann'", "permission denied"),
+    ("UPDATE messages SET session_id = 'x'", "permission denied"),
+    ("SET ROLE postgres", "SET"),
+    ("RESET ROLE", "RESET"),
+    ("SET app.person = 'ann'", "SET"),
+    ("SELECT * FROM profile", "permission denied"),
+    ("SELECT * FROM running_turns", "permission denied"),
+    ("SELECT * FROM schema_version", "permission denied"),
+    ("COPY messages TO '/tmp/out'", "COPY"),
+    ("SELECT pg_read_file('/etc/passwd')", "permission denied"),
+    ("SELECT nextval('messages_id_seq')", "permission denied"),
+    ("SELECT set_config('statement_timeout', '0', true)", "permission denied"),
+]
+
+
+@pytest.mark.parametrize(("sql", "named"), REFUSED_ON_POSTGRES)
+async def test_postgres_refuses_what_the_role_may_not_do(
+    pg: Seeded, sqlite_home: Path, sql: str, named: str
+) -> None:
+    before = snapshot("postgres", pg, sqlite_home)
+    result = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
+    assert result["error"].startswith("refused") and named in result["error"], result
+    assert snapshot("postgres", pg, sqlite_home) == before
+
+
+async def test_a_select_leaves_nothing_behind(pg: Seeded) -> None:
+    """READ ONLY lets a large object through; the rollback takes it back."""
+    for sql in ("SELECT lo_create(0)", "SELECT lo_from_bytea(0, 'x')"):
+        made = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
+        assert made["row_count"] == 1
+    with psycopg.connect(pg.server.admin_url) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM pg_largeobject_metadata").fetchall() == [(0,)]
+
+
+async def test_an_update_of_bobs_text_is_written(pg: Seeded) -> None:
+    target = pg.ids["bob"][-1]
+    edit = f"UPDATE messages SET content = 'bob edited' WHERE id = {target}"
+    assert await pg_sql_guard.run_sql(pg.server.url, "bob", edit) == {"updated": 1}
+    shown = await pg_sql_guard.run_sql(
+        pg.server.url, "bob", f"SELECT content FROM messages WHERE id = {target}"
+    )
+    assert shown["rows"] == [["bob edited"]]
+    title = "UPDATE sessions SET title = 'Notes' WHERE id = 'many'"
+    assert await pg_sql_guard.run_sql(pg.server.url, "bob", title) == {"updated": 1}
+
+
+async def test_a_long_statement_is_stopped(pg: Seeded) -> None:
+    started = time.monotonic()
+    result = await pg_sql_guard.run_sql(pg.server.url, "bob", "SELECT pg_sleep(5)", timeout_ms=300)
+    assert result == {"error": pg_sql_guard.TIME_LIMIT.format(seconds=0.3)}
+    assert time.monotonic() - started < 3
+
+
+async def test_values_come_back_as_plain_cells(pg: Seeded) -> None:
+    result = await pg_sql_guard.run_sql(
+        pg.server.url,
+        "bob",
+        "SELECT created_at, meta, repeat('x', 2000) AS long, NULL AS nothing, 1.5::numeric "
+        f"FROM messages WHERE id = {pg.ids['bob'][0]}",
+    )
+    created, meta, long, nothing, number = result["rows"][0]
+    assert created == "2026-11-25 09:30:00" and meta == "{}" and nothing is None
+    assert long == "x" * sql_guard.CELL_CAP + "…" and number == "1.5"
+
+
+async def test_errors_are_data(pg: Seeded) -> None:
+    assert (await pg_sql_guard.run_sql(pg.server.url, "bob", "SELECT nope FROM messages"))[
+        "error"
+    ].startswith('SQL error: column "nope" does not exist')
+    assert "error" in await pg_sql_guard.run_sql(pg.server.url, "", "SELECT 1")
+    unreachable = pg.server.url.replace(str(pg.server.port), "1")
+    assert (
+        "could not reach" in (await pg_sql_guard.run_sql(unreachable, "bob", "SELECT 1"))["error"]
+    )
