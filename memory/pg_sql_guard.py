@@ -38,10 +38,9 @@ rolled back. ``run_sql`` never raises: every failure is ``{"error": ...}``.
 Not covered yet: memories and segments (not granted to companion_sql until their tables'
 guard is written), the journal of edits (an UPDATE here is not journalled, so
 ``companion undo-sql`` cannot undo it), SQLite's checks of the new text (length caps,
-non-empty titles), and a function allow-list: Postgres functions granted to PUBLIC stay
-callable (only set_config is taken away; time is bounded by statement_timeout), so an
-UPDATE, which commits, could still create a large object (``lo_create``,
-``lo_from_bytea``) as a side effect — revoking those from PUBLIC would close it.
+non-empty titles), and a general function allow-list: Postgres functions granted to
+PUBLIC stay callable, except set_config and the large-object writers, which ``prepare``
+takes back (time is bounded by statement_timeout).
 """
 
 from __future__ import annotations
@@ -72,6 +71,19 @@ log = logging.getLogger("companion.memory_sql")
 SQL_ROLE = "companion_sql"
 APP_ROLE = "companion"
 READABLE: tuple[str, ...] = ("sessions", "messages")
+# Server-side large-object functions that create or change one (granted to PUBLIC by
+# default); ``prepare`` takes them back.
+LARGE_OBJECT_WRITERS = (
+    "pg_catalog.lo_create(oid)",
+    "pg_catalog.lo_creat(integer)",
+    "pg_catalog.lo_from_bytea(oid, bytea)",
+    "pg_catalog.lo_put(oid, bigint, bytea)",
+    "pg_catalog.lo_unlink(oid)",
+    "pg_catalog.lo_truncate(integer, integer)",
+    "pg_catalog.lo_truncate64(integer, bigint)",
+    "pg_catalog.lowrite(integer, bytea)",
+    "pg_catalog.lo_open(oid, integer)",
+)
 EDITABLE: dict[str, str] = {"messages": "content", "sessions": "title"}
 ROLE_TIMEOUT = f"{TIME_LIMIT_SECONDS:g}s"
 
@@ -123,6 +135,12 @@ async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_
                 "GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO {}"
             ).format(app)
         )
+        # Large objects live outside every table's row-level security, and an UPDATE
+        # commits: nobody but the owner may make or change one.
+        for function in LARGE_OBJECT_WRITERS:
+            await conn.execute(
+                SQL("REVOKE EXECUTE ON FUNCTION {} FROM PUBLIC").format(SQL(function))
+            )
         policy = Identifier(f"messages_{sql_role}_hidden")
         await conn.execute(SQL("DROP POLICY IF EXISTS {} ON messages").format(policy))
         # The app role is a member of sql_role, and a policy for a role also binds its

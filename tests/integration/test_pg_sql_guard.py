@@ -268,11 +268,20 @@ async def test_postgres_refuses_what_the_role_may_not_do(
     assert snapshot("postgres", pg, sqlite_home) == before
 
 
-async def test_a_select_leaves_nothing_behind(pg: Seeded) -> None:
-    """READ ONLY lets a large object through; the rollback takes it back."""
-    for sql in ("SELECT lo_create(0)", "SELECT lo_from_bytea(0, 'x')"):
-        made = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
-        assert made["row_count"] == 1
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT lo_create(0)",
+        "SELECT lo_from_bytea(0, 'x')",
+        "SELECT lo_creat(-1)",
+        "UPDATE messages SET content = lo_create(0)::text WHERE session_id = 'many'",
+    ],
+)
+async def test_no_large_object_can_be_made(pg: Seeded, sql: str) -> None:
+    """Large objects escape row-level security, and an UPDATE commits: the functions
+    that make them are taken from PUBLIC (READ ONLY alone would let a SELECT make one)."""
+    made = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
+    assert "error" in made and "permission denied" in made["error"], made
     with psycopg.connect(pg.server.admin_url) as conn:
         assert conn.execute("SELECT COUNT(*) FROM pg_largeobject_metadata").fetchall() == [(0,)]
 
