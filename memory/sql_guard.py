@@ -116,8 +116,21 @@ MAX_ROWS_CHANGED = 20
 MAX_WRITE_CHARS = {"messages": 100_000, "memories": MAX_VALUE_CHARS, "sessions": 200}
 NOT_EMPTY = frozenset({"memories", "sessions"})  # the store refuses empty values/titles too
 
-READABLE_TABLES = frozenset(
-    {"sessions", "memories", "segments", "profile", "sqlite_master", "schema_version"}
+READABLE_TABLES = frozenset({"sessions", "memories", "segments", "sqlite_master", "schema_version"})
+# The settings memory_sql may read (``profile`` is a view of these rows only): never an API
+# key, a password or a URL that may carry credentials, which go only to the endpoint they
+# were given for. tests/unit/test_sql_guard.py checks this list against config's keys.
+READABLE_SETTINGS = (
+    "chat_model",
+    "vision_model",
+    "tool_mode",
+    "image_backend",
+    "image_model",
+    "latitude",
+    "longitude",
+    "timezone",
+    "persona",
+    "identity",
 )
 SHADOWED = frozenset(EDITABLE_COLUMNS)  # main tables the guard shadows with TEMP views
 FORBIDDEN_KEYWORDS = frozenset(
@@ -352,6 +365,13 @@ class _Policy:
         if not database:
             # A CTE or subquery result: its own reads of real tables were checked already.
             return sqlite3.SQLITE_OK
+        if database == "main" and table == "profile":
+            # Only the view of the readable settings may read the real table.
+            if source == "profile":
+                return sqlite3.SQLITE_OK
+            return self.deny(REFUSED_TABLE.format(table="main.profile directly (use profile)"))
+        if database == "temp" and table == "profile":
+            return sqlite3.SQLITE_OK
         if database == "main" and table == "messages":
             # Only the hidden-row filter view may read the real table.
             if source == self.hidden_view:
@@ -513,6 +533,10 @@ def _prepare(conn: sqlite3.Connection, deadline: _Deadline, with_edits: bool) ->
     conn.execute(f"CREATE TEMP VIEW messages AS SELECT * FROM {policy.hidden_view}")
     conn.execute("CREATE TEMP VIEW memories AS SELECT * FROM main.memories")
     conn.execute("CREATE TEMP VIEW sessions AS SELECT * FROM main.sessions")
+    shown = ", ".join(f"'{key}'" for key in READABLE_SETTINGS)
+    conn.execute(
+        f"CREATE TEMP VIEW profile AS SELECT key, value FROM main.profile WHERE key IN ({shown})"
+    )
     if with_edits:
         # old/new have no type, so a BLOB or a number stays what it is until checked.
         conn.execute(

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memory.memories import create_memory
 from memory.sql_guard import (
     MAX_ROWS_CHANGED,
+    READABLE_SETTINGS,
     RESULT_CHAR_CAP,
     SqlRefused,
     check_sql,
@@ -105,7 +106,7 @@ REFUSED = [
     ("UPDATE messages SET role = 'user' WHERE role = 'memory_tool'", "messages.role"),
     ("UPDATE main.messages SET content = 'x'", "main.messages"),
     ("UPDATE memories SET stability = 100", "memories.stability"),
-    ("UPDATE profile SET value = 'x'", "profile.value"),
+    ("UPDATE profile SET value = 'x'", "cannot modify profile"),  # a view of the settings
     ("UPDATE memories SET value = (SELECT content FROM main.messages LIMIT 1)", "main.messages"),
     (
         "SELECT 1 FROM messages WHERE EXISTS (SELECT 1 FROM main.messages m "
@@ -176,6 +177,41 @@ HIDDEN_COUNTS = [
 def test_memory_tool_rows_are_invisible(store: Store, sql: str) -> None:
     result = run_sql(store.path, sql)
     assert result.get("rows") == [[0]], result
+
+
+KEY = "sk-or-v1-never-to-the-model"
+SECRET_READS = [
+    "SELECT key, value FROM profile",
+    "SELECT value FROM profile WHERE key = 'api_key'",
+    "SELECT * FROM main.profile",
+    "WITH p AS (SELECT * FROM main.profile) SELECT * FROM p",
+    "SELECT (SELECT group_concat(value) FROM main.profile)",
+    "SELECT value FROM temp.profile WHERE key LIKE '%key%'",
+    "SELECT * FROM sessions WHERE title IN (SELECT value FROM main.profile)",
+]
+
+
+@pytest.mark.parametrize("sql", SECRET_READS)
+def test_no_query_reads_a_saved_key(store: Store, sql: str) -> None:
+    """An API key saved in Settings goes only to its endpoint: the model's SQL sees the
+    readable settings (``profile``, a view) and never a key or a URL."""
+    store.set_profile(
+        {"api_key": KEY, "image_api_key": KEY, "base_url": "https://u:p@x.example/v1"}
+    )
+    store.set_profile({"timezone": "Asia/Tokyo", "image_base_url": "https://u:p@y.example"})
+    result = run_sql(store.path, sql)
+    assert KEY not in str(result) and "u:p@" not in str(result), result
+    if "rows" in result and sql == SECRET_READS[0]:
+        assert result["rows"] == [["timezone", "Asia/Tokyo"]]
+
+
+def test_every_setting_is_readable_or_kept_from_the_model() -> None:
+    """A new setting must be placed: readable by memory_sql, or a secret it never sees."""
+    from config.settings import PROFILE_KEYS
+
+    secrets = {"api_key", "image_api_key", "base_url", "image_base_url"}
+    assert set(PROFILE_KEYS) == set(READABLE_SETTINGS) | secrets
+    assert not set(READABLE_SETTINGS) & secrets
 
 
 def test_select_returns_columns_rows_and_caps(store: Store) -> None:
