@@ -170,7 +170,13 @@ async def pasted(ctx: Context, session_id: str | None, text: str) -> str | None:
         return None
 
 
-FOCUS_COMPOSER = "() => { document.querySelector('#chat-input textarea')?.focus(); }"
+# After an answer the composer takes the focus, unless the person is typing elsewhere
+# (the style note, a rename): focus is never taken from another field.
+FOCUS_COMPOSER = """() => {
+  const typing = document.activeElement;
+  const elsewhere = typing && typing.matches('input, textarea') && !typing.closest('#chat-input');
+  if (!elsewhere) document.querySelector('#chat-input textarea')?.focus();
+}"""
 EDIT_CONFIRM = (
     "Send the edited message? The {count} message{s} after it will be deleted, and what "
     "Companion remembers of them with them."
