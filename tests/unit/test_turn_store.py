@@ -52,16 +52,10 @@ def clock() -> Clock:
 
 @pytest.fixture
 def store(tmp_path: Path, clock: Clock) -> Iterator[Store]:
+    """The store on a clock these tests move (conftest's ``async_store`` wraps it)."""
     s = Store.open_home(tmp_path, clock=clock)
     yield s
     s.close()
-
-
-@pytest.fixture
-def async_store(store: Store) -> Iterator[AsyncSqliteStore]:
-    facade = AsyncSqliteStore(store)
-    yield facade
-    facade.close()
 
 
 def msg(role: str, content: str = "", id: int = 0, **kwargs: Any) -> Message:
