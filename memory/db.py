@@ -11,6 +11,7 @@ import logging
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -192,6 +193,26 @@ def owner_only(path: Path | str) -> None:
         path.chmod(DB_FILE_MODE)
 
 
+def _use_wal(conn: sqlite3.Connection, wait_ms: int) -> None:
+    """Put the database in WAL mode (kept in the file: later connections find it set).
+
+    Switching needs the database to itself, and SQLite answers "locked" at once, not after
+    the busy timeout, while another connection holds a lock: two app processes opening a
+    new database together would see it. So the switch is tried again until ``wait_ms``.
+    """
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if not is_busy(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def connect(
     path: Path | str, *, read_only: bool = False, wait_ms: int = BUSY_TIMEOUT_MS
 ) -> sqlite3.Connection:
@@ -202,7 +223,7 @@ def connect(
         conn = sqlite3.connect(uri, uri=True, timeout=wait_ms / 1000, check_same_thread=False)
     else:
         conn = sqlite3.connect(str(path), timeout=wait_ms / 1000, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        _use_wal(conn, wait_ms)
         conn.execute("PRAGMA synchronous=NORMAL")
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={wait_ms}")
