@@ -41,7 +41,7 @@ class Context:
         """The context tools run with (their gates read it too)."""
         return ToolContext(
             settings=self.settings,
-            store=self.store.blocking,  # tools run their SQLite work in worker threads
+            store=self.store,
             session_id=session_id,
             clock=self.clock or self.store.clock,
             vision_available=self.vision_model is not None,

@@ -35,9 +35,10 @@ Why this shape (measured on two cores):
   it did when the store was called directly.
 
 A call cancelled while queued is dropped; one already running completes (a write is
-never half done). Tools keep the blocking store (``blocking``) and run their SQLite work
-in worker threads; their gates read it on the loop (WAL reads, which never wait for the
-write lock).
+never half done). Tools reach the store through this interface too (``recall``,
+``run_sql``, ``remember``…): their searches run in the reader threads, and their gates
+(``has_history``, ``has_memories``) are tried on the loop (WAL reads, which never wait
+for the write lock).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from memory import memories
 from memory.db import is_busy
 from memory.memories import (
     Memory,
@@ -62,6 +64,7 @@ from memory.memories import (
     ranked,
     update_memory_by_id,
 )
+from memory.recall import Recollection, recall
 from memory.segments import (
     Segment,
     Summarizer,
@@ -69,6 +72,7 @@ from memory.segments import (
     recent_segments,
     refresh_segments,
 )
+from memory.sql_guard import run_sql
 from memory.sql_journal import EditBatch, undo_last_edit
 from memory.store import Clock, Message, RunningTurn, Session, Store
 
@@ -106,12 +110,6 @@ class AsyncStore(Protocol):
     @property
     def location(self) -> str:
         """Where the data lives (a file, a database URL): names the database."""
-        ...
-
-    @property
-    def blocking(self) -> Store:
-        """The blocking store tools use from worker threads (SQLite only: issue 15 gives
-        tools their own scoped interface)."""
         ...
 
     # sessions
@@ -253,6 +251,53 @@ class AsyncStore(Protocol):
 
     async def profile(self) -> dict[str, str]:
         """Every profile setting as text."""
+        ...
+
+    # what tools reach (memory_search, memory_sql, the memory writes, image_analyze)
+    async def has_history(self, before_id: int | None = None) -> bool:
+        """True when any memory exists, or any message older than ``before_id`` (the
+        question being answered): gates memory_search and memory_sql."""
+        ...
+
+    async def has_memories(self) -> bool:
+        """True when any memory is stored: gates updating and forgetting one."""
+        ...
+
+    async def latest_image(self, session_id: str) -> Message | None:
+        """The session's newest message that carries an image, or None."""
+        ...
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        now: datetime,
+        tz: str,
+        session_id: str | None,
+        question_id: int | None,
+    ) -> Recollection:
+        """memory_search's recall (memory.recall): facts (marked recalled at ``now``),
+        episodes and, when those are thin or time is named, messages before
+        ``question_id``; ``session_id``'s messages win ties."""
+        ...
+
+    async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
+        """memory_sql: one guarded SELECT or UPDATE over this person's chats; the result
+        or ``{"error": ...}``, never raises. An UPDATE is journalled at ``now``."""
+        ...
+
+    async def remember(self, category: str, key: str, value: str, now: datetime) -> Memory:
+        """create_memory: a new fact (MemoryExists: the key is taken; MemoryRecordError:
+        invalid)."""
+        ...
+
+    async def revise(self, category: str | None, key: str, value: str, now: datetime) -> Memory:
+        """update_memory: a fact's new value, found by key (and category when given)
+        (MemoryNotFound: none)."""
+        ...
+
+    async def forget(self, category: str | None, key: str) -> Memory:
+        """delete_memory: forget a fact found by key; what was deleted (MemoryNotFound)."""
         ...
 
     async def set_profile(self, values: dict[str, str | float | int | None]) -> None:
@@ -409,6 +454,21 @@ class AsyncSqliteStore:
     undo_last_sql_edit = _writes(undo_last_edit)
     profile = _reads(Store.profile)
     set_profile = _writes(Store.set_profile)
+    has_history = _reads(Store.has_history, inline=True)  # gates: WAL reads on the loop
+    has_memories = _reads(Store.has_memories, inline=True)
+    latest_image = _reads(Store.latest_image)
+    # Tens of ms of searches on a long history: a reader thread, not the writers' queue;
+    # its one small write (the facts it returns count as recalled) waits there if it must.
+    recall = _reads(recall)
+    remember = _writes(memories.create_memory)  # (create_memory above is the class's own)
+    revise = _writes(memories.update_memory)
+    forget = _writes(memories.delete_memory)
+
+    async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
+        # The guard opens its own read-only connection, and writes an UPDATE's edits in
+        # one short transaction of its own: a reader thread, not the writer's queue.
+        path = self.blocking.path
+        return await self.read(lambda _: run_sql(path, sql, clock=lambda: now))
 
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str

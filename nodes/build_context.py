@@ -199,7 +199,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         session_id, user_id, history=HISTORY_LIMIT if vision or replayed is None else 0, now=now
     )
     turn, history = stored.turn, stored.history
-    tools = [] if reason else ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+    tools = [] if reason else await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
         style_notes=(stored.style_note, ctx.style_note),

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from config.settings import Settings
-from memory.store import Store, ToolRole, utc_now
+from memory.async_store import AsyncStore
+from memory.store import ToolRole, utc_now
 
 
 @dataclass
@@ -21,7 +22,7 @@ class ToolContext:
     """What a tool may use: the resolved settings, the store and the current session."""
 
     settings: Settings
-    store: Store
+    store: AsyncStore  # the person's store, through its async interface only
     session_id: str | None = None
     clock: Callable[[], datetime] = utc_now
     vision_available: bool = False
@@ -35,7 +36,7 @@ class ToolContext:
 ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]
 
 
-def always(_: ToolContext) -> bool:
+async def always(_: ToolContext) -> bool:
     """Gate for tools that can always work."""
     return True
 
@@ -82,7 +83,7 @@ class ToolSpec:
     role: ToolRole
     command: str | None = None
     parse_command: Callable[[str], dict[str, Any]] | None = None
-    available: Callable[[ToolContext], bool] = always
+    available: Callable[[ToolContext], Awaitable[bool]] = always
     format: Callable[[dict[str, Any]], str] = default_format
     timeout: float | None = None
     multiline: bool = False

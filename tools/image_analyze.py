@@ -165,11 +165,7 @@ async def image_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
         return {"error": TOO_LONG}
     source = "reference"
     if not reference:
-        latest = (
-            await asyncio.to_thread(ctx.store.latest_image, ctx.session_id)
-            if ctx.session_id
-            else None
-        )
+        latest = await ctx.store.latest_image(ctx.session_id) if ctx.session_id else None
         if latest is None or not latest.image_path:
             return {"error": NO_IMAGE}
         reference, source = latest.image_path, "latest"
@@ -200,11 +196,11 @@ async def image_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     }
 
 
-def available(ctx: ToolContext) -> bool:
+async def available(ctx: ToolContext) -> bool:
     """Offered when a vision model is configured and the session has an image."""
     if not ctx.vision_available or ctx.session_id is None:
         return False
-    return ctx.store.latest_image(ctx.session_id) is not None
+    return await ctx.store.latest_image(ctx.session_id) is not None
 
 
 def format_loaded(result: dict[str, Any]) -> str:

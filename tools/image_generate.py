@@ -90,7 +90,7 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
-def available(ctx: ToolContext) -> bool:
+async def available(ctx: ToolContext) -> bool:
     """Offered only when a backend, its base URL and a model are configured."""
     return configuration_problem(ctx.settings) is None
 

@@ -10,11 +10,10 @@ all of the person's sessions; the question being answered is the turn's
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from memory.recall import Recollection, recall
-from memory.segments import heading, refresh_segments
+from memory.recall import Recollection
+from memory.segments import heading
 from memory.store import Message, parse_time
 from memory.temporal import zone_of
 from tools.base import ToolContext, ToolSpec
@@ -99,12 +98,8 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
         return {"error": "memory_search needs a query"}
     tz = ctx.settings.timezone
     if ctx.session_id:
-        await refresh_segments(ctx.store, ctx.session_id, tz=tz)
-    # The searches are synchronous SQLite work (tens of ms on a large history): off the
-    # event loop, so other sessions keep streaming meanwhile.
-    found = await asyncio.to_thread(
-        recall,
-        ctx.store,
+        await ctx.store.refresh_segments(ctx.session_id, None, force=False, tz=tz)
+    found = await ctx.store.recall(
         query,
         now=ctx.now(),
         tz=tz,
@@ -141,9 +136,9 @@ def format_search(result: dict[str, Any]) -> str:
     return "\n".join(lines) if lines else "Nothing found in memory for this query."
 
 
-def has_history(ctx: ToolContext) -> bool:
+async def has_history(ctx: ToolContext) -> bool:
     """Gate: offered only when there is something to remember besides the question."""
-    return ctx.store.has_history(before_id=ctx.user_message_id)
+    return await ctx.store.has_history(ctx.user_message_id)
 
 
 TOOLS = [

@@ -9,7 +9,6 @@ module only declares the tool and unwraps what models wrap SQL in (code fences).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -21,7 +20,6 @@ from memory.sql_guard import (
     SqlRefused,
     check_sql,
     format_result,
-    run_sql,
 )
 from tools.base import ToolContext, ToolSpec
 
@@ -64,11 +62,12 @@ def unfence(text: str) -> str:
 
 
 async def memory_sql(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Run the guarded statement off the event loop (SQLite calls block)."""
+    """Run the guarded statement (memory.sql_guard on SQLite, memory.pg_sql_guard on
+    Postgres)."""
     sql = args.get("sql")
     if not isinstance(sql, str):
         return {"error": "memory_sql needs an `sql` string"}
-    return await asyncio.to_thread(run_sql, ctx.store.path, unfence(sql), clock=ctx.clock)
+    return await ctx.store.run_sql(unfence(sql), now=ctx.now())
 
 
 def parse_command(text: str) -> dict[str, Any]:
@@ -84,9 +83,9 @@ def is_write(args: dict[str, Any]) -> bool:
         return False
 
 
-def has_history(ctx: ToolContext) -> bool:
+async def has_history(ctx: ToolContext) -> bool:
     """Gate: offered only when there is history beyond the message being answered."""
-    return ctx.store.has_history(before_id=ctx.user_message_id)
+    return await ctx.store.has_history(ctx.user_message_id)
 
 
 TOOLS = [

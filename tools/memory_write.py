@@ -7,19 +7,15 @@ message that tells the model what to do instead.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from memory.memories import (
     CATEGORIES,
     Memory,
     MemoryRecordError,
-    create_memory,
-    delete_memory,
-    update_memory,
 )
 from tools.base import ToolContext, ToolSpec, writes_always
 
@@ -115,10 +111,9 @@ def _split_command(text: str) -> dict[str, Any]:
     return args
 
 
-async def _result(run: Callable[[], Memory]) -> dict[str, Any]:
-    # A write may wait for another writer's lock: in a worker thread, never on the loop.
+async def _result(writing: Awaitable[Memory]) -> dict[str, Any]:
     try:
-        memory = await asyncio.to_thread(run)
+        memory = await writing
     except MemoryRecordError as exc:
         return {"error": str(exc)}
     return {"success": True, "memory_id": memory.id}
@@ -127,22 +122,20 @@ async def _result(run: Callable[[], Memory]) -> dict[str, Any]:
 async def create(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Save a new memory."""
     return await _result(
-        lambda: create_memory(ctx.store, args["category"], args["key"], args["value"], ctx.now())
+        ctx.store.remember(args["category"], args["key"], args["value"], ctx.now())
     )
 
 
 async def update(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Change an existing memory's value."""
     return await _result(
-        lambda: update_memory(
-            ctx.store, args.get("category"), args["key"], args["value"], ctx.now()
-        )
+        ctx.store.revise(args.get("category"), args["key"], args["value"], ctx.now())
     )
 
 
 async def delete(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Forget a memory."""
-    return await _result(lambda: delete_memory(ctx.store, args.get("category"), args["key"]))
+    return await _result(ctx.store.forget(args.get("category"), args["key"]))
 
 
 def format_write(result: dict[str, Any]) -> str:
@@ -152,9 +145,9 @@ def format_write(result: dict[str, Any]) -> str:
     return f"Done (memory {result['memory_id']})."
 
 
-def has_memories(ctx: ToolContext) -> bool:
+async def has_memories(ctx: ToolContext) -> bool:
     """Gate for changing or forgetting: there must be a memory to change."""
-    return ctx.store.has_memories()
+    return await ctx.store.has_memories()
 
 
 TOOLS = [

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from config.settings import load_settings
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools.base import ToolContext, ToolSpec
 
@@ -77,12 +78,12 @@ class ToolRegistry:
         """Every registered tool name."""
         return list(self._tools)
 
-    def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
+    async def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
         """The tools whose gate is open for this context."""
         enabled = []
         for spec in self._tools.values():
             try:
-                if spec.available(ctx):
+                if await spec.available(ctx):
                     enabled.append(spec)
             except Exception:  # a broken gate closes the tool, it does not break the turn
                 log.exception("the gate of %s failed; the tool is not offered", spec.name)
@@ -180,17 +181,17 @@ def default_registry() -> ToolRegistry:
 def configured_context(session_id: str | None = None) -> ToolContext:
     """A tool context built from configuration (flags aside): settings and their store."""
     settings = load_settings()
-    return ToolContext(settings, Store.open_home(settings.home), session_id)
+    return ToolContext(settings, AsyncSqliteStore(Store.open_home(settings.home)), session_id)
 
 
-def get_tool_schemas(
+async def get_tool_schemas(
     ctx: ToolContext | None = None, *, registry: ToolRegistry | None = None
 ) -> list[dict[str, Any]]:
     """Schemas of the tools enabled for ``ctx`` (every tool without one), of ``registry``
     or the built-in tools."""
     registry = registry or default_registry()
     if ctx is not None:
-        return [spec.schema() for spec in registry.enabled(ctx)]
+        return [spec.schema() for spec in await registry.enabled(ctx)]
     return [spec.schema() for name in registry.names if (spec := registry.get(name))]
 
 
