@@ -1,5 +1,6 @@
 """The ``companion`` command: serve the app, chat in the terminal, manage the people of a
-home, run evals, print the graph.
+home (or of the shared Postgres database), make that database's schema, run evals, print
+the graph.
 
 Heavy imports (gradio, langchain, deepeval) happen inside the sub-commands, so
 ``companion --help`` stays instant.
@@ -11,9 +12,13 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.settings import PROVIDERS, TOOL_MODES, ConfigError
+
+if TYPE_CHECKING:
+    from memory.accounts import Accounts
+    from memory.pg_accounts import PgAccounts
 
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
@@ -110,12 +115,42 @@ def build_parser() -> argparse.ArgumentParser:
     passwd.add_argument("name", metavar="NAME")
     for leaf in (add, listing, passwd):
         leaf.add_argument("--home", default=argparse.SUPPRESS, help="the home of the people")
+        _database_flag(leaf)
+
+    db = sub.add_parser("db", help="the shared Postgres database of a hosted Companion")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    migrate = db_sub.add_parser(
+        "migrate",
+        help="make or update the schema, memory_sql's role and the users table, and grant "
+        "the app's role (the user of COMPANION_DATABASE_URL) what it needs",
+        description="Runs as an admin role: COMPANION_DATABASE_ADMIN_URL (the whole URL, "
+        "password included), or --admin-url with a URL without a password and the "
+        "password in PGPASSWORD or ~/.pgpass — a command line shows in `ps`, so a URL "
+        "with a password is refused there. Safe to run again.",
+    )
+    migrate.add_argument(
+        "--admin-url",
+        dest="admin_url",
+        default=argparse.SUPPRESS,
+        help="postgresql://ADMIN@HOST:PORT/DB, no password (default COMPANION_DATABASE_ADMIN_URL)",
+    )
+    _database_flag(migrate)
 
     undo_sql = sub.add_parser(
         "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
     )
     _common(undo_sql)
     return parser
+
+
+def _database_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        dest="database_url",
+        default=argparse.SUPPRESS,
+        help="the shared Postgres database, postgresql://ROLE@HOST:PORT/DB with no password "
+        "(PGPASSWORD gives it; default COMPANION_DATABASE_URL; unset: SQLite in the home)",
+    )
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -256,21 +291,49 @@ def _read_password() -> str | None:
     return password
 
 
+def _database_flags(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("database_url", "admin_url")
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
 def _user(args: argparse.Namespace) -> int:
+    """``companion user``: the people of the shared Postgres database when one is
+    configured, else those of the home's accounts.db."""
     import os
 
+    from config.settings import database_url
     from graph.setup import resolve_home
-    from memory.accounts import AccountError, Accounts
+    from memory.accounts import Accounts
 
     root = resolve_home(_flags(args), os.environ)
-    accounts = Accounts.open_home(root)
+    try:
+        url = database_url(_database_flags(args), os.environ)
+    except ConfigError as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    if url is None:
+        return _user_command(args, Accounts.open_home(root), postgres=False)
+    from memory.pg_accounts import AccountsUnavailable, PgAccounts
+
+    try:
+        return _user_command(args, PgAccounts(url, root), postgres=True)
+    except AccountsUnavailable as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 1
+
+
+def _user_command(
+    args: argparse.Namespace, accounts: Accounts | PgAccounts, *, postgres: bool
+) -> int:
+    """add, list or passwd on ``accounts`` (an ``Accounts`` or a ``PgAccounts``)."""
+    from memory.accounts import AccountError
+
+    root = accounts.root
     if args.user_command == "list":
         people = accounts.people()
         if not people:
-            print(
-                "No users: one person, no login. Add one with `companion user add NAME`.",
-                file=sys.stderr,
-            )
+            where = "in the shared database" if postgres else "one person, no login"
+            print(f"No users: {where}. Add one with `companion user add NAME`.", file=sys.stderr)
         for person in people:
             print(f"{person.name}\t{person.home(root)}")
         return 0
@@ -290,7 +353,12 @@ def _user(args: argparse.Namespace) -> int:
     except AccountError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
-    if not person.folder:  # the first person: the home's own database is theirs
+    if postgres:
+        print(
+            f"Added {person.name}. Their conversations live in the shared database, "
+            f"their images in {person.home(root)}."
+        )
+    elif not person.folder:  # the first person: the home's own database is theirs
         print(
             f"Added {person.name}. {person.name} owns the conversations already in {root}, "
             "and from now on the app asks everyone to log in "
@@ -298,6 +366,51 @@ def _user(args: argparse.Namespace) -> int:
         )
     else:
         print(f"Added {person.name}. Their conversations live in {person.home(root)}.")
+    return 0
+
+
+def _db_migrate(args: argparse.Namespace) -> int:
+    """``companion db migrate``: the store's schema, memory_sql's role and the users
+    table, as the admin, granted to the role of COMPANION_DATABASE_URL."""
+    import os
+
+    from config.settings import database_admin_url, database_url, database_user
+
+    flags = _database_flags(args)
+    try:
+        admin_url = database_admin_url(flags, os.environ)
+        url = database_url(flags, os.environ)
+        if admin_url is None:
+            raise ConfigError(
+                "set COMPANION_DATABASE_ADMIN_URL (or --admin-url, its password in "
+                "PGPASSWORD) to the admin role that owns the schema"
+            )
+        if url is None:
+            raise ConfigError(
+                "set COMPANION_DATABASE_URL (or --database-url): its user is the app's "
+                "role, which the schema is granted to"
+            )
+        app_role = database_user(url)
+    except ConfigError as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    import psycopg
+
+    from memory.pg_accounts import migrate_accounts
+    from memory.pg_sql_guard import SQL_ROLE, prepare
+    from memory.pg_store import migrate
+
+    try:
+        version = asyncio.run(migrate(admin_url, app_role))
+        asyncio.run(prepare(admin_url, SQL_ROLE, app_role))
+        accounts_version = migrate_accounts(admin_url, app_role)
+    except psycopg.Error as exc:
+        print(f"companion: the migration failed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Schema at version {version}, accounts at version {accounts_version}; "
+        f"granted to {app_role} (memory_sql runs as {SQL_ROLE})."
+    )
     return 0
 
 
@@ -335,6 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _undo_sql(args)
     if args.command == "user":
         return _user(args)
+    if args.command == "db":
+        return _db_migrate(args)
     if args.command == "chat":
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import available_timezones
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -35,6 +35,9 @@ TOOL_MODES: tuple[ToolMode, ...] = get_args(ToolMode)
 IMAGE_BACKENDS: tuple[ImageBackend, ...] = get_args(ImageBackend)
 KEYED_IMAGE_BACKENDS: tuple[ImageBackend, ...] = ("openai", "openrouter")  # send a key
 DEFAULT_PORTS = {"http": 80, "https": 443}
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+DATABASE_URL_ENV = "COMPANION_DATABASE_URL"
+DATABASE_ADMIN_URL_ENV = "COMPANION_DATABASE_ADMIN_URL"
 
 
 class ConfigError(ValueError):
@@ -368,3 +371,63 @@ def load_settings(
         values.setdefault("chat_model", None)  # no hidden default: the person chooses
     values["image_api_key"] = image_key(values, from_profile, api_key)
     return Settings(**values)
+
+
+def database_url(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """The Postgres database all people share (``--database-url`` >
+    COMPANION_DATABASE_URL), or None for SQLite (one database file per person).
+
+    Read from flags and the environment only, never the profile: the profile lives in
+    the store this URL selects. A flag's URL must carry no password (a command line
+    shows in ``ps``): libpq takes it from PGPASSWORD or ~/.pgpass.
+    """
+    return _postgres_url(flags, env, "database_url", DATABASE_URL_ENV)
+
+
+def database_admin_url(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """The admin role's URL that ``companion db migrate`` makes the schema with
+    (``--admin-url``, without a password, > COMPANION_DATABASE_ADMIN_URL), or None."""
+    return _postgres_url(flags, env, "admin_url", DATABASE_ADMIN_URL_ENV)
+
+
+def database_user(url: str) -> str:
+    """The role a Postgres URL logs in as (the one migrations grant to), or ConfigError."""
+    user = unquote(urlsplit(url).username or "")
+    if not user:
+        raise ConfigError(
+            f"{DATABASE_URL_ENV} names no user: write the app's role in it "
+            "(postgresql://ROLE@HOST/DB), the role the schema is granted to"
+        )
+    return user
+
+
+def _postgres_url(
+    flags: Mapping[str, Any] | None, env: Mapping[str, str] | None, flag: str, variable: str
+) -> str | None:
+    env = os.environ if env is None else env
+    from_flag = (flags or {}).get(flag)
+    value = str(from_flag) if from_flag else env.get(variable)
+    if not value:
+        return None
+    source = f"--{flag.replace('_', '-')}" if from_flag else variable
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018  (a bad port raises here, not at connection time)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: not a valid URL ({exc})") from exc
+    if parts.scheme.lower() not in POSTGRES_SCHEMES:
+        raise ConfigError(
+            f"{source}: only a Postgres URL (postgresql://USER@HOST:PORT/DATABASE) is "
+            f"accepted, got scheme {parts.scheme or 'none'!r}; leave it unset for SQLite"
+        )
+    if from_flag and (parts.password is not None or "password" in parse_qs(parts.query)):
+        raise ConfigError(
+            f"{source}: a password on the command line shows in `ps`: give the URL "
+            f"without it and the password in PGPASSWORD (or ~/.pgpass), or the whole URL "
+            f"in {variable}"
+        )
+    return value.strip()

@@ -1,0 +1,189 @@
+"""The people of a hosted Companion on Postgres (issue 15): ``memory.accounts``' registry in
+a ``users`` table that every app process sharing the database reads.
+
+``PgAccounts`` answers like ``memory.accounts.Accounts`` (``enabled``, ``add``, ``check``,
+``get``, ``people``, ``set_password``, ``root``), with the same name rules, the same
+scrypt hashes (``memory.accounts``' own functions) and the same errors, so the CLI and the
+app's login need not know which one they hold. What differs:
+
+- **The person key.** Every row of memory.pg_store belongs to ``app.person``; a person's
+  key is ``person_key(person)``, their ``id`` as text. The id comes from an identity
+  column: unique, never reused (a sequence), never changed (``GENERATED ALWAYS``, and the
+  app role may update only ``password_hash``). The name is not the key: names compare
+  ignoring case, so "Ann" and "ann" are one person, while ``app.person`` is compared
+  exactly — one spelling would see rows another could not.
+- **No folder to adopt.** All conversations live in the shared database, so nobody takes
+  over the home's own SQLite file: every person's folder is ``people/<id>`` under the
+  home (``Person.home(root)``), for their media only.
+
+Logins and the CLI are rare and synchronous (Gradio's auth callback is sync), so every
+call opens its own short-lived connection. The table is made by ``migrate_accounts`` as
+an admin role, with its own version table (``accounts_schema_version``) beside
+memory.pg_store's ``schema_version``. ``users`` has no row-level security (it is the
+login table, read before anyone is logged in); the app role may read it, add rows and
+change a password, nothing else, and memory_sql's role (``companion_sql``) has no
+privilege on it at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.rows import DictRow, dict_row
+
+from memory.accounts import (
+    DUMMY_HASH,
+    FOLDER_MODE,
+    AccountError,
+    Person,
+    _check_name,  # memory.accounts' own rules: both registries refuse alike
+    _check_password,
+    _make_folder,
+    hash_password,
+    verify_password,
+)
+
+CONNECT_TIMEOUT = 10  # seconds: a login fails rather than hang on an unreachable server
+NOT_MIGRATED = "the database has no users table yet: run `companion db migrate`"
+
+# Each entry upgrades the accounts schema by one version. Never edit a shipped entry.
+ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
+    # 1: the people. A name is unique ignoring case, as on SQLite (NAME_PATTERN is ASCII,
+    # so lower() folds it exactly like COLLATE NOCASE).
+    """
+    CREATE TABLE users (
+        id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        name          text NOT NULL CHECK (name <> ''),
+        password_hash text NOT NULL,
+        created_at    timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE UNIQUE INDEX users_name ON users (lower(name));
+    """,
+)
+
+
+class AccountsUnavailable(RuntimeError):
+    """The users table cannot be reached: no server, or the schema is not made yet."""
+
+
+def person_key(person: Person) -> str:
+    """The key of ``person``'s rows in the shared database (``app.person``)."""
+    return str(person.id)
+
+
+def migrate_accounts(admin_url: str, app_role: str) -> int:
+    """Bring the users table up to date as the admin and grant ``app_role`` exactly what
+    logins and the CLI need; the version in place. Safe to run again, and at once from
+    two processes (the second waits, then finds nothing to do)."""
+    role = sql.Identifier(app_role)
+    with psycopg.connect(admin_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.accounts_migrate'))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS accounts_schema_version (version integer NOT NULL)"
+        )
+        row = conn.execute("SELECT MAX(version) FROM accounts_schema_version").fetchone()
+        current = int(row[0] or 0) if row else 0
+        for version, script in enumerate(ACCOUNTS_MIGRATIONS[current:], start=current + 1):
+            conn.execute(script)
+            conn.execute("INSERT INTO accounts_schema_version (version) VALUES (%s)", (version,))
+        # Exactly these privileges: take back anything granted before (to anyone), then
+        # grant. Not UPDATE of id or name: a person's key and name never change.
+        conn.execute(sql.SQL("REVOKE ALL ON users FROM PUBLIC, {}").format(role))
+        conn.execute(
+            sql.SQL(
+                "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash) ON users TO {}"
+            ).format(role)
+        )
+    return len(ACCOUNTS_MIGRATIONS)
+
+
+def _person(row: DictRow) -> Person:
+    return Person(id=row["id"], name=row["name"], folder=f"people/{row['id']}")
+
+
+class PgAccounts:
+    """The people of a Companion whose store is Postgres (``url``, the app role's); their
+    media folders live under ``root``, the app's home."""
+
+    def __init__(self, url: str, root: Path) -> None:
+        self.url = url
+        self.root = Path(root).expanduser()
+
+    def enabled(self) -> bool:
+        """True once anyone has been added: the app then asks everyone to log in."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM users) AS anyone").fetchone()
+        return bool(row and row["anyone"])
+
+    def add(self, name: str, password: str) -> Person:
+        """Register a person and create their media folder under the home."""
+        _check_name(name)
+        _check_password(password)
+        password_hash = hash_password(password)
+        self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        with self._connection() as conn, conn.transaction():
+            try:
+                row = conn.execute(
+                    "INSERT INTO users (name, password_hash) VALUES (%s, %s) RETURNING id, name",
+                    (name, password_hash),
+                ).fetchone()
+            except errors.UniqueViolation as exc:
+                raise AccountError(f"the name {name!r} is taken") from exc
+            assert row is not None  # INSERT … RETURNING returns the row it added
+            person = _person(row)
+            _make_folder(person.home(self.root))  # before COMMIT: no person without one
+        return person
+
+    def check(self, name: str, password: str) -> Person | None:
+        """The person this name and password log in as, or None."""
+        row = self._find(name)
+        if row is None:
+            verify_password(password, DUMMY_HASH)  # as slow as a wrong password
+            return None
+        return _person(row) if verify_password(password, row["password_hash"]) else None
+
+    def get(self, name: str) -> Person | None:
+        """The person of this name (any case), or None."""
+        row = self._find(name)
+        return None if row is None else _person(row)
+
+    def people(self) -> list[Person]:
+        """Everyone, in the order they were added."""
+        with self._connection() as conn:
+            rows = conn.execute("SELECT id, name FROM users ORDER BY id").fetchall()
+        return [_person(row) for row in rows]
+
+    def set_password(self, name: str, password: str) -> None:
+        """Replace a person's password."""
+        if self.get(name) is None:
+            raise AccountError(f"no user {name!r}")
+        _check_password(password)
+        password_hash = hash_password(password)
+        with self._connection() as conn:
+            conn.execute(
+                "UPDATE users SET password_hash = %s WHERE lower(name) = lower(%s)",
+                (password_hash, name),
+            )
+
+    def _find(self, name: str) -> DictRow | None:
+        with self._connection() as conn:
+            return conn.execute(
+                "SELECT id, name, password_hash FROM users WHERE lower(name) = lower(%s)",
+                (name,),
+            ).fetchone()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
+        try:
+            with psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT
+            ) as conn:
+                yield conn
+        except errors.UndefinedTable as exc:
+            raise AccountsUnavailable(NOT_MIGRATED) from exc
+        except psycopg.OperationalError as exc:
+            raise AccountsUnavailable(f"could not reach the database: {exc}") from exc
