@@ -24,6 +24,10 @@ BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+NO_PSYCOPG = (
+    "a Postgres database needs psycopg, which is not installed: "
+    "install Companion with its postgres extra (companion[postgres])"
+)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -313,8 +317,11 @@ def _user(args: argparse.Namespace) -> int:
         return 2
     if url is None:
         return _user_command(args, Accounts.open_home(root), postgres=False)
-    from memory.pg_accounts import AccountsUnavailable, PgAccounts
-
+    try:
+        from memory.pg_accounts import AccountsUnavailable, PgAccounts
+    except ImportError:
+        print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
+        return 2
     try:
         return _user_command(args, PgAccounts(url, root), postgres=True)
     except AccountsUnavailable as exc:
@@ -394,12 +401,15 @@ def _db_migrate(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
-    import psycopg
+    try:
+        import psycopg
 
-    from memory.pg_accounts import migrate_accounts
-    from memory.pg_sql_guard import SQL_ROLE, prepare
-    from memory.pg_store import migrate
-
+        from memory.pg_accounts import migrate_accounts
+        from memory.pg_sql_guard import SQL_ROLE, prepare
+        from memory.pg_store import migrate
+    except ImportError:
+        print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
+        return 2
     try:
         version = asyncio.run(migrate(admin_url, app_role))
         asyncio.run(prepare(admin_url, SQL_ROLE, app_role))

@@ -416,7 +416,7 @@ def _postgres_url(
     source = f"--{flag.replace('_', '-')}" if from_flag else variable
     try:
         parts = urlsplit(value.strip())
-        parts.port  # noqa: B018  (a bad port raises here, not at connection time)
+        _ = parts.port  # a bad port raises here, not at the first connection
     except ValueError as exc:
         raise ConfigError(f"{source}: not a valid URL ({exc})") from exc
     if parts.scheme.lower() not in POSTGRES_SCHEMES:

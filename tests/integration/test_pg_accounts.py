@@ -296,3 +296,30 @@ def test_db_migrate_makes_everything_and_is_idempotent(tmp_path: Path) -> None:
         added = companion(tmp_path, "user", "add", "ann", stdin="ann's password\n", **env)
         assert added.returncode == 0, added.stderr
         assert PgAccounts(server.url, tmp_path).check("ann", "ann's password") is not None
+
+
+WITHOUT_PSYCOPG = (
+    "import sys; sys.modules['psycopg'] = None; from app.cli import main; "
+    "raise SystemExit(main(sys.argv[1:]))"
+)  # None in sys.modules: importing psycopg raises ImportError, as when it is not installed
+
+
+@pytest.mark.parametrize("command", [["user", "list"], ["db", "migrate"]])
+def test_without_psycopg_postgres_is_refused_with_the_fix(
+    command: list[str], tmp_path: Path
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "PG"))}
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PSYCOPG, *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **clean,
+            "COMPANION_HOME": str(tmp_path),
+            "COMPANION_DATABASE_URL": "postgresql://companion@127.0.0.1/companion",
+            "COMPANION_DATABASE_ADMIN_URL": "postgresql://postgres@127.0.0.1/companion",
+        },
+    )
+    assert done.returncode == 2, done.stderr
+    assert "companion[postgres]" in done.stderr and "Traceback" not in done.stderr
