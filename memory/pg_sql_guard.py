@@ -12,22 +12,41 @@ the tables, so the statement runs where the database enforces the limits:
    never match here. Nothing else SQLite-specific is reused: the authorizer, TEMP views
    and function allow-list are replaced by the layers below.
 2. **A restricted role** — the statement runs after ``SET LOCAL ROLE companion_sql``, a
-   NOLOGIN role the app role may become (``prepare``), which may SELECT sessions and
-   messages and UPDATE only ``messages.content`` and ``sessions.title``: no other table
-   (schema_version, profile, running_turns, memories, …), no INSERT or DELETE, no
-   sequence, no server files (``pg_read_file``, ``COPY`` need roles it lacks).
+   NOLOGIN role the app role may become (``prepare``), which may SELECT what SQLite's
+   memory_sql shows (sessions, messages, memories, segments, profile) and UPDATE only
+   ``messages.content``, ``memories.value`` and ``sessions.title``: no other table
+   (schema_version, running_turns, job_leases, the journal sql_edits, …), no INSERT or
+   DELETE, no sequence, no server files (``pg_read_file``, ``COPY`` need roles it lacks).
 3. **Row-level security** — the tables' person policy (memory.pg_store) applies to it,
    scoped to the person through ``app.person``, set for this transaction alone; and a
    restrictive policy for companion_sql drops ``role = 'memory_tool'`` messages from
    everything it reads or updates, whatever the spelling (CTE named messages,
-   ``public.messages``, subqueries, UNION). Because the person policy trusts a setting,
-   ``prepare`` takes ``set_config`` from PUBLIC (the app role keeps it): otherwise a
-   SELECT could set ``app.person`` to someone else in the middle of its own scan.
+   ``public.messages``, subqueries, UNION), and another keeps only the profile keys
+   of ``sql_guard.READABLE_SETTINGS`` (never an API key). Because the person policy
+   trusts a setting, ``prepare`` takes ``set_config`` from PUBLIC (the app role keeps
+   it): otherwise a SELECT could set ``app.person`` to someone else in the middle of
+   its own scan.
    ``SET``/``RESET`` statements are refused by the parse and are not allowed inside the
    functions that run SQL text (``query_to_xml``), which are not volatile.
 4. **Read-only SELECTs** — a SELECT runs in a ``READ ONLY`` transaction, so whatever
    it calls cannot write tables, and the transaction is rolled back, never committed,
    which also undoes what READ ONLY lets through (``lo_create``, ``pg_notify``).
+
+5. **The journal** — every UPDATE as companion_sql fires a statement-level AFTER UPDATE
+   trigger (``WHEN current_user = companion_sql``, so the app's own writes are not
+   journalled) whose function runs as the admin (SECURITY DEFINER): from the statement's
+   transition tables it records each changed text with the text it replaced in
+   ``sql_edits`` (memory.pg_store's migration 3), in the changed rows' own person, under
+   the batch id and time ``run_sql`` set with ``set_config`` before becoming
+   companion_sql (which may not call it). companion_sql has no privilege on sql_edits
+   and cannot call a trigger function; the app role reads it and marks batches undone
+   but cannot insert. The same function refuses what SQLite's guard refuses of the new
+   text (over ``MAX_WRITE_CHARS`` unless it shrinks, an empty memory value or title)
+   and an edit of more than ``MAX_ROWS_CHANGED`` rows, and keeps the last
+   ``KEPT_BATCHES`` batches. ``PgStore.undo_last_sql_edit`` undoes the newest batch; it
+   writes through fixed statements under the undoer's row-level security, never on a
+   memory_tool message and only where the row still holds the journalled new text, so
+   a forged entry cannot reach another person's row or a hidden one.
 
 Limits: ``statement_timeout`` for the transaction (``timeout_ms``; also set on the role,
 though a role's settings only apply to logins); at most ``max_rows`` rows fetched
@@ -35,12 +54,12 @@ though a role's settings only apply to logins); at most ``max_rows`` rows fetche
 capped as on SQLite; an UPDATE changing more than ``sql_guard.MAX_ROWS_CHANGED`` rows is
 rolled back. ``run_sql`` never raises: every failure is ``{"error": ...}``.
 
-Not covered yet: memories and segments (not granted to companion_sql until their tables'
-guard is written), the journal of edits (an UPDATE here is not journalled, so
-``companion undo-sql`` cannot undo it), SQLite's checks of the new text (length caps,
-non-empty titles), and a general function allow-list: Postgres functions granted to
-PUBLIC stay callable, except set_config and the large-object writers, which ``prepare``
-takes back (time is bounded by statement_timeout).
+Not covered yet: a general function allow-list: Postgres functions granted to PUBLIC
+stay callable, except set_config and the large-object writers, which ``prepare`` takes
+back (time is bounded by statement_timeout); and SQLite's own catalog
+(``sqlite_master``, ``schema_version``): here the schema is read from
+``information_schema``. An UPDATE reports the rows it matched (SQLite: the rows whose
+text changed); only changed texts are journalled.
 """
 
 from __future__ import annotations
@@ -55,22 +74,31 @@ from psycopg.sql import SQL, Identifier, Literal
 from memory.sql_guard import (
     CELL_CAP,
     COLUMN_NAME_CAP,
+    EMPTY_TEXT,
     MAX_ROWS_CHANGED,
+    MAX_WRITE_CHARS,
+    NOT_EMPTY,
+    READABLE_SETTINGS,
     RESULT_CHAR_CAP,
     ROW_CAP,
     TIME_LIMIT_SECONDS,
+    TOO_LONG,
     TOO_MANY_ROWS,
     SqlRefused,
     check_sql,
 )
-from memory.sql_journal import HIDDEN_ROLE
-from memory.store import format_time
+from memory.sql_journal import EDITABLE_COLUMNS, HIDDEN_ROLE, KEPT_BATCHES, new_batch_id
+from memory.store import format_time, utc_now
 
 log = logging.getLogger("companion.memory_sql")
 
 SQL_ROLE = "companion_sql"
 APP_ROLE = "companion"
-READABLE: tuple[str, ...] = ("sessions", "messages")
+# What memory_sql may read: SQLite's visible schema (memory.sql_guard), with the profile
+# cut to sql_guard.READABLE_SETTINGS and memory_tool messages dropped by policies.
+READABLE: tuple[str, ...] = ("sessions", "messages", "memories", "segments", "profile")
+# The app's other tables, named so ``prepare`` takes back anything granted on them before.
+UNREADABLE: tuple[str, ...] = ("running_turns", "job_leases", "sql_edits")
 # Server-side large-object functions that create or change one (granted to PUBLIC by
 # default); ``prepare`` takes them back.
 LARGE_OBJECT_WRITERS = (
@@ -84,12 +112,13 @@ LARGE_OBJECT_WRITERS = (
     "pg_catalog.lowrite(integer, bytea)",
     "pg_catalog.lo_open(oid, integer)",
 )
-EDITABLE: dict[str, str] = {"messages": "content", "sessions": "title"}
+EDITABLE: dict[str, str] = dict(EDITABLE_COLUMNS)  # messages.content, memories.value, …
+JOURNAL_TRIGGER = "companion_sql_journal"  # also the name of its function
 ROLE_TIMEOUT = f"{TIME_LIMIT_SECONDS:g}s"
 
 PERMISSION_DENIED = (
-    "refused: {detail} — memory_sql reads sessions and messages and may change only "
-    "messages.content and sessions.title"
+    "refused: {detail} — memory_sql reads sessions, messages, memories, segments and "
+    "profile, and may change only messages.content, memories.value and sessions.title"
 )
 READ_ONLY = "refused: a SELECT cannot change anything ({detail}); use UPDATE to edit text"
 TIME_LIMIT = (
@@ -118,7 +147,11 @@ async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_
         )
         tables = SQL(", ").join(map(Identifier, READABLE))
         # Exactly these privileges: take back anything granted before, then grant.
-        await conn.execute(SQL("REVOKE ALL ON {} FROM {}").format(tables, role))
+        await conn.execute(
+            SQL("REVOKE ALL ON {} FROM {}").format(
+                SQL(", ").join(map(Identifier, READABLE + UNREADABLE)), role
+            )
+        )
         await conn.execute(SQL("GRANT SELECT ON {} TO {}").format(tables, role))
         for table, column in EDITABLE.items():
             await conn.execute(
@@ -152,6 +185,119 @@ async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_
                 "WITH CHECK (role <> {hidden} OR current_user <> {name})"
             ).format(policy=policy, role=role, hidden=Literal(HIDDEN_ROLE), name=Literal(sql_role))
         )
+        # The profile as memory_sql sees it on SQLite: the readable settings only (never
+        # an API key), bound the same way.
+        policy = Identifier(f"profile_{sql_role}_readable")
+        await conn.execute(SQL("DROP POLICY IF EXISTS {} ON profile").format(policy))
+        await conn.execute(
+            SQL(
+                "CREATE POLICY {policy} ON profile AS RESTRICTIVE FOR ALL TO {role} "
+                "USING (key IN ({keys}) OR current_user <> {name})"
+            ).format(
+                policy=policy,
+                role=role,
+                keys=SQL(", ").join(map(Literal, READABLE_SETTINGS)),
+                name=Literal(sql_role),
+            )
+        )
+        # The journal: every text an UPDATE as sql_role changes, by the trigger alone.
+        await conn.execute(_journal_function())
+        for table in EDITABLE:
+            trigger = Identifier(JOURNAL_TRIGGER)
+            await conn.execute(
+                SQL("DROP TRIGGER IF EXISTS {} ON {}").format(trigger, Identifier(table))
+            )
+            await conn.execute(
+                SQL(
+                    "CREATE TRIGGER {trigger} AFTER UPDATE ON {table} "
+                    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+                    "FOR EACH STATEMENT WHEN (current_user = {name}) "
+                    "EXECUTE FUNCTION public.{function}()"
+                ).format(
+                    trigger=trigger,
+                    table=Identifier(table),
+                    name=Literal(sql_role),
+                    function=Identifier(JOURNAL_TRIGGER),
+                )
+            )
+
+
+def _journal_function() -> str:
+    """The journal trigger's function: as the admin (SECURITY DEFINER: companion_sql
+    cannot write sql_edits itself), record each text the statement changed with what it
+    replaced, under the batch and time ``run_sql`` set before becoming companion_sql
+    (which may not call set_config), in the rows' own person; refuse the new text
+    SQLite's guard would refuse, and an edit past the row cap; keep the last
+    ``KEPT_BATCHES`` batches. A trigger function cannot be called directly."""
+
+    def quoted(text: str) -> str:
+        return Literal(text).as_string()
+
+    where = {table: f"{table}.{column}" for table, column in EDITABLE.items()}
+    too_long = " ".join(
+        f"WHEN {quoted(table)} THEN {cap}" for table, cap in MAX_WRITE_CHARS.items()
+    )
+    long_error = " ".join(
+        f"WHEN {quoted(table)} THEN "
+        + quoted(TOO_LONG.format(where=where[table], cap=MAX_WRITE_CHARS[table]))
+        for table in EDITABLE
+    )
+    empty_error = " ".join(
+        f"WHEN {quoted(table)} THEN {quoted(EMPTY_TEXT.format(where=where[table]))}"
+        for table in sorted(NOT_EMPTY)
+    )
+    not_empty = ", ".join(quoted(table) for table in sorted(NOT_EMPTY))
+    inserts = "\n    ELSIF ".join(
+        f"""TG_TABLE_NAME = '{table}' THEN
+        INSERT INTO public.sql_edits (person, batch, table_name, row_id, column_name,
+                                      old_value, new_value, created_at)
+        SELECT n.person, v_batch, '{table}', n.id::text, '{column}', o.{column}, n.{column},
+               v_at
+        FROM old_rows o JOIN new_rows n ON n.person = o.person AND n.id = o.id
+        WHERE n.{column} IS DISTINCT FROM o.{column} ORDER BY n.id;"""
+        for table, column in EDITABLE.items()
+    )
+    body = rf"""
+CREATE OR REPLACE FUNCTION public.{JOURNAL_TRIGGER}() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $journal$
+DECLARE
+    v_batch  text := current_setting('app.sql_batch', true);
+    v_person text := current_setting('app.person', true);
+    v_at     timestamptz;
+    e        record;
+    changed  integer;
+BEGIN
+    IF coalesce(v_batch, '') = '' OR coalesce(v_person, '') = '' THEN
+        RAISE EXCEPTION 'refused: a memory_sql edit needs its journal batch'
+            USING ERRCODE = 'check_violation';
+    END IF;
+    v_at := current_setting('app.sql_edit_at')::timestamptz;
+    IF {inserts}
+    END IF;
+    FOR e IN SELECT table_name, old_value, new_value FROM public.sql_edits
+             WHERE person = v_person AND batch = v_batch LOOP
+        IF length(e.new_value) > greatest(CASE e.table_name {too_long} END,
+                                          length(e.old_value)) THEN
+            RAISE EXCEPTION USING ERRCODE = 'check_violation',
+                MESSAGE = CASE e.table_name {long_error} END;
+        END IF;
+        IF e.table_name IN ({not_empty}) AND e.new_value ~ '^\s*$' THEN
+            RAISE EXCEPTION USING ERRCODE = 'check_violation',
+                MESSAGE = CASE e.table_name {empty_error} END;
+        END IF;
+    END LOOP;
+    SELECT count(*) INTO changed FROM public.sql_edits
+    WHERE person = v_person AND batch = v_batch;
+    IF changed > {MAX_ROWS_CHANGED} THEN
+        RAISE EXCEPTION USING ERRCODE = 'check_violation',
+            MESSAGE = {quoted(TOO_MANY_ROWS.format(cap=MAX_ROWS_CHANGED))};
+    END IF;
+    DELETE FROM public.sql_edits WHERE person = v_person AND batch IN (
+        SELECT b.batch FROM public.sql_edits b WHERE b.person = v_person
+        GROUP BY b.batch ORDER BY max(b.id) DESC OFFSET {KEPT_BATCHES});
+    RETURN NULL;
+END $journal$"""
+    return body
 
 
 def _cell(value: Any) -> Any:
@@ -174,16 +320,25 @@ def _error(exc: Exception, timeout_ms: int) -> str:
         return PERMISSION_DENIED.format(detail=detail)
     if isinstance(exc, errors.ReadOnlySqlTransaction):
         return READ_ONLY.format(detail=detail)
+    if isinstance(exc, errors.CheckViolation) and detail.startswith("refused:"):
+        return detail  # the journal trigger's refusal, written for the model
     if isinstance(exc, errors.OperationalError):
         return NO_DATABASE.format(detail=detail)
     return f"SQL error: {detail}"
 
 
 async def run_sql(
-    url: str, person: str, sql: str, *, max_rows: int = ROW_CAP, timeout_ms: int = 2000
+    url: str,
+    person: str,
+    sql: str,
+    *,
+    max_rows: int = ROW_CAP,
+    timeout_ms: int = 2000,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Run one guarded statement as ``person``; SELECT -> {columns, rows, row_count,
-    truncated}, UPDATE -> {updated}; any refusal or failure -> {"error": ...}. Never raises."""
+    truncated}, UPDATE -> {updated}, journalled as one batch at ``now`` (default: the
+    real clock); any refusal or failure -> {"error": ...}. Never raises."""
     try:
         checked = check_sql(sql)
     except SqlRefused as exc:
@@ -202,6 +357,14 @@ async def run_sql(
                               set_config('statement_timeout', %s, true)""",
                 (person, str(max(1, timeout_ms))),
             )
+            if checked.kind == "UPDATE":
+                # What the journal trigger files this statement's edits under.
+                edited_at = (now or utc_now()).replace(microsecond=0)
+                await cursor.execute(
+                    """SELECT set_config('app.sql_batch', %s, true),
+                              set_config('app.sql_edit_at', %s, true)""",
+                    (new_batch_id(), edited_at.isoformat()),
+                )
             await cursor.execute(SQL("SET LOCAL ROLE {}").format(Identifier(SQL_ROLE)))
             # Parameters (none) make psycopg use the extended protocol, which runs one
             # statement only, whatever the parse above concluded; % is then escaped.

@@ -18,16 +18,27 @@ its ``person``, and row-level security scopes every query to one person by const
 Same behaviour as ``memory.store.Store`` behind ``AsyncSqliteStore``, proven by the same
 contract tests (tests/integration/test_store_contract.py); timestamps are kept to the
 second and come back formatted like ``memory.store.format_time``. Here so far: sessions,
-messages (and their full-text search), running turns, the profile, memories (validated
-by memory.memories' own helpers, ranked with its ordering and memory.scoring's
-retrievability), segments (read, and dropped with the messages they covered) and
-``read_turn``. Full-text search (``search_messages``) uses the 'simple' configuration (no
-stemming, any language) over a generated tsvector; segments' summaries have one too.
+messages (and their full-text search), running turns with Stop asked from another
+process (``request_stop``, ``stop_requested``), job leases (``claim``: one holder per
+person and job until the lease runs out), the profile, memories (validated by
+memory.memories' own helpers, ranked with its ordering and memory.scoring's
+retrievability; found by key for the memory tools: ``remember``, ``revise``, ``forget``),
+the tools' gates (``has_history``, ``has_memories``) and ``latest_image``, segments
+(read, and dropped with the messages they covered), ``read_turn``, and memory_sql
+(``run_sql`` through memory.pg_sql_guard, whose trigger journals every UPDATE in
+``sql_edits``; ``undo_last_sql_edit`` puts the newest batch back, by id, under this
+person's row-level security, never on a memory_tool message, and only where the row
+still holds the text memory_sql gave it). Full-text search (``search_messages``) uses
+the 'simple' configuration (no stemming, any language) over a generated tsvector;
+segments' summaries have one too.
 
-Not here yet: cutting and summarising segments (``refresh_segments``,
-``catch_up_segments``: ``add_segment`` stores one given span), searching them, episodes,
-the memory_sql journal (``undo_last_sql_edit``), stop requests and job leases, the media
-folder, and the blocking store tools use.
+The media folder: images are files, so each person's store is given a folder of its own
+(``media_dir=``, on the app's home); there is no default folder, and a store opened
+without one raises StoreError when asked for it.
+
+Not here yet: ``recall``, cutting and summarising segments (``refresh_segments``,
+``catch_up_segments``: ``add_segment`` stores one given span) and searching them
+(memory.pg_recall, being written), and the blocking store the CLI's tools use.
 """
 
 from __future__ import annotations
@@ -37,8 +48,9 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor, errors, sql
@@ -47,7 +59,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory import scoring
+from memory import pg_sql_guard, scoring
 from memory.async_store import TurnReads
 from memory.memories import (
     Memory,
@@ -58,6 +70,14 @@ from memory.memories import (
     _value,
 )
 from memory.segments import Segment
+from memory.sql_journal import (
+    EDIT_CONFLICT,
+    EDITABLE_COLUMNS,
+    HIDDEN_ROLE,
+    Edit,
+    EditBatch,
+    EditConflict,
+)
 from memory.store import (
     ROLES,
     Clock,
@@ -75,9 +95,13 @@ POOL_MAX = 10  # connections a PgStore.open pool keeps at most
 # The tables each migration adds (all scoped to a person), and their sequences.
 _TABLES_1 = ("sessions", "messages", "running_turns", "profile")
 _TABLES_2 = ("memories", "segments")
-# The tables the app role may read and write (schema_version is the admin's alone).
-APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2
+_TABLES_3 = ("job_leases", "sql_edits")
+# The tables the app role may read and write (schema_version is the admin's alone; the
+# journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
+# trigger, memory.pg_sql_guard, writes new entries).
+APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3
 APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
+JOURNAL = "sql_edits"
 
 _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
 # Every table's person: the transaction's app.person unless given, never empty.
@@ -183,6 +207,55 @@ PG_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX segments_tsv ON segments USING gin (tsv);
     """
     + "".join(_scoped(table) for table in _TABLES_2),
+    # 3: Stop asked from another process (the running one polls the flag), leases of
+    # background jobs (one holder at a time per person and job, until it expires), and
+    # the journal of memory_sql edits (memory.sql_journal's sql_edits, by person): each
+    # changed text with what it replaced, written by memory.pg_sql_guard's trigger, so
+    # the newest batch can be undone. A row's entries go when the row goes (the
+    # triggers below), so deleted text does not live on in the journal.
+    f"""
+    ALTER TABLE running_turns ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
+    CREATE TABLE job_leases (
+        name   text NOT NULL,
+        {_PERSON},
+        holder text NOT NULL,
+        until  timestamptz NOT NULL,
+        PRIMARY KEY (person, name)
+    );
+    CREATE TABLE sql_edits (
+        id          bigserial PRIMARY KEY,
+        {_PERSON},
+        batch       text NOT NULL,
+        table_name  text NOT NULL,
+        row_id      text NOT NULL,
+        column_name text NOT NULL,
+        old_value   text NOT NULL,
+        new_value   text NOT NULL,
+        created_at  timestamptz NOT NULL,
+        undone_at   timestamptz,
+        CHECK ((table_name, column_name) IN
+               (('messages', 'content'), ('memories', 'value'), ('sessions', 'title')))
+    );
+    CREATE INDEX sql_edits_batch ON sql_edits (person, batch);
+    CREATE INDEX sql_edits_row ON sql_edits (person, table_name, row_id);
+    CREATE FUNCTION sql_edits_forget_rows() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = pg_catalog, pg_temp AS $$
+    BEGIN
+        DELETE FROM public.sql_edits e USING gone g
+        WHERE e.person = g.person AND e.table_name = TG_TABLE_NAME AND e.row_id = g.id::text;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER sql_edits_messages_ad AFTER DELETE ON messages
+        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+        EXECUTE FUNCTION sql_edits_forget_rows();
+    CREATE TRIGGER sql_edits_memories_ad AFTER DELETE ON memories
+        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+        EXECUTE FUNCTION sql_edits_forget_rows();
+    CREATE TRIGGER sql_edits_sessions_ad AFTER DELETE ON sessions
+        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+        EXECUTE FUNCTION sql_edits_forget_rows();
+    """
+    + "".join(_scoped(table) for table in _TABLES_3),
 )
 
 
@@ -210,6 +283,10 @@ async def migrate(admin_url: str, app_role: str) -> int:
             sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(
                 sql.SQL(", ").join(map(sql.Identifier, APP_SEQUENCES)), role
             )
+        )
+        # Only memory_sql's trigger (running as the admin) adds journal entries.
+        await conn.execute(
+            sql.SQL("REVOKE INSERT ON {} FROM {}").format(sql.Identifier(JOURNAL), role)
         )
     return len(PG_MIGRATIONS)
 
@@ -336,11 +413,122 @@ async def _all_memories(cursor: AsyncCursor[DictRow]) -> list[Memory]:
     return [_memory(row) for row in await cursor.fetchall()]
 
 
+async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | None) -> Memory:
+    """The one memory a key names, locked for this transaction (memory.memories.find_by_key:
+    the category is needed only when the key is in several)."""
+    if category:
+        category, key = _category(category), _key(key)
+        await cursor.execute(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE category = %s AND {_SAME_KEY}
+                FOR UPDATE""",
+            (category, key),
+        )
+        row = await cursor.fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {category}/{key} to change")
+        return _memory(row)
+    key = _key(key)
+    await cursor.execute(
+        f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE {_SAME_KEY}
+            ORDER BY category COLLATE "C" FOR UPDATE""",
+        (key,),
+    )
+    rows = await cursor.fetchall()
+    if not rows:
+        raise MemoryNotFound(f"no memory with key {key!r} to change")
+    if len(rows) > 1:
+        where = ", ".join(row["category"] for row in rows)
+        raise MemoryNotFound(
+            f"key {key!r} exists in several categories ({where}); say which category"
+        )
+    return _memory(rows[0])
+
+
+async def _rewrite(
+    cursor: AsyncCursor[DictRow],
+    memory: Memory,
+    value: str,
+    now: datetime,
+    category: str | None = None,
+    key: str | None = None,
+) -> Memory:
+    """Save a changed memory (``value`` already validated) in the open transaction;
+    restating a fact counts as a recall (it strengthens it)."""
+    new_category = _category(category) if category else memory.category
+    new_key = _key(key) if key else memory.key
+    anchor = parse_time(memory.last_recalled_at or memory.created_at)
+    strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+    await cursor.execute(
+        f"SELECT 1 FROM memories WHERE category = %s AND {_SAME_KEY} AND id <> %s",
+        (new_category, new_key, memory.id),
+    )
+    if await cursor.fetchone():
+        raise MemoryExists(f"memory {new_category}/{new_key} already exists")
+    stamp = _stamp(now)
+    try:
+        await cursor.execute(
+            f"""UPDATE memories SET category = %s, key = %s, value = %s,
+                       updated_at = %s, stability = %s, difficulty = %s,
+                       last_recalled_at = %s, recall_count = %s
+                WHERE id = %s RETURNING {_MEMORY_COLUMNS}""",
+            (
+                new_category,
+                new_key,
+                value,
+                stamp,
+                strength.stability,
+                strength.difficulty,
+                stamp,
+                strength.recall_count,
+                memory.id,
+            ),
+        )
+    except errors.UniqueViolation as error:  # the key was taken meanwhile
+        raise MemoryExists(f"memory {new_category}/{new_key} already exists") from error
+    updated = await cursor.fetchone()
+    if updated is None:
+        raise MemoryNotFound(f"memory {memory.category}/{memory.key} no longer exists")
+    return _memory(updated)
+
+
+# Undo writes a journalled value back only where the row (of this person: row-level
+# security) still holds the value memory_sql wrote; memory_tool messages never.
+_PUT_BACK: dict[str, str] = {
+    "messages": """UPDATE messages SET content = %s
+                   WHERE id = %s AND content = %s AND role <> %s""",
+    "memories": "UPDATE memories SET value = %s WHERE id = %s AND value = %s",
+    "sessions": "UPDATE sessions SET title = %s WHERE id = %s AND title = %s",
+}
+
+
+def _edit(row: DictRow) -> Edit:
+    """A journal entry as memory.sql_journal's Edit (a message's id as an integer)."""
+    table, row_id = row["table_name"], row["row_id"]
+    if table == "messages" and row_id.isdigit():
+        row_id = int(row_id)
+    return Edit(table, row_id, EDITABLE_COLUMNS[table], row["old_value"], row["new_value"])
+
+
+async def _put_back(cursor: AsyncCursor[DictRow], edit: Edit) -> bool:
+    """Write ``edit``'s old value where the row still holds its new one; False if not."""
+    if edit.table == "messages" and not isinstance(edit.row_id, int):
+        return False  # not a message id: no row can match
+    hidden = (HIDDEN_ROLE,) if edit.table == "messages" else ()
+    await cursor.execute(_PUT_BACK[edit.table], (edit.old, edit.row_id, edit.new, *hidden))
+    return cursor.rowcount == 1
+
+
 class PgStore:
     """One person's store on a shared Postgres database (see the module docstring)."""
 
     def __init__(
-        self, pool: AsyncConnectionPool, person: str, *, clock: Clock = utc_now, owns_pool: bool
+        self,
+        pool: AsyncConnectionPool,
+        person: str,
+        *,
+        clock: Clock = utc_now,
+        owns_pool: bool,
+        media_dir: Path | None = None,
     ) -> None:
         if not person:
             raise ValueError("a PgStore needs a person")
@@ -348,23 +536,51 @@ class PgStore:
         self.person = person
         self.clock = clock
         self._owns_pool = owns_pool
+        self._media_dir = media_dir
 
     @classmethod
-    async def open(cls, url: str, person: str, *, clock: Clock = utc_now) -> PgStore:
-        """``person``'s store on a pool of its own (closed by ``close``)."""
+    async def open(
+        cls, url: str, person: str, *, clock: Clock = utc_now, media_dir: Path | None = None
+    ) -> PgStore:
+        """``person``'s store on a pool of its own (closed by ``close``); ``media_dir`` is
+        the person's image folder (see ``media_dir``)."""
         pool = AsyncConnectionPool(
             url, min_size=1, max_size=POOL_MAX, open=False, kwargs={"autocommit": True}
         )
         await pool.open(wait=True)
-        return cls(pool, person, clock=clock, owns_pool=True)
+        return cls(pool, person, clock=clock, owns_pool=True, media_dir=media_dir)
 
     @classmethod
     def for_person(
-        cls, pool: AsyncConnectionPool, person: str, *, clock: Clock = utc_now
+        cls,
+        pool: AsyncConnectionPool,
+        person: str,
+        *,
+        clock: Clock = utc_now,
+        media_dir: Path | None = None,
     ) -> PgStore:
         """``person``'s store on a pool shared with other people's (the caller closes it;
         its connections must be in autocommit mode)."""
-        return cls(pool, person, clock=clock, owns_pool=False)
+        return cls(pool, person, clock=clock, owns_pool=False, media_dir=media_dir)
+
+    @property
+    def media_dir(self) -> Path:
+        """The person's image folder, created on first use. Images are files, not rows:
+        the app gives each person a folder of their own (on its home), and there is no
+        default — a store opened without one (``media_dir=None``: tests, tools that never
+        touch images) raises StoreError here rather than share a folder between people."""
+        if self._media_dir is None:
+            raise StoreError(f"the store of {self.person!r} was opened without a media folder")
+        self._media_dir.mkdir(parents=True, exist_ok=True)
+        return self._media_dir
+
+    @property
+    def url(self) -> str:
+        """The connection string the pool connects with (memory_sql opens its own)."""
+        conninfo = self.pool.conninfo
+        if not isinstance(conninfo, str):
+            raise StoreError("memory_sql needs the pool's connection string")
+        return conninfo
 
     @property
     def location(self) -> str:
@@ -557,6 +773,36 @@ class PgStore:
             )
             return cursor.rowcount
 
+    async def has_history(self, before_id: int | None = None) -> bool:
+        """True when any memory exists, or any message older than ``before_id`` (the
+        question being answered, which is not history yet); gates the memory tools."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s)
+                          OR EXISTS(SELECT 1 FROM memories) AS found""",
+                (before_id if before_id is not None else 2**62,),
+            )
+            row = await cursor.fetchone()
+        return bool(row and row["found"])
+
+    async def has_memories(self) -> bool:
+        """True when any memory is stored (gates updating and forgetting one)."""
+        async with self._transaction() as cursor:
+            await cursor.execute("SELECT EXISTS(SELECT 1 FROM memories) AS found")
+            row = await cursor.fetchone()
+        return bool(row and row["found"])
+
+    async def latest_image(self, session_id: str) -> Message | None:
+        """The newest message of the session that carries an image, or None."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"""SELECT {_MESSAGE_COLUMNS} FROM messages
+                    WHERE session_id = %s AND image_path IS NOT NULL ORDER BY id DESC LIMIT 1""",
+                (session_id,),
+            )
+            row = await cursor.fetchone()
+        return _message(row) if row else None
+
     async def search_messages(self, query: str, limit: int = 20) -> list[Message]:
         """Messages matching ``query`` (web-search syntax: words, "phrases", -not, or),
         best match first, then newest."""
@@ -608,6 +854,41 @@ class PgStore:
             )
             rows = await cursor.fetchall()
         return [RunningTurn(**row) for row in rows]
+
+    async def request_stop(self, session_id: str) -> bool:
+        """Ask whichever process runs the session's turn to stop it; False if none runs."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "UPDATE running_turns SET stop_requested = true WHERE session_id = %s",
+                (session_id,),
+            )
+            return cursor.rowcount > 0
+
+    async def stop_requested(self, turn_id: int) -> bool:
+        """True once Stop was asked for the turn (``request_stop``)."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "SELECT stop_requested FROM running_turns WHERE id = %s", (turn_id,)
+            )
+            row = await cursor.fetchone()
+        return bool(row and row["stop_requested"])
+
+    async def claim(self, job: str, holder: str, seconds: float) -> bool:
+        """Take (or renew) the lease of a background job for ``seconds``: True when
+        ``holder`` has it now, False while another holder's lease runs. One statement:
+        two processes claiming at once queue on the row, and the second sees the first's
+        lease."""
+        now = self.clock()
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """INSERT INTO job_leases (name, holder, until) VALUES (%s, %s, %s)
+                   ON CONFLICT (person, name) DO UPDATE
+                   SET holder = excluded.holder, until = excluded.until
+                   WHERE job_leases.holder = excluded.holder OR job_leases.until <= %s
+                   RETURNING holder""",
+                (job, holder, _stamp(now + timedelta(seconds=seconds)), now),
+            )
+            return await cursor.fetchone() is not None
 
     async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
         """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
@@ -723,42 +1004,26 @@ class PgStore:
             row = await cursor.fetchone()
             if row is None:
                 raise MemoryNotFound(f"no memory with id {memory_id!r}")
-            memory = _memory(row)
-            value = _value(value)
-            new_category = _category(category) if category else memory.category
-            new_key = _key(key) if key else memory.key
-            anchor = parse_time(memory.last_recalled_at or memory.created_at)
-            strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
-            await cursor.execute(
-                f"SELECT 1 FROM memories WHERE category = %s AND {_SAME_KEY} AND id <> %s",
-                (new_category, new_key, memory.id),
-            )
-            if await cursor.fetchone():
-                raise MemoryExists(f"memory {new_category}/{new_key} already exists")
-            stamp = _stamp(now)
-            try:
-                await cursor.execute(
-                    f"""UPDATE memories SET category = %s, key = %s, value = %s,
-                               updated_at = %s, stability = %s, difficulty = %s,
-                               last_recalled_at = %s, recall_count = %s
-                        WHERE id = %s RETURNING {_MEMORY_COLUMNS}""",
-                    (
-                        new_category,
-                        new_key,
-                        value,
-                        stamp,
-                        strength.stability,
-                        strength.difficulty,
-                        stamp,
-                        strength.recall_count,
-                        memory.id,
-                    ),
-                )
-            except errors.UniqueViolation as error:  # the key was taken meanwhile
-                raise MemoryExists(f"memory {new_category}/{new_key} already exists") from error
-            updated = await cursor.fetchone()
-        assert updated is not None
-        return _memory(updated)
+            return await _rewrite(cursor, _memory(row), _value(value), now, category, key)
+
+    async def remember(self, category: str, key: str, value: str, now: datetime) -> Memory:
+        """create_memory (the tool): a new fact (MemoryExists: the key is taken)."""
+        return await self.create_memory(category, key, value, now)
+
+    async def revise(self, category: str | None, key: str, value: str, now: datetime) -> Memory:
+        """update_memory (the tool): a fact's new value, found by key (and category when
+        given); MemoryNotFound when there is none, or the key is in several categories."""
+        value = _value(value)
+        async with self._transaction() as cursor:
+            memory = await _find_by_key(cursor, key, category)
+            return await _rewrite(cursor, memory, value, now)
+
+    async def forget(self, category: str | None, key: str) -> Memory:
+        """delete_memory (the tool): forget a fact found by key; what was deleted."""
+        async with self._transaction() as cursor:
+            memory = await _find_by_key(cursor, key, category)
+            await cursor.execute("DELETE FROM memories WHERE id = %s", (memory.id,))
+        return memory
 
     async def delete_memory(self, memory_id: str) -> None:
         """Delete a memory by id; raises MemoryNotFound when there is none."""
@@ -767,6 +1032,55 @@ class PgStore:
             deleted = cursor.rowcount
         if deleted == 0:
             raise MemoryNotFound(f"no memory with id {memory_id!r}")
+
+    # memory_sql -----------------------------------------------------------------
+
+    async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
+        """memory_sql: one guarded SELECT or UPDATE over this person's rows
+        (memory.pg_sql_guard, on a connection of its own); an UPDATE is journalled at
+        ``now``. The result or ``{"error": ...}``, never raises."""
+        return await pg_sql_guard.run_sql(self.url, self.person, sql, now=now)
+
+    async def undo_last_sql_edit(self) -> EditBatch | None:
+        """Put back the values the newest not-undone memory_sql batch replaced; the batch,
+        or None when there is nothing to undo. EditConflict (nothing restored) when any
+        of its rows changed since. Each value is written through a fixed statement per
+        table, by id, under this person's row-level security and never on a memory_tool
+        message: a journal entry can only name a row of this person that still holds
+        the text memory_sql gave it."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT batch FROM sql_edits WHERE undone_at IS NULL
+                   ORDER BY id DESC LIMIT 1 FOR UPDATE"""
+            )
+            newest = await cursor.fetchone()
+            if newest is None:
+                return None
+            await cursor.execute(
+                """SELECT table_name, row_id, old_value, new_value, created_at FROM sql_edits
+                   WHERE batch = %s ORDER BY id FOR UPDATE""",
+                (newest["batch"],),
+            )
+            rows = await cursor.fetchall()
+            batch = EditBatch(
+                newest["batch"],
+                format_time(rows[0]["created_at"]),
+                tuple(_edit(row) for row in rows),
+            )
+            moved = [edit.label for edit in batch.edits if not await _put_back(cursor, edit)]
+            if moved:
+                raise EditConflict(
+                    EDIT_CONFLICT.format(
+                        rows=", ".join(moved),
+                        when=f"memory_sql edited them at {batch.created_at}",
+                        done="restored",
+                    )
+                )
+            await cursor.execute(
+                "UPDATE sql_edits SET undone_at = %s WHERE batch = %s",
+                (self._now(), batch.batch),
+            )
+        return batch
 
     # profile --------------------------------------------------------------------
 

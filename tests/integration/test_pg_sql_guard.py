@@ -18,6 +18,7 @@ import pytest
 
 from memory import pg_sql_guard, sql_guard
 from memory.pg_store import PgStore, migrate
+from memory.sql_journal import KEPT_BATCHES, EditConflict
 from memory.store import Store
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
@@ -52,6 +53,10 @@ async def _seed(server: PostgresServer) -> dict[str, list[int]]:
         store = await PgStore.open(server.url, person, clock=lambda: FIXED_NOW)
         try:
             ids[person] = [(await store.add_message(*row)).id for row in rows]
+            first = (await store.messages("s"))[0]
+            await store.add_segment("s", [first], f"{person} summary", "model")
+            await store.create_memory("identity", "name", f"{person} herself")
+            await store.set_profile({"persona": f"{person} persona", "api_key": "SECRET key"})
         finally:
             await store.close()
     return ids
@@ -209,6 +214,10 @@ LEAKS = [
     "FROM (SELECT set_config('app.person', 'ann', true) v OFFSET 0) x",
     "UPDATE pg_settings SET setting = 'ann' WHERE name = 'app.person'",
     "SELECT current_setting('app.person')",
+    "SELECT * FROM memories",
+    "SELECT * FROM segments",
+    "SELECT * FROM profile",
+    "SELECT m.value, p.value FROM memories m, profile p",
 ]
 
 
@@ -248,7 +257,13 @@ REFUSED_ON_POSTGRES = [
     ("SET ROLE postgres", "SET"),
     ("RESET ROLE", "RESET"),
     ("SET app.person = 'ann'", "SET"),
-    ("SELECT * FROM profile", "permission denied"),
+    ("SELECT * FROM sql_edits", "permission denied"),
+    ("UPDATE sql_edits SET old_value = 'x'", "permission denied"),
+    ("SELECT * FROM job_leases", "permission denied"),
+    ("UPDATE memories SET key = 'x'", "permission denied"),
+    ("UPDATE profile SET value = 'x'", "permission denied"),
+    ("UPDATE sessions SET title = ' '", "sessions.title cannot be empty"),
+    ("UPDATE memories SET value = repeat('x', 3000)", "memories.value is at most 2,000"),
     ("SELECT * FROM running_turns", "permission denied"),
     ("SELECT * FROM schema_version", "permission denied"),
     ("COPY messages TO '/tmp/out'", "COPY"),
@@ -326,3 +341,140 @@ async def test_errors_are_data(pg: Seeded) -> None:
     assert (
         "could not reach" in (await pg_sql_guard.run_sql(unreachable, "bob", "SELECT 1"))["error"]
     )
+
+
+# Postgres: the journal of edits ------------------------------------------------------
+
+
+async def _person(pg: Seeded, name: str, *contents: str) -> tuple[PgStore, list[int]]:
+    """A new person's store on the module's server, with messages in session "j"."""
+    store = await PgStore.open(pg.server.url, name, clock=lambda: FIXED_NOW)
+    ids = [(await store.add_message("j", "user", content)).id for content in contents]
+    return store, ids
+
+
+def _journal(pg: Seeded, person: str) -> list[tuple[str, str, str, str]]:
+    """A person's journal entries, read past every guard (as the admin)."""
+    with psycopg.connect(pg.server.admin_url) as conn:
+        return conn.execute(
+            """SELECT table_name, row_id, old_value, new_value FROM sql_edits
+               WHERE person = %s ORDER BY id""",
+            (person,),
+        ).fetchall()
+
+
+async def test_the_journal_is_out_of_companion_sqls_reach(pg: Seeded) -> None:
+    store, (said,) = await _person(pg, "eve", "eve's words")
+    try:
+        edit = f"UPDATE messages SET content = 'eve changed' WHERE id = {said}"
+        assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
+        journalled = _journal(pg, "eve")
+        assert journalled == [("messages", str(said), "eve's words", "eve changed")]
+        for sql in (
+            "SELECT * FROM sql_edits",
+            "SELECT old_value FROM public.sql_edits",
+            "UPDATE sql_edits SET new_value = 'x'",
+            "SELECT companion_sql_journal()",
+        ):
+            result = await store.run_sql(sql, now=FIXED_NOW)
+            assert "error" in result and "eve" not in repr(result), (sql, result)
+        # The role itself, whatever statement reached it: no INSERT, no DELETE either.
+        with psycopg.connect(pg.server.admin_url, autocommit=True) as conn:
+            for sql in (
+                "INSERT INTO sql_edits (person, batch, table_name, row_id, column_name, "
+                "old_value, new_value, created_at) "
+                "VALUES ('eve', 'b', 'messages', '1', 'content', 'a', 'b', now())",
+                "DELETE FROM sql_edits",
+                "SELECT * FROM sql_edits",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                    conn.execute("SELECT set_config('app.person', 'eve', true)")
+                    conn.execute(f"SET LOCAL ROLE {pg_sql_guard.SQL_ROLE}")
+                    conn.execute(sql)
+        assert _journal(pg, "eve") == journalled
+        # An edit of nothing new journals nothing.
+        same = f"UPDATE messages SET content = content WHERE id = {said}"
+        assert await store.run_sql(same, now=FIXED_NOW) == {"updated": 1}
+        assert _journal(pg, "eve") == journalled
+    finally:
+        await store.close()
+
+
+async def test_undo_restores_the_text_an_update_replaced(pg: Seeded) -> None:
+    store, ids = await _person(pg, "fay", "first words", "second words", "third words")
+    try:
+        before = await store.messages("j")
+        edit = f"UPDATE messages SET content = upper(content) WHERE id IN ({ids[0]}, {ids[2]})"
+        assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 2}
+        assert [m.content for m in await store.messages("j")] == [
+            "FIRST WORDS",
+            "second words",
+            "THIRD WORDS",
+        ]
+        batch = await store.undo_last_sql_edit()
+        assert batch is not None and [e.row_id for e in batch.edits] == [ids[0], ids[2]]
+        assert await store.messages("j") == before
+        assert await store.undo_last_sql_edit() is None
+    finally:
+        await store.close()
+
+
+async def test_a_forged_or_foreign_batch_is_never_applied(pg: Seeded, sqlite_home: Path) -> None:
+    """Journal entries written past the guard (as the admin) that name ann's rows or a
+    memory_tool row: undo runs under the undoer's row-level security and never writes a
+    memory_tool message, so it refuses them and nothing changes."""
+    store, (own,) = await _person(pg, "gus", "gus's words")
+    ann_text, ann_hidden = pg.ids["ann"][0], pg.ids["ann"][1]
+    gus_hidden = (await store.add_message("j", "memory_tool", "gus tool result")).id
+    before = snapshot("postgres", pg, sqlite_home)
+
+    def forge(person: str, batch: str, row_id: int, new: str) -> None:
+        with psycopg.connect(pg.server.admin_url, autocommit=True) as conn:
+            conn.execute(
+                """INSERT INTO sql_edits (person, batch, table_name, row_id, column_name,
+                                          old_value, new_value, created_at)
+                   VALUES (%s, %s, 'messages', %s, 'content', 'pwned', %s, now())""",
+                (person, batch, str(row_id), new),
+            )
+
+    try:
+        for row_id, new in (
+            (ann_text, "ann says hello"),  # ann's row, as it reads now
+            (ann_hidden, "ann SECRET tool result"),
+            (gus_hidden, "gus tool result"),  # gus's own memory_tool row
+        ):
+            forge("gus", f"forged-{row_id}", row_id, new)
+            with pytest.raises(EditConflict, match=f"messages {row_id} changed since"):
+                await store.undo_last_sql_edit()
+            with psycopg.connect(pg.server.admin_url, autocommit=True) as conn:
+                conn.execute("DELETE FROM sql_edits WHERE batch = %s", (f"forged-{row_id}",))
+        # Ann's batch naming gus's row: gus never sees it, ann's undo cannot reach the row.
+        forge("ann", "anns-batch", own, "gus's words")
+        assert await store.undo_last_sql_edit() is None
+        ann = await PgStore.open(pg.server.url, "ann", clock=lambda: FIXED_NOW)
+        try:
+            with pytest.raises(EditConflict, match=f"messages {own} changed since"):
+                await ann.undo_last_sql_edit()
+        finally:
+            await ann.close()
+        assert snapshot("postgres", pg, sqlite_home) == before
+        assert [m.content for m in await store.messages("j")] == [
+            "gus's words",
+            "gus tool result",
+        ]
+    finally:
+        with psycopg.connect(pg.server.admin_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM sql_edits WHERE batch = 'anns-batch'")
+        await store.close()
+
+
+async def test_the_journal_keeps_the_last_batches_only(pg: Seeded) -> None:
+    store, (said,) = await _person(pg, "hal", "v0")
+    try:
+        for n in range(1, KEPT_BATCHES + 3):
+            edit = f"UPDATE messages SET content = 'v{n}' WHERE id = {said}"
+            assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
+        kept = _journal(pg, "hal")
+        assert len(kept) == KEPT_BATCHES and kept[0][2:] == ("v2", "v3")
+    finally:
+        await store.close()

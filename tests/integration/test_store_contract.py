@@ -16,11 +16,12 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory import scoring
+from memory import pg_sql_guard, scoring
 from memory.async_store import AsyncSqliteStore, TurnReads
 from memory.memories import InvalidMemory, Memory, MemoryExists, MemoryNotFound
 from memory.pg_store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
 from memory.segments import Segment, split_spans
+from memory.sql_journal import Edit, EditConflict
 from memory.store import Message, RunningTurn, Session, Store, StoreError, format_time
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
@@ -34,6 +35,7 @@ def postgres() -> Iterator[PostgresServer]:
     """One server for the module, migrated once; each test is a new person on it."""
     with PostgresServer() as server:
         asyncio.run(migrate(server.admin_url, APP_ROLE))
+        asyncio.run(pg_sql_guard.prepare(server.admin_url))
         yield server
 
 
@@ -465,6 +467,194 @@ async def test_delete_messages_from_drops_the_segments_that_covered_them(
     assert await store.recent_segments() == []
 
 
+async def test_stop_is_asked_through_the_running_turn(store: ContractStore) -> None:
+    asked = await store.add_message("s", "user", "a long story, please")
+    elsewhere = await store.add_message("t", "user", "and another")
+    assert await store.request_stop("s") is False  # no turn runs yet
+    turn_id = await store.begin_turn("s", asked.id, "owner-1")
+    other = await store.begin_turn("t", elsewhere.id, "owner-2")
+    assert await store.stop_requested(turn_id) is False
+    assert await store.request_stop("s") is True
+    assert await store.stop_requested(turn_id) is True
+    assert await store.stop_requested(other) is False
+    assert await store.request_stop("unknown") is False
+    await store.end_turn(turn_id)
+    assert await store.stop_requested(turn_id) is False
+    assert await store.request_stop("s") is False
+
+
+async def test_a_job_lease_is_refused_to_others_until_it_expires(store: ContractStore) -> None:
+    # The store's clock moves a second at each claim.
+    assert await store.claim("sweep", "process-a", 60) is True
+    assert await store.claim("sweep", "process-b", 60) is False
+    assert await store.claim("sweep", "process-a", 1) is True  # renewed, now for 1 s
+    assert await store.claim("other-job", "process-b", 60) is True
+    # A second later process-a's lease has run out: process-b takes it, and holds it.
+    assert await store.claim("sweep", "process-b", 60) is True
+    assert await store.claim("sweep", "process-a", 60) is False
+    assert await store.claim("other-job", "process-a", 60) is False
+    assert await store.claim("sweep", "process-b", 60) is True
+
+
+async def test_the_memory_tools_gates(store: ContractStore) -> None:
+    assert await store.has_history() is False
+    assert await store.has_memories() is False
+    asked = await store.add_message("s", "user", "hello")
+    assert await store.has_history(before_id=asked.id) is False  # the question itself
+    assert await store.has_history(before_id=asked.id + 1) is True
+    assert await store.has_history() is True
+    assert await store.has_memories() is False
+    await store.remember("identity", "name", "Budi", FIXED_NOW)
+    assert await store.has_memories() is True
+    assert await store.has_history(before_id=asked.id) is True  # a memory is history
+    await store.forget(None, "name")
+    assert await store.has_memories() is False
+    assert await store.has_history(before_id=asked.id) is False
+
+
+async def test_latest_image_is_the_sessions_newest_message_with_one(
+    store: ContractStore,
+) -> None:
+    assert await store.latest_image("s") is None
+    await store.add_message("s", "user", "look", image_path="media/first.png")
+    second = await store.add_message("s", "assistant", "drawn", image_path="media/second.png")
+    await store.add_message("s", "user", "thanks")
+    await store.add_message("t", "user", "elsewhere", image_path="media/other.png")
+    assert await store.latest_image("s") == second
+    assert await store.latest_image("unknown") is None
+
+
+async def test_remember_revise_and_forget_find_a_fact_by_key_with_sqlites_errors(
+    store: ContractStore,
+) -> None:
+    made = await store.remember(" Identity ", " name ", " Budi ", FIXED_NOW)
+    assert (made.category, made.key, made.value, made.recall_count) == (
+        "identity",
+        "name",
+        "Budi",
+        0,
+    )
+    with pytest.raises(MemoryExists, match=r"identity/NAME already exists \(value: 'Budi'\)"):
+        await store.remember("identity", "NAME", "Other", FIXED_NOW)
+    with pytest.raises(InvalidMemory, match="unknown category 'hobbies'"):
+        await store.remember("hobbies", "chess", "yes", FIXED_NOW)
+
+    later = FIXED_NOW + timedelta(days=2)
+    revised = await store.revise(None, "NAME", " Budi Santoso ", later)
+    assert (revised.id, revised.key, revised.value) == (made.id, "name", "Budi Santoso")
+    assert revised.updated_at == revised.last_recalled_at == format_time(later)
+    assert revised.recall_count == 1 and revised.stability > made.stability
+    with pytest.raises(MemoryNotFound, match="no memory focus/name to change"):
+        await store.revise("focus", "name", "x", later)
+    with pytest.raises(MemoryNotFound, match="no memory with key 'nope' to change"):
+        await store.revise(None, " nope ", "x", later)
+    with pytest.raises(InvalidMemory, match="value cannot be empty"):
+        await store.revise(None, "name", "  ", later)
+    with pytest.raises(InvalidMemory, match="unknown category 'hobbies'"):
+        await store.revise("hobbies", "name", "x", later)
+
+    await store.remember("focus", "Name", "the thesis", later)
+    several = r"key 'name' exists in several categories \(focus, identity\); say which"
+    with pytest.raises(MemoryNotFound, match=several):
+        await store.revise(None, "name", "x", later)
+    with pytest.raises(MemoryNotFound, match=several):
+        await store.forget(None, "name")
+    assert await store.forget("identity", "NAME") == revised
+    with pytest.raises(MemoryNotFound, match="no memory identity/name to change"):
+        await store.forget("identity", "name")
+    assert [(m.category, m.key) for m in await store.ranked_memories(later)] == [("focus", "Name")]
+    gone = await store.forget(None, "name")
+    assert gone.value == "the thesis"
+    assert await store.ranked_memories(later) == []
+
+
+async def test_memory_sql_reads_edits_and_undoes_the_newest_batch_only(
+    store: ContractStore,
+) -> None:
+    said = await store.add_message("s", "user", "I live in Jakarta")
+    await store.add_message("s", "memory_tool", "tool secret")
+    name = await store.remember("identity", "name", "Budi", FIXED_NOW)
+    await store.set_profile({"timezone": "Asia/Jakarta", "api_key": "sk-secret"})
+    edited_at = FIXED_NOW + timedelta(hours=1)
+    assert await store.undo_last_sql_edit() is None
+
+    read = await store.run_sql("SELECT role, content FROM messages ORDER BY id", now=edited_at)
+    assert read["rows"] == [["user", "I live in Jakarta"]]
+    assert (await store.run_sql("SELECT key, value FROM memories", now=edited_at))["rows"] == [
+        ["name", "Budi"]
+    ]
+    assert (await store.run_sql("SELECT key, value FROM profile", now=edited_at))["rows"] == [
+        ["timezone", "Asia/Jakarta"]
+    ]
+    hidden = "UPDATE messages SET content = 'x' WHERE role = 'memory_tool'"
+    assert await store.run_sql(hidden, now=edited_at) == {"updated": 0}
+    assert "error" in await store.run_sql("DELETE FROM messages", now=edited_at)
+
+    moved = f"UPDATE messages SET content = 'I live in Bandung' WHERE id = {said.id}"
+    assert await store.run_sql(moved, now=edited_at) == {"updated": 1}
+    renamed = await store.run_sql(
+        "UPDATE memories SET value = 'Budi Santoso' WHERE key = 'name'", now=edited_at
+    )
+    assert renamed == {"updated": 1}
+    titled = await store.run_sql(
+        "UPDATE sessions SET title = 'Moving' WHERE id = 's'", now=edited_at
+    )
+    assert titled == {"updated": 1}
+    assert [m.content for m in await store.messages("s")] == ["I live in Bandung", "tool secret"]
+
+    undone = await store.undo_last_sql_edit()  # the title only
+    assert undone is not None
+    assert undone.created_at == format_time(edited_at)
+    assert undone.edits == (Edit("sessions", "s", "title", "New chat", "Moving"),)
+    session = await store.get_session("s")
+    assert session is not None and session.title == "New chat"
+    assert [m.value for m in await store.ranked_memories(edited_at)] == ["Budi Santoso"]
+    undone = await store.undo_last_sql_edit()
+    assert undone is not None
+    assert undone.edits == (Edit("memories", name.id, "value", "Budi", "Budi Santoso"),)
+    undone = await store.undo_last_sql_edit()
+    assert undone is not None
+    assert undone.edits == (
+        Edit("messages", said.id, "content", "I live in Jakarta", "I live in Bandung"),
+    )
+    assert [m.content for m in await store.messages("s")] == ["I live in Jakarta", "tool secret"]
+    assert [m.value for m in await store.ranked_memories(edited_at)] == ["Budi"]
+    assert await store.undo_last_sql_edit() is None
+
+
+async def test_undo_refuses_a_batch_whose_rows_changed_since(store: ContractStore) -> None:
+    await store.create_session("Plans")
+    (session,) = await store.list_sessions()
+    memory = await store.remember("focus", "work", "thesis", FIXED_NOW)
+    await store.run_sql(
+        f"UPDATE sessions SET title = 'Trip' WHERE id = '{session.id}'", now=FIXED_NOW
+    )
+    await store.rename_session(session.id, "Trip to Bali")
+    with pytest.raises(EditConflict, match=f"sessions {session.id} changed since"):
+        await store.undo_last_sql_edit()
+    again = await store.get_session(session.id)
+    assert again is not None and again.title == "Trip to Bali"
+    with pytest.raises(EditConflict):  # still the newest batch: nothing walks past it
+        await store.undo_last_sql_edit()
+    await store.rename_session(session.id, "Trip")
+    assert await store.undo_last_sql_edit() is not None
+    again = await store.get_session(session.id)
+    assert again is not None and again.title == "Plans"
+
+    await store.run_sql("UPDATE memories SET value = 'the thesis'", now=FIXED_NOW)
+    await store.update_memory(memory.id, "a new job", key=None, category=None)
+    with pytest.raises(EditConflict, match=f"memories {memory.id} changed since"):
+        await store.undo_last_sql_edit()
+    assert [m.value for m in await store.ranked_memories(FIXED_NOW)] == ["a new job"]
+
+    # A deleted row's entries go with it: its text does not live on in the journal.
+    await store.delete_memory(memory.id)
+    said = await store.add_message("s", "user", "old words")
+    await store.run_sql(f"UPDATE messages SET content = 'new' WHERE id = {said.id}", now=FIXED_NOW)
+    await store.delete_messages_from("s", said.id)
+    assert await store.undo_last_sql_edit() is None
+
+
 # Postgres only: one database, many people -------------------------------------------
 
 
@@ -565,6 +755,9 @@ async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
         await store.set_profile({"name": person})
         await store.create_memory("identity", "name", person)
         await store.add_segment("s", [asked], f"{person} spoke", "model")
+        await store.claim("sweep", "owner", 60)
+        edit = f"UPDATE messages SET content = '{person} edited' WHERE id = {asked.id}"
+        assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
 
     async with shared_pool.connection() as conn, conn.transaction():
         await conn.execute("SELECT set_config('app.person', %s, true)", (bob,))
