@@ -13,6 +13,7 @@ import pytest
 
 from config.settings import Settings
 from evals.fixtures import ImageFixture, cat_image
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools import net
 from tools.base import ToolContext
@@ -43,13 +44,18 @@ def fresh_requests(images: ImageFixture) -> None:
 
 def make_ctx(home: Path, vision: bool = True, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, "allow_private_urls": True, **settings}
-    return ToolContext(Settings(**values), Store.open_home(home), SESSION, vision_available=vision)
+    return ToolContext(
+        Settings(**values),
+        AsyncSqliteStore(Store.open_home(home)),
+        SESSION,
+        vision_available=vision,
+    )
 
 
 def add_image(ctx: ToolContext, name: str, data: bytes) -> Path:
     path = ctx.settings.media_dir / name
     path.write_bytes(data)
-    ctx.store.add_message(SESSION, "user", "look at this", image_path=str(path))
+    ctx.store.blocking.add_message(SESSION, "user", "look at this", image_path=str(path))
     return path
 
 
@@ -61,7 +67,7 @@ async def test_latest_image_of_the_session_by_default(tmp_path):
     ctx = make_ctx(tmp_path)
     add_image(ctx, "old.png", cat_image("black"))
     newest = add_image(ctx, "new.png", cat_image("orange"))
-    ctx.store.add_message(SESSION, "assistant", "what a cat")
+    ctx.store.blocking.add_message(SESSION, "assistant", "what a cat")
 
     result = await image_analyze({}, ctx)
 
@@ -73,19 +79,19 @@ async def test_latest_image_of_the_session_by_default(tmp_path):
 
 async def test_no_image_in_reach_is_an_error_and_closes_the_gate(tmp_path):
     ctx = make_ctx(tmp_path)
-    ctx.store.add_message(SESSION, "user", "hello")
-    assert available(ctx) is False
+    ctx.store.blocking.add_message(SESSION, "user", "hello")
+    assert await available(ctx) is False
     result = await image_analyze({}, ctx)
     assert result["error"].startswith("there is no image in this conversation yet")
 
 
-def test_gate_needs_a_vision_model_and_an_image(tmp_path):
+async def test_gate_needs_a_vision_model_and_an_image(tmp_path):
     ctx = make_ctx(tmp_path)
     add_image(ctx, "cat.png", cat_image())
-    assert available(ctx) is True
-    assert available(make_ctx(tmp_path, vision=False)) is False
+    assert await available(ctx) is True
+    assert await available(make_ctx(tmp_path, vision=False)) is False
     other = ToolContext(ctx.settings, ctx.store, "another-session", vision_available=True)
-    assert available(other) is False
+    assert await available(other) is False
 
 
 async def test_markdown_url_is_downloaded_sniffed_and_saved_by_hash(tmp_path, images):
@@ -279,7 +285,7 @@ async def test_through_the_registry_and_command(tmp_path, images):
     spec = registry.by_command("image_analyze")
     assert spec is not None and spec.role == "image_tool"
     assert spec.command_arguments("") == {}
-    assert [s.name for s in registry.enabled(ctx)] == ["image_analyze"]
+    assert [s.name for s in await registry.enabled(ctx)] == ["image_analyze"]
 
     latest = await registry.execute("image_analyze", spec.command_arguments(""), ctx)
     assert latest["source"] == "latest"

@@ -13,6 +13,7 @@ from PIL import Image
 
 from config.settings import Settings
 from evals.fixtures import COLOURS, ImageFixture, RecordedRequest, Reply
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools.base import ToolContext
 from tools.image_generate import TOOLS, available, format_generated, image_generate
@@ -36,7 +37,7 @@ def fresh_requests(images: ImageFixture) -> Iterator[None]:
 
 def make_ctx(home: Path, server: ImageFixture, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
-    return ToolContext(Settings(**values), Store.open_home(home), "s1")
+    return ToolContext(Settings(**values), AsyncSqliteStore(Store.open_home(home)), "s1")
 
 
 def centre_colour(path: str) -> Any:
@@ -186,15 +187,15 @@ async def test_wrong_key_is_reported(tmp_path, images):
 )
 async def test_missing_configuration_closes_the_gate(tmp_path, images, changes, expected):
     ctx = make_ctx(tmp_path, images, **changes)
-    assert available(ctx) is False
-    assert ToolRegistry(TOOLS).enabled(ctx) == []
+    assert await available(ctx) is False
+    assert await ToolRegistry(TOOLS).enabled(ctx) == []
     result = await image_generate({"prompt": "a cat"}, ctx)
     assert expected in result["error"]
     assert images.requests == []
 
 
-def test_gate_open_when_configured(tmp_path, images):
-    assert available(make_ctx(tmp_path, images)) is True
+async def test_gate_open_when_configured(tmp_path, images):
+    assert await available(make_ctx(tmp_path, images)) is True
 
 
 def test_format_says_shown_without_path():

@@ -16,6 +16,7 @@ import pytest
 from app.settings_view import form_values, identity_text, profile_update, saved_message
 from config.settings import Settings, load_settings
 from evals.fixtures import ImageFixture
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools.base import ToolContext
 from tools.image_generate import image_generate
@@ -65,7 +66,9 @@ def save_form(
 
 
 async def draw(settings: Settings, store: Store) -> dict[str, Any]:
-    return await image_generate({"prompt": "a cat"}, ToolContext(settings, store, "s1"))
+    return await image_generate(
+        {"prompt": "a cat"}, ToolContext(settings, AsyncSqliteStore(store), "s1")
+    )
 
 
 def authorizations(server: ImageFixture) -> list[str | None]:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
+from memory.async_store import AsyncSqliteStore
 from memory.memories import create_memory, get_memory
 from memory.store import Store
 from tools import memory_search as tool
@@ -72,14 +73,16 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def ctx(store: Store) -> ToolContext:
-    return ToolContext(Settings(home=store.path.parent, timezone=TZ), store, "s", lambda: NOW)
+    return ToolContext(
+        Settings(home=store.path.parent, timezone=TZ), AsyncSqliteStore(store), "s", lambda: NOW
+    )
 
 
 async def search(
     ctx: ToolContext, query: str, asked_at: datetime = NOW, session: str = "s"
 ) -> dict[str, Any]:
     """Ask ``query`` as this turn's question in ``session``, then run the tool for it."""
-    question = ctx.store.add_message(session, "user", query, created_at=asked_at)
+    question = ctx.store.blocking.add_message(session, "user", query, created_at=asked_at)
     turn = replace(ctx, session_id=session, user_message_id=question.id)
     return await ToolRegistry(tool.TOOLS).execute("memory_search", {"query": query}, turn)
 
@@ -89,7 +92,7 @@ def contents(result: dict[str, Any]) -> list[str]:
 
 
 async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
-    seed_history(ctx.store)
+    seed_history(ctx.store.blocking)
     result = await search(ctx, "What did I cook last Thursday?")
     assert set(result) == {"structured", "raw_messages"}
     assert set(result["structured"]) == {"semantic", "episodic", "segments"}
@@ -112,7 +115,7 @@ async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
     ],
 )
 async def test_indonesian_and_relative_cues(ctx: ToolContext, query: str, expected: str) -> None:
-    seed_history(ctx.store)
+    seed_history(ctx.store.blocking)
     result = await search(ctx, query)
     assert result["raw_messages"], result
     assert all(
@@ -123,7 +126,7 @@ async def test_indonesian_and_relative_cues(ctx: ToolContext, query: str, expect
 
 
 async def test_recent_cue_returns_newest_without_the_question(ctx: ToolContext) -> None:
-    seed_history(ctx.store)
+    seed_history(ctx.store.blocking)
     result = await search(ctx, "terakhir kali aku masak apa?")
     assert result["raw_messages"]
     assert all("terakhir kali" not in m["content"] for m in result["raw_messages"])
@@ -131,7 +134,7 @@ async def test_recent_cue_returns_newest_without_the_question(ctx: ToolContext) 
 
 
 async def test_structured_facts_first_and_marked_recalled(ctx: ToolContext) -> None:
-    store = ctx.store
+    store = ctx.store.blocking
     create_memory(store, "signals", "favourite food", "rendang", now=NOW - timedelta(days=3))
     create_memory(store, "identity", "favourite city", "Yogyakarta", now=NOW - timedelta(days=3))
     seed_history(store)
@@ -146,23 +149,23 @@ async def test_structured_facts_first_and_marked_recalled(ctx: ToolContext) -> N
 
 
 async def test_thin_structured_results_fall_back_to_raw(ctx: ToolContext) -> None:
-    seed_history(ctx.store)
+    seed_history(ctx.store.blocking)
     result = await search(ctx, "dentist")
     assert contents(result) == ["user: I went to the dentist, my tooth hurts"]
 
 
 async def test_gate_and_errors(ctx: ToolContext) -> None:
     registry = ToolRegistry(tool.TOOLS)
-    assert registry.enabled(ctx) == []
-    ctx.store.add_message("s", "user", "hello")
-    assert [spec.name for spec in registry.enabled(ctx)] == ["memory_search"]
+    assert await registry.enabled(ctx) == []
+    ctx.store.blocking.add_message("s", "user", "hello")
+    assert [spec.name for spec in await registry.enabled(ctx)] == ["memory_search"]
     assert "error" in await registry.execute("memory_search", {"query": ""}, ctx)
     assert "error" in await registry.execute("memory_search", {}, ctx)
     assert "error" in await registry.execute("memory_search", {"query": "x", "k": 1}, ctx)
 
 
 async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) -> None:
-    store = ctx.store
+    store = ctx.store.blocking
     dinner = store.create_session("Dinner ideas")
     store.add_message(dinner.id, "user", "Tonight I cooked nasi goreng", created_at=evening(6))
     store.add_message(dinner.id, "memory_tool", "SECRET nasi goreng note", created_at=evening(6))
@@ -181,7 +184,7 @@ async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) 
 
 
 async def test_current_session_wins_ties(ctx: ToolContext) -> None:
-    store = ctx.store
+    store = ctx.store.blocking
     store.add_message("s", "user", "my cat Miso is orange", created_at=evening(4))
     other = store.create_session("Elsewhere")
     store.add_message(other.id, "user", "my cat Miso is orange", created_at=evening(3))
@@ -193,20 +196,22 @@ async def test_current_session_wins_ties(ctx: ToolContext) -> None:
 async def test_the_question_is_left_out_however_old_it_is(ctx: ToolContext) -> None:
     """The turn names its question: a turn that started 20 minutes ago (slow model,
     earlier tool calls) still does not find its own question as a memory."""
-    ctx.store.add_message("s", "user", "I adopted a kitten called Miso", created_at=evening(9))
+    ctx.store.blocking.add_message(
+        "s", "user", "I adopted a kitten called Miso", created_at=evening(9)
+    )
     result = await search(ctx, "kitten Miso", asked_at=NOW - timedelta(minutes=20))
     assert contents(result) == ["user: I adopted a kitten called Miso"]
 
 
 async def test_offered_only_with_history_beyond_the_question(ctx: ToolContext) -> None:
     registry = ToolRegistry(tool.TOOLS)
-    question = ctx.store.add_message("s", "user", "what did I cook?")
+    question = ctx.store.blocking.add_message("s", "user", "what did I cook?")
     turn = replace(ctx, user_message_id=question.id)
-    assert registry.enabled(turn) == []
-    after = ctx.store.add_message("s", "user", "and what about Friday?")
-    assert [spec.name for spec in registry.enabled(replace(ctx, user_message_id=after.id))] == [
-        "memory_search"
-    ]
+    assert await registry.enabled(turn) == []
+    after = ctx.store.blocking.add_message("s", "user", "and what about Friday?")
+    assert [
+        spec.name for spec in await registry.enabled(replace(ctx, user_message_id=after.id))
+    ] == ["memory_search"]
 
 
 def test_format_search_reads_well() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import Settings
+from memory.async_store import AsyncSqliteStore
 from memory.memories import create_memory, get_memory
 from memory.store import Store
 from tools import memory_sql, memory_write
@@ -28,7 +29,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def ctx(store: Store) -> ToolContext:
-    return ToolContext(Settings(home=store.path.parent), store, "s", lambda: NOW)
+    return ToolContext(Settings(home=store.path.parent), AsyncSqliteStore(store), "s", lambda: NOW)
 
 
 @pytest.fixture
@@ -41,17 +42,17 @@ async def test_create_update_delete_round_trip(ctx: ToolContext, registry: ToolR
         "create_memory", {"category": "identity", "key": "name", "value": "Budi"}, ctx
     )
     assert created["success"] is True and created["memory_id"]
-    memory = get_memory(ctx.store, "identity", "name")
+    memory = get_memory(ctx.store.blocking, "identity", "name")
     assert memory is not None and memory.id == created["memory_id"]
     assert memory.created_at == "2026-11-25 09:30:00"
 
     updated = await registry.execute("update_memory", {"key": "name", "value": "Budi S."}, ctx)
     assert updated == {"success": True, "memory_id": memory.id}
-    assert get_memory(ctx.store, "identity", "name").value == "Budi S."  # type: ignore[union-attr]
+    assert get_memory(ctx.store.blocking, "identity", "name").value == "Budi S."  # type: ignore[union-attr]
 
     deleted = await registry.execute("delete_memory", {"category": "identity", "key": "name"}, ctx)
     assert deleted == {"success": True, "memory_id": memory.id}
-    assert get_memory(ctx.store, "identity", "name") is None
+    assert get_memory(ctx.store.blocking, "identity", "name") is None
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ async def test_create_on_existing_key_says_so(ctx: ToolContext, registry: ToolRe
     await registry.execute("create_memory", args, ctx)
     again = await registry.execute("create_memory", {**args, "value": "teh"}, ctx)
     assert "already exists" in again["error"] and "update_memory" in again["error"]
-    assert get_memory(ctx.store, "signals", "drink").value == "kopi"  # type: ignore[union-attr]
+    assert get_memory(ctx.store.blocking, "signals", "drink").value == "kopi"  # type: ignore[union-attr]
 
 
 def test_schemas_offer_the_category_enum(registry: ToolRegistry) -> None:
@@ -122,22 +123,22 @@ def test_command_arguments(registry: ToolRegistry, name: str, text: str, expecte
     assert registry.get(name).command_arguments(text) == expected  # type: ignore[union-attr]
 
 
-def test_gates(ctx: ToolContext, registry: ToolRegistry) -> None:
-    def offered(context: ToolContext) -> set[str]:
-        return {spec.name for spec in registry.enabled(context)}
+async def test_gates(ctx: ToolContext, registry: ToolRegistry) -> None:
+    async def offered(context: ToolContext) -> set[str]:
+        return {spec.name for spec in await registry.enabled(context)}
 
-    assert offered(ctx) == {"create_memory"}
-    question = ctx.store.add_message("s", "user", "hi")
+    assert await offered(ctx) == {"create_memory"}
+    question = ctx.store.blocking.add_message("s", "user", "hi")
     # The message being answered is not history yet: nothing to query.
-    assert offered(dataclasses.replace(ctx, user_message_id=question.id)) == {"create_memory"}
-    assert offered(ctx) == {"create_memory", "memory_sql"}  # no memory to change yet
-    create_memory(ctx.store, "signals", "drink", "kopi susu")
-    assert offered(ctx) == {"create_memory", "update_memory", "delete_memory", "memory_sql"}
+    assert await offered(dataclasses.replace(ctx, user_message_id=question.id)) == {"create_memory"}
+    assert await offered(ctx) == {"create_memory", "memory_sql"}  # no memory to change yet
+    create_memory(ctx.store.blocking, "signals", "drink", "kopi susu")
+    assert await offered(ctx) == {"create_memory", "update_memory", "delete_memory", "memory_sql"}
 
 
 async def test_memory_sql_tool(ctx: ToolContext, registry: ToolRegistry) -> None:
-    ctx.store.add_message("s", "user", "I cooked rendang")
-    ctx.store.add_message("s", "memory_tool", "SECRET")
+    ctx.store.blocking.add_message("s", "user", "I cooked rendang")
+    ctx.store.blocking.add_message("s", "memory_tool", "SECRET")
     spec = registry.get("memory_sql")
     assert spec is not None and spec.multiline and spec.role == "memory_tool"
     args = spec.command_arguments("\n```sql\nSELECT role, content FROM messages\n```\n")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, default_registry, execute_tool, get_tool_schemas
@@ -25,11 +26,11 @@ BUILTIN = {
 
 
 def ctx(store: Store, **settings: Any) -> ToolContext:
-    return ToolContext(Settings(home=store.path.parent, **settings), store, "s1")
+    return ToolContext(Settings(home=store.path.parent, **settings), AsyncSqliteStore(store), "s1")
 
 
-def test_builtin_schemas_are_openai_format() -> None:
-    schemas = get_tool_schemas()
+async def test_builtin_schemas_are_openai_format() -> None:
+    schemas = await get_tool_schemas()
     assert {s["function"]["name"] for s in schemas} == BUILTIN
     for schema in schemas:
         assert schema["type"] == "function"
@@ -39,19 +40,19 @@ def test_builtin_schemas_are_openai_format() -> None:
         assert "yuzuki" not in function["description"].lower()  # no persona language
 
 
-def test_gates_follow_the_data(store: Store) -> None:
-    offered = {s["function"]["name"] for s in get_tool_schemas(ctx(store))}
+async def test_gates_follow_the_data(store: Store) -> None:
+    offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
     assert offered == {"web_search", "weather", "create_memory"} | (
         offered & {"update_memory", "delete_memory"}
     )
     assert "memory_search" not in offered and "image_generate" not in offered
     store.add_message("s1", "user", "hello")
-    offered = {s["function"]["name"] for s in get_tool_schemas(ctx(store))}
+    offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
     assert {"memory_search", "memory_sql"} <= offered
     configured = ctx(
         store, image_backend="url", image_base_url="http://127.0.0.1:9", image_model="flux"
     )
-    assert "image_generate" in {s["function"]["name"] for s in get_tool_schemas(configured)}
+    assert "image_generate" in {s["function"]["name"] for s in await get_tool_schemas(configured)}
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ async def test_a_broken_gate_closes_the_tool_only(store: Store) -> None:
             ToolSpec("b", "B.", {"type": "object"}, run, "web_tool", available=broken),
         ]
     )
-    assert [s.name for s in registry.enabled(ctx(store))] == ["a"]
+    assert [s.name for s in await registry.enabled(ctx(store))] == ["a"]
 
 
 def test_result_format() -> None:

@@ -16,6 +16,7 @@ import pytest
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture, ImageFixture, OpenMeteoFixture, cat_image
 from graph.runner import run_turn
+from memory.async_store import AsyncSqliteStore
 from memory.memories import create_memory
 from memory.store import Store
 from tools import image_analyze, image_generate, weather, web_search
@@ -42,7 +43,9 @@ class World:
             **self.images.settings_overrides(),
             allow_private_urls=True,
         )
-        return ToolContext(settings, Store.open_home(self.home), "s1", vision_available=True)
+        return ToolContext(
+            settings, AsyncSqliteStore(Store.open_home(self.home)), "s1", vision_available=True
+        )
 
     async def run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await ToolRegistry(SPECS).execute(name, args, self.ctx())
@@ -111,7 +114,7 @@ async def image_analyze_reference(world: World) -> None:
     ctx = world.ctx()
     latest = ctx.settings.media_dir / "latest.png"
     latest.write_bytes(cat_image("orange"))
-    ctx.store.add_message("s1", "user", "my cat", image_path=str(latest))
+    ctx.store.blocking.add_message("s1", "user", "my cat", image_path=str(latest))
     default = await world.run("image_analyze", {})
     referenced = await world.run(
         "image_analyze", {"reference": world.images.image_url("black-cat.jpg")}

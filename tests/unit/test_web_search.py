@@ -14,6 +14,7 @@ import pytest
 import tools.web_search as web_search_module
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture
+from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
@@ -40,7 +41,7 @@ def fresh_requests(ddg: DuckDuckGoFixture) -> None:
 
 def make_ctx(home: Path, server: DuckDuckGoFixture, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
-    return ToolContext(Settings(**values), Store.open_home(home), "s1")
+    return ToolContext(Settings(**values), AsyncSqliteStore(Store.open_home(home)), "s1")
 
 
 async def test_currency_query_gives_clean_unwrapped_results(tmp_path, ddg):
@@ -128,7 +129,9 @@ async def test_slow_answer_times_out_with_an_error(tmp_path, ddg):
 async def test_unreachable_endpoint_is_an_error(tmp_path):
     with DuckDuckGoFixture() as closed:
         overrides = closed.settings_overrides()
-    ctx = ToolContext(Settings(home=tmp_path, **overrides), Store.open_home(tmp_path))
+    ctx = ToolContext(
+        Settings(home=tmp_path, **overrides), AsyncSqliteStore(Store.open_home(tmp_path))
+    )
     result = await web_search({"query": "anything"}, ctx)
     assert result["error"].startswith("web search failed: could not connect")
 
