@@ -213,8 +213,7 @@ def _rewrite(
     """Save a changed memory; restating a fact counts as a recall (it strengthens it)."""
     new_category = _category(category) if category else memory.category
     new_key = _key(key) if key else memory.key
-    anchor = parse_time(memory.last_recalled_at or memory.created_at)
-    strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+    strength = recalled_strength(memory, now)
     stamp = format_time(now)
     with store.transaction() as conn:
         clash = conn.execute(
@@ -286,6 +285,13 @@ def delete_memory_by_id(store: Store, memory_id: str) -> None:
         raise MemoryNotFound(f"no memory with id {memory_id!r}")
 
 
+def recalled_strength(memory: Memory, now: datetime) -> scoring.Strength:
+    """The FSRS state of ``memory`` after a recall at ``now`` (from its last recall, or
+    its creation when never recalled)."""
+    anchor = parse_time(memory.last_recalled_at or memory.created_at)
+    return scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+
+
 def mark_recalled(store: Store, ids: Iterable[str], now: datetime) -> None:
     """Record that these memories were recalled at ``now`` (FSRS stability update)."""
     wanted = list(dict.fromkeys(ids))
@@ -297,9 +303,7 @@ def mark_recalled(store: Store, ids: Iterable[str], now: datetime) -> None:
             row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
             if row is None:
                 continue
-            memory = _memory(row)
-            anchor = parse_time(memory.last_recalled_at or memory.created_at)
-            strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+            strength = recalled_strength(_memory(row), now)
             conn.execute(
                 """UPDATE memories SET stability = ?, difficulty = ?, last_recalled_at = ?,
                           recall_count = ? WHERE id = ?""",
@@ -329,8 +333,16 @@ def search_memories(
     store: Store, query: str, now: datetime, limit: int = 5
 ) -> list[tuple[Memory, float]]:
     """Memories relevant to ``query``, scored relevance × retrievability, best first."""
+    return best_matches(all_memories(store), query, now, limit)
+
+
+def best_matches(
+    memories: Iterable[Memory], query: str, now: datetime, limit: int = 5
+) -> list[tuple[Memory, float]]:
+    """Of ``memories`` (in category, key order), those relevant to ``query``, scored
+    relevance × retrievability, best first (ties keep the given order)."""
     scored = []
-    for memory in all_memories(store):
+    for memory in memories:
         rel = relevance(query, memory)
         if rel > 0:
             scored.append((memory, rel * memory.retrievability(now)))

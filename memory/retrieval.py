@@ -36,19 +36,26 @@ MAX_ID = 2**62
 _ROLES_SQL = "m.role IN ('user', 'assistant')"
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query from free text: quoted prefix terms, OR-joined; None if empty.
+def query_terms(text: str) -> list[tuple[str, bool]]:
+    """The search terms of free text: (stemmed root, match it as a prefix), at most 16.
 
-    Terms are word characters only, so a quote can never appear inside one; stems of
-    four letters or more match as prefixes ("cooked" -> "cook"* meets "cooking").
+    Roots are word characters only, so a quote or an operator can never appear inside
+    one; roots of four letters or more match as prefixes ("cooked" -> cook* meets
+    "cooking"). Both backends build their query from these.
     """
-    terms: list[str] = []
+    terms: list[tuple[str, bool]] = []
     for word in content_words(text):
         root = stem(word)
-        term = f'"{root}"*' if len(root) >= 4 else f'"{root}"'
+        term = (root, len(root) >= 4)
         if term not in terms:
             terms.append(term)
-    return " OR ".join(terms[:MAX_QUERY_TERMS]) or None
+    return terms[:MAX_QUERY_TERMS]
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 query from free text: ``query_terms`` quoted, OR-joined; None if empty."""
+    terms = [f'"{root}"*' if prefix else f'"{root}"' for root, prefix in query_terms(text)]
+    return " OR ".join(terms) or None
 
 
 def latest_user_message_id(store: Store, session_id: str) -> int | None:

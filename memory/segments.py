@@ -28,7 +28,7 @@ import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from memory.retrieval import fts_query
@@ -154,25 +154,41 @@ def _closed_spans(
     """The session's spans not yet segmented and closed (all of them with ``force``),
     oldest first, at most ``limit``; reads no more messages than those spans need."""
     after = _last_segmented_id(store, session_id)
-    cap = None if limit is None else limit * MAX_MESSAGES + 1
+    cap = read_cap(limit)
     rows = store.conn.execute(
         "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
         (session_id, after, -1 if cap is None else cap),
     ).fetchall()
-    spans = split_spans([_message(row) for row in rows])
-    if cap is not None and len(rows) == cap:
+    return closed_spans([_message(row) for row in rows], force, limit, store.clock())
+
+
+def read_cap(limit: int | None) -> int | None:
+    """How many unsegmented messages to read for at most ``limit`` spans (None: all)."""
+    return None if limit is None else limit * MAX_MESSAGES + 1
+
+
+def closed_spans(
+    messages: list[Message], force: bool, limit: int | None, now: datetime
+) -> list[list[Message]]:
+    """Of a session's unsegmented messages (oldest first, at most ``read_cap(limit)``),
+    the closed spans (all of them with ``force``) at ``now``, at most ``limit``."""
+    spans = split_spans(messages)
+    cap = read_cap(limit)
+    if cap is not None and len(messages) == cap:
         spans.pop()  # cut short by the read cap: the messages after it may continue it
     elif spans and not force:
         last = spans[-1]
-        quiet = store.clock() - parse_time(last[-1].created_at) > GAP
+        quiet = now - parse_time(last[-1].created_at) > GAP
         if len(last) < MAX_MESSAGES and not quiet:
             spans.pop()
     return spans if limit is None else spans[:limit]
 
 
-async def _summaries(
+async def summarise_spans(
     spans: list[list[Message]], session_id: str, summarize: Summarizer | None, tz: str
 ) -> list[tuple[list[Message], str, str]]:
+    """Each span with its summary and summary_kind: ``summarize``'s over the span's
+    speakers, or the extractive one without it or when it fails (logged)."""
     summaries: list[tuple[list[Message], str, str]] = []
     for span in spans:
         speakers = [m for m in span if m.role in SPEAKER_ROLES]
@@ -236,7 +252,7 @@ async def refresh_segments(
     spans = await offload(lambda: _closed_spans(store, session_id, force, limit), writes=False)
     if not spans:
         return 0
-    summaries = await _summaries(spans, session_id, summarize, tz)
+    summaries = await summarise_spans(spans, session_id, summarize, tz)
     return await offload(lambda: _insert(store, session_id, summaries), writes=True)
 
 
@@ -341,15 +357,21 @@ def segment_lines(store: Store, segment: Segment, query: str = "", count: int = 
            AND role IN ('user', 'assistant') ORDER BY id""",
         (segment.session_id, segment.start_message_id, segment.end_message_id),
     ).fetchall()
+    return pick_lines([(row["role"], row["content"]) for row in rows], query, count)
+
+
+def pick_lines(said: list[tuple[str, str]], query: str = "", count: int = 3) -> list[str]:
+    """``count`` of a segment's (role, content) lines, in order, those sharing the most
+    words with ``query`` chosen first; each "role: text", shortened to LINE_CHARS."""
     wanted = set(content_words(query))
     order = sorted(
-        range(len(rows)),
-        key=lambda i: (-len(wanted & set(content_words(rows[i]["content"]))), i),
+        range(len(said)),
+        key=lambda i: (-len(wanted & set(content_words(said[i][1]))), i),
     )
-    chosen = sorted(order[:count])
     lines = []
-    for index in chosen:
-        text = " ".join(rows[index]["content"].split())
+    for index in sorted(order[:count]):
+        role, content = said[index]
+        text = " ".join(content.split())
         text = text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
-        lines.append(f"{rows[index]['role']}: {text}")
+        lines.append(f"{role}: {text}")
     return lines
