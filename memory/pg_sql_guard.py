@@ -385,8 +385,12 @@ async def run_sql(
         log.info("memory_sql refused: %s", exc)
         return {"error": str(exc)}
     except Exception as exc:  # the guard must answer with data whatever happened
-        log.exception("memory_sql statement failed on Postgres")
-        return {"error": _error(exc, timeout_ms)}
+        error = _error(exc, timeout_ms)
+        if isinstance(exc, errors.CheckViolation) and error == exc.diag.message_primary:
+            log.info("memory_sql refused: %s", error)  # the journal trigger's refusal
+        else:
+            log.exception("memory_sql statement failed on Postgres")
+        return {"error": error}
     return _result(columns, fetched, max_rows)
 
 

@@ -856,3 +856,57 @@ async def test_migrating_again_changes_nothing_and_the_location_hides_the_passwo
         await store.close()
     with pytest.raises(ValueError, match="person"):
         PgStore.for_person(shared_pool, "")
+
+
+async def test_two_people_never_reach_each_other_through_the_tools_calls(
+    shared_pool: AsyncConnectionPool, tmp_path: Path
+) -> None:
+    alice = PgStore.for_person(shared_pool, new_person(), media_dir=tmp_path / "alice")
+    bob = PgStore.for_person(shared_pool, new_person(), media_dir=tmp_path / "bob")
+    photo = await alice.add_message("s", "user", "my photo", image_path="alice.png")
+    turn_id = await alice.begin_turn("s", photo.id, "owner")
+    memory = await alice.remember("identity", "name", "Alice", FIXED_NOW)
+    await alice.set_profile({"persona": "alice's persona"})
+    edit = f"UPDATE messages SET content = 'alice edited' WHERE id = {photo.id}"
+    assert await alice.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
+    assert await alice.claim("sweep", "process-a", 60) is True
+
+    assert await bob.has_history() is False
+    assert await bob.has_memories() is False
+    assert await bob.latest_image("s") is None
+    assert await bob.request_stop("s") is False
+    assert await bob.stop_requested(turn_id) is False
+    assert await bob.claim("sweep", "process-b", 60) is True  # bob's own lease
+    with pytest.raises(MemoryNotFound):
+        await bob.revise(None, "name", "Bob", FIXED_NOW)
+    with pytest.raises(MemoryNotFound):
+        await bob.forget("identity", "name")
+    for sql in (
+        "SELECT * FROM messages",
+        "SELECT * FROM sessions",
+        "SELECT * FROM memories",
+        "SELECT * FROM profile",
+        "SELECT * FROM segments",
+    ):
+        assert (await bob.run_sql(sql, now=FIXED_NOW))["rows"] == [], sql
+    for sql in (
+        "UPDATE messages SET content = 'bob was here'",
+        "UPDATE memories SET value = 'bob was here'",
+        "UPDATE sessions SET title = 'bob was here'",
+    ):
+        assert await bob.run_sql(sql, now=FIXED_NOW) == {"updated": 0}, sql
+    assert await bob.undo_last_sql_edit() is None
+    bobs = await bob.remember("identity", "name", "Bob", FIXED_NOW)  # his own fact
+    assert await bob.forget(None, "name") == bobs
+
+    assert await alice.stop_requested(turn_id) is False
+    assert await alice.claim("sweep", "process-c", 60) is False  # still process-a's
+    assert await alice.latest_image("s") == replace(photo, content="alice edited")
+    assert await alice.ranked_memories(FIXED_NOW) == [memory]
+    undone = await alice.undo_last_sql_edit()
+    assert undone is not None and undone.edits[0].row_id == photo.id
+    assert await alice.messages("s") == [photo]
+    assert alice.media_dir == tmp_path / "alice" and alice.media_dir.is_dir()
+    assert bob.media_dir == tmp_path / "bob"
+    with pytest.raises(StoreError, match="without a media folder"):
+        _ = PgStore.for_person(shared_pool, new_person()).media_dir
