@@ -14,7 +14,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory import pg_recall
 from memory.async_store import AsyncSqliteStore
@@ -396,6 +399,17 @@ async def test_a_hostile_query_never_errors(backend: Backend, query: str) -> Non
     assert isinstance(found, Recollection)
     expected = [("Pets", "user", "my cat is orange")] if "cat" in query else []
     assert said(found) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_makes_a_valid_tsquery(postgres: PostgresServer, text: str) -> None:
+    """Whatever the words, Postgres reads the query (no syntax error, no NUL)."""
+    query = pg_recall.tsquery(text)
+    if query is None:
+        return
+    with psycopg.connect(postgres.url) as conn:
+        conn.execute("SELECT to_tsquery('simple', %s)", (query,))
 
 
 # cutting segments ---------------------------------------------------------------------
