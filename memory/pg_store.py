@@ -38,7 +38,7 @@ without one raises StoreError when asked for it.
 
 Not here yet: ``recall``, cutting and summarising segments (``refresh_segments``,
 ``catch_up_segments``: ``add_segment`` stores one given span) and searching them
-(memory.pg_recall, being written), and the blocking store the CLI's tools use.
+(memory.pg_recall, being written).
 """
 
 from __future__ import annotations
