@@ -16,6 +16,11 @@ span cutting, summaries and line picking. Only the queries differ:
   favour more of the query's words and shorter messages, but ts_rank has no inverse
   document frequency, so among several keyword hits the order can differ. Ties are
   broken alike (the current session first, then the newest message).
+- Words are the 'simple' parser's, where SQLite has unicode61: a link, an e-mail
+  address or a file name stays one token ("budi.dev/posts/rendang" is not found by
+  "rendang"), and accents are kept ("cafe" does not find "café"). Both are marked as
+  known gaps in the tests; the first goes with a tsv over the content with punctuation
+  replaced by spaces (a migration of memory.pg_store).
 - Timestamps are ``timestamptz`` kept to the second; windows are compared to the second
   as SQLite compares its text timestamps.
 

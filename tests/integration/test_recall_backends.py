@@ -315,6 +315,38 @@ async def test_raw_messages_match_english_and_indonesian_words_by_prefix(
     )
 
 
+# Where the backends still differ: Postgres's 'simple' parser keeps a link, an address or
+# a file name as one token (SQLite's unicode61 splits them at the punctuation), and keeps
+# accents (unicode61 folds them). Strict: fixing either turns its test into a failure
+# that asks for its mark to go.
+KNOWN_GAP = "Postgres's tsv keeps links, addresses and file names whole"
+ACCENTS = "Postgres's tsv keeps accents (SQLite's unicode61 folds them)"
+
+
+def on_postgres_xfail(request: pytest.FixtureRequest, backend: Backend, reason: str) -> None:
+    if backend.name == "postgres":
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+async def test_a_word_inside_a_link_or_an_address_is_found(
+    backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    on_postgres_xfail(request, backend, KNOWN_GAP)
+    await backend.chat(
+        "Links", [("user", "recipe at budi.dev/posts/rendang, ask budi@example.com")], SATURDAY
+    )
+    assert len((await backend.recall("rendang")).messages) == 1
+    assert len((await backend.recall("example")).messages) == 1
+
+
+async def test_an_accented_word_is_found_without_its_accent(
+    backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    on_postgres_xfail(request, backend, ACCENTS)
+    await backend.chat("Coffee", [("user", "we met at the café")], SATURDAY)
+    assert len((await backend.recall("cafe")).messages) == 1
+
+
 async def test_the_question_and_what_follows_it_are_never_recalled(backend: Backend) -> None:
     session = await backend.chat("Dinner", [("user", "I cooked soto ayam")], SATURDAY)
     question = await backend.say(session, "user", "What did I cook?", NOW)
