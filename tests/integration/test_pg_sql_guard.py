@@ -478,3 +478,18 @@ async def test_the_journal_keeps_the_last_batches_only(pg: Seeded) -> None:
         assert len(kept) == KEPT_BATCHES and kept[0][2:] == ("v2", "v3")
     finally:
         await store.close()
+
+
+async def test_the_edit_cap_counts_every_table_one_statement_changes(
+    pg: Seeded, sqlite_home: Path
+) -> None:
+    """An UPDATE inside a CTE changes a second table: the outer statement's row count
+    says 1, the journal counts every changed text, and the cap holds on both."""
+    before = snapshot("postgres", pg, sqlite_home)
+    both = (
+        "WITH x AS (UPDATE messages SET content = content || '!' WHERE session_id = 'many') "
+        "UPDATE sessions SET title = 'Many' WHERE id = 'many'"
+    )
+    result = await pg_sql_guard.run_sql(pg.server.url, "bob", both)
+    assert "changes at most" in result["error"], result
+    assert snapshot("postgres", pg, sqlite_home) == before
