@@ -162,42 +162,36 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
 
 
-def _person_flags(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The flags of ``companion chat``, its home the --user's own; None (said why) when
-    there is no such person, or accounts are on and no --user was given."""
-    import os
+def _person_factory(args: argparse.Namespace) -> Any:
+    """The ``ContextFactory`` of ``companion chat``'s person (the --user's own data, on
+    either backend); None (said why) when there is no such person, or accounts are on and
+    no --user was given."""
+    from graph.setup import People
 
-    from graph.setup import resolve_home
-    from memory.accounts import Accounts
-
-    flags = _flags(args)
-    root = resolve_home(flags, os.environ)
-    accounts = Accounts.open_home(root)
+    people = People(_flags(args))
     if args.user is None:
-        if not accounts.enabled():
-            return flags  # one person, no login: the home is theirs
-        names = ", ".join(person.name for person in accounts.people())
+        if not people.hosted:
+            return people.default  # one person, no login: the home is theirs
+        names = ", ".join(person.name for person in people.accounts.people())
         print(
             f"companion: this home has accounts ({names}): chat as one of them with --user NAME",
             file=sys.stderr,
         )
         return None
-    person = accounts.get(args.user)
-    if person is None:
-        print(
-            f"companion: no user {args.user} (add one with `companion user add {args.user}`)",
-            file=sys.stderr,
-        )
+    if not people.hosted or people.accounts.get(args.user) is None:
+        hint = f"add one with `companion user add {args.user}`"
+        print(f"companion: no user {args.user} ({hint})", file=sys.stderr)
         return None
-    return {**flags, "home": str(person.home(root))}
+    return people.factory(args.user)
 
 
-async def _chat(args: argparse.Namespace, flags: dict[str, Any]) -> int:
+async def _chat(args: argparse.Namespace, factory: Any) -> int:
+    from config.settings import require_chat_model
     from graph.builder import checkpointed_graph
-    from graph.setup import open_context
 
     try:
-        ctx = open_context(flags)
+        ctx = await factory()
+        require_chat_model(ctx.settings)
     except ConfigError as exc:  # a bad value from a flag, the environment or the profile
         print(f"companion: {exc}", file=sys.stderr)
         return 2
@@ -464,10 +458,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
             return 2
-        flags = _person_flags(args)
-        if flags is None:
+        try:
+            factory = _person_factory(args)
+        except ConfigError as exc:
+            print(f"companion: {exc}", file=sys.stderr)
             return 2
-        return asyncio.run(_chat(args, flags))
+        if factory is None:
+            return 2
+        return asyncio.run(_chat(args, factory))
     if args.command == "graph":
         from graph.builder import mermaid
 

@@ -1,19 +1,22 @@
 """Wire a runtime Context from configuration: settings, store, models, tools.
 
 The one place the application turns flags + environment + profile into live objects;
-the CLI, the app and the eval runner all start here. ``People`` is the app's view of who
-uses it: one person with no login by default, or the accounts of ``memory.accounts``,
-each with a ``ContextFactory`` over their own database.
+the CLI, the app and the eval runner all start here. ``open_store`` picks the backend:
+a SQLite file under the home by default, or the shared Postgres database of
+COMPANION_DATABASE_URL. ``People`` is the app's view of who uses it: one person with no
+login by default, or the accounts of ``memory.accounts`` (``memory.pg_accounts`` on
+Postgres), each with a ``ContextFactory`` over their own data.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from config.settings import Settings, load_settings, require_chat_model
+from config.settings import Settings, database_url, load_settings, require_chat_model
 from graph.context import Context
 from graph.providers import (
     lazy_local_model,
@@ -26,11 +29,51 @@ from memory.async_store import AsyncSqliteStore, AsyncStore
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
 
+if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is set
+    from memory.pg_accounts import PgAccounts
+    from memory.pg_pool import LoopPools
+
 
 def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
     """COMPANION_HOME from flags or environment (needed before the profile can be read)."""
     home = (flags or {}).get("home") or env.get("COMPANION_HOME") or "~/.companion"
     return Path(str(home)).expanduser()
+
+
+log = logging.getLogger("companion.setup")
+
+# The person of a Companion on Postgres without accounts, and of its first account: the
+# rows from before accounts stay theirs, as the home's own SQLite file does.
+OWNER = "owner"
+_DATABASES: dict[str, LoopPools] = {}  # one set of pools per database URL in a process
+
+
+def open_store(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    person: str = OWNER,
+) -> AsyncStore:
+    """One person's store: the SQLite file of the home (``--home``), or, with
+    COMPANION_DATABASE_URL, their rows of the shared Postgres database (``person``) with
+    their images in the home's media folder."""
+    env = os.environ if env is None else env
+    home = resolve_home(flags, env)
+    url = database_url(flags, env)
+    if url is None:
+        return AsyncSqliteStore(Store.open_home(home))
+    from memory.pg_pool import LoopPools
+    from memory.pg_store import PgStore
+
+    pools = _DATABASES.get(url) or _DATABASES.setdefault(url, LoopPools(url))
+    return PgStore.for_person(pools, person, media_dir=home / "media")
+
+
+async def release_connections() -> None:
+    """Close the running loop's Postgres connections (``companion`` reads its settings on
+    a start-up loop before Gradio starts its own: that loop's pool must not linger)."""
+    for pools in _DATABASES.values():
+        await pools.close()
 
 
 def open_settings(
@@ -95,9 +138,10 @@ class ContextFactory:
         chat_model: Any = None,
         vision_model: Any = None,
         registry: ToolRegistry | None = None,
+        person: str = OWNER,
     ) -> None:
         self.flags, self.env = flags, os.environ if env is None else env
-        self.store = AsyncSqliteStore(Store.open_home(resolve_home(flags, self.env)))
+        self.store = open_store(flags, self.env, person=person)
         self.models = {"chat_model": chat_model, "vision_model": vision_model}
         self.registry = registry
         self._built: tuple[tuple[tuple[str, str], ...], Context] | None = None
@@ -123,9 +167,13 @@ class People:
     login (or the single COMPANION_PASSWORD): every request gets ``default``. Once there
     are accounts (decided when the app starts: restart it after adding the first one),
     every request names its person through Gradio's login, and each person gets a factory
-    over their own database and media folder (``Person.home``), so nothing one person's
+    over their own data and media folder (``Person.home``), so nothing one person's
     handlers or tools reach can hold another's data. The first person owns the home's own
-    database, so the conversations from before accounts stay theirs.
+    database (on Postgres: the ``OWNER`` rows and the home's media folder), so the
+    conversations from before accounts stay theirs.
+
+    With COMPANION_DATABASE_URL the accounts are Postgres's ``users`` table, shared by
+    every app process, and each person's store is their rows of the shared database.
     """
 
     def __init__(
@@ -141,7 +189,14 @@ class People:
         self.root = resolve_home(flags, self.env)
         self.models = models  # chat_model, vision_model, registry (tests pass scripted ones)
         self.default = default or ContextFactory(flags, self.env, **models)
-        self.accounts = Accounts.open_home(self.root)
+        self.url = database_url(flags, self.env)
+        self.accounts: Accounts | PgAccounts
+        if self.url is None:
+            self.accounts = Accounts.open_home(self.root)
+        else:
+            from memory.pg_accounts import PgAccounts
+
+            self.accounts = PgAccounts(self.url, self.root)
         self.hosted = self.accounts.enabled()
         self._people: dict[str, Person] = {}
         self._factories: dict[int, ContextFactory] = {}
@@ -154,7 +209,23 @@ class People:
 
     def check(self, name: str, password: str) -> bool:
         """Gradio's login: is this a person of this Companion, with this password?"""
-        return self.hosted and self.accounts.check(name, password) is not None
+        if not self.hosted:
+            return False
+        try:
+            return self.accounts.check(name, password) is not None
+        except RuntimeError:  # pg_accounts.AccountsUnavailable: the database is down
+            log.exception("could not check a login")
+            return False
+
+    def _first(self, person: Person) -> bool:
+        """Does this person own the home's own data (the first account)?"""
+        if self.url is None:
+            return not person.folder
+        return person.id == min(p.id for p in self.accounts.people())
+
+    def _home(self, person: Person) -> Path:
+        """The folder of the person's data: the home itself for the first person."""
+        return self.root if self._first(person) else person.home(self.root)
 
     def factory(self, name: str | None) -> ContextFactory:
         """The factory of the person a request names (``request.username``).
@@ -170,12 +241,14 @@ class People:
             if person is None:
                 raise UnknownPerson(f"no person named {name!r}")
             self._people[person.name] = self._people[name or ""] = person
-        if not person.folder:
+        if self._first(person):
             return self.default
         factory = self._factories.get(person.id)
         if factory is None:
             flags = {**self.flags, "home": str(person.home(self.root))}
-            factory = self._factories[person.id] = ContextFactory(flags, self.env, **self.models)
+            key = OWNER if self.url is None else str(person.id)  # pg_accounts.person_key
+            factory = ContextFactory(flags, self.env, person=key, **self.models)
+            self._factories[person.id] = factory
         return factory
 
     def media_owners(self) -> dict[str, Path]:
@@ -183,13 +256,13 @@ class People:
         if not self.hosted:
             return {}
         people = self.accounts.people()
-        return {person.name.lower(): person.home(self.root) / "media" for person in people}
+        return {person.name.lower(): self._home(person) / "media" for person in people}
 
     def media_dirs(self) -> list[Path]:
         """Every person's media folder (the app may serve images from these only)."""
         folders = [self.default.store.media_dir]
         for person in self.accounts.people() if self.hosted else []:
-            folders.append(person.home(self.root) / "media")
+            folders.append(self._home(person) / "media")
         return list(dict.fromkeys(folders))
 
     def factories(self) -> list[ContextFactory]:

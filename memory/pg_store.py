@@ -36,9 +36,10 @@ The media folder: images are files, so each person's store is given a folder of 
 (``media_dir=``, on the app's home); there is no default folder, and a store opened
 without one raises StoreError when asked for it.
 
-Not here yet: ``recall``, cutting and summarising segments (``refresh_segments``,
-``catch_up_segments``: ``add_segment`` stores one given span) and searching them
-(memory.pg_recall, being written).
+memory_search's ``recall`` and the episodes (``refresh_segments``,
+``catch_up_segments``) are memory.pg_recall's, called from here. The pool is either one
+of the store's own (``open``) or the process's ``memory.pg_pool.LoopPools``, shared by
+every person's store (``for_person``, what the app uses).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory import pg_sql_guard, scoring
+from memory import pg_recall, pg_sql_guard, scoring
 from memory.async_store import TurnReads
 from memory.memories import (
     Memory,
@@ -69,7 +70,9 @@ from memory.memories import (
     _key,
     _value,
 )
-from memory.segments import Segment
+from memory.pg_pool import LoopPools
+from memory.recall import Recollection
+from memory.segments import Segment, Summarizer
 from memory.sql_journal import (
     EDIT_CONFLICT,
     EDITABLE_COLUMNS,
@@ -518,12 +521,16 @@ async def _put_back(cursor: AsyncCursor[DictRow], edit: Edit) -> bool:
     return cursor.rowcount == 1
 
 
+# A pool of its own (``open``), or the process's pools shared by every person's store.
+Pool = AsyncConnectionPool | LoopPools
+
+
 class PgStore:
     """One person's store on a shared Postgres database (see the module docstring)."""
 
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        pool: Pool,
         person: str,
         *,
         clock: Clock = utc_now,
@@ -553,7 +560,7 @@ class PgStore:
     @classmethod
     def for_person(
         cls,
-        pool: AsyncConnectionPool,
+        pool: Pool,
         person: str,
         *,
         clock: Clock = utc_now,
@@ -906,8 +913,7 @@ class PgStore:
         self, session_id: str, span: list[Message], summary: str, summary_kind: str
     ) -> Segment:
         """Store ``span`` (consecutive messages of the session, oldest first) as one
-        segment with its summary. PgStore cannot cut and summarise segments yet
-        (``refresh_segments``): until it can, this is how segments get in (the tests)."""
+        segment with its summary (``refresh_segments`` cuts and summarises them itself)."""
         async with self._transaction() as cursor:
             await cursor.execute(
                 f"""INSERT INTO segments (session_id, start_message_id, end_message_id,
@@ -926,6 +932,30 @@ class PgStore:
             row = await cursor.fetchone()
         assert row is not None
         return _segment(row)
+
+    async def refresh_segments(
+        self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
+    ) -> int:
+        """Cut the session's closed spans into summarised segments (memory.pg_recall)."""
+        return await pg_recall.refresh_segments(self, session_id, summarize, force=force, tz=tz)
+
+    async def catch_up_segments(self, summarize: Summarizer | None, *, tz: str) -> int:
+        """Summarise a bounded batch of every session's quiet spans; 0 when done."""
+        return await pg_recall.catch_up_segments(self, summarize, tz=tz)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        now: datetime,
+        tz: str,
+        session_id: str | None,
+        question_id: int | None,
+    ) -> Recollection:
+        """memory_search's recall on Postgres (memory.pg_recall)."""
+        return await pg_recall.recall(
+            self, query, now=now, tz=tz, session_id=session_id, question_id=question_id
+        )
 
     async def recent_segments(self, limit: int = 50) -> list[Segment]:
         """The newest segments of every session, newest first (the Memories tab's episodes)."""
