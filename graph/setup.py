@@ -10,6 +10,7 @@ Postgres), each with a ``ContextFactory`` over their own data.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -141,10 +142,15 @@ class ContextFactory:
         person: str = OWNER,
     ) -> None:
         self.flags, self.env = flags, os.environ if env is None else env
-        self.store = open_store(flags, self.env, person=person)
+        self.person = person
         self.models = {"chat_model": chat_model, "vision_model": vision_model}
         self.registry = registry
         self._built: tuple[tuple[tuple[str, str], ...], Context] | None = None
+
+    @functools.cached_property
+    def store(self) -> AsyncStore:
+        """The person's store, opened on first use (a refused ``chat --user`` opens none)."""
+        return open_store(self.flags, self.env, person=self.person)
 
     async def __call__(self) -> Context:
         profile = await self.store.profile()

@@ -111,6 +111,10 @@ _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
 _PERSON = "person text NOT NULL DEFAULT current_setting('app.person') CHECK (person <> '')"
 
 
+# The words full-text search indexes: punctuation splits them, any language ('simple').
+_WORDS = "to_tsvector('simple', regexp_replace(%s, '[[:punct:]]+', ' ', 'g'))"
+
+
 def _scoped(table: str) -> str:
     """Row-level security on ``table``: its rows are the current person's only."""
     return f"""
@@ -259,6 +263,20 @@ PG_MIGRATIONS: tuple[str, ...] = (
         EXECUTE FUNCTION sql_edits_forget_rows();
     """
     + "".join(_scoped(table) for table in _TABLES_3),
+    # 4: full-text search splits words at punctuation, as SQLite's FTS5 does ("rendang"
+    # finds budi.dev/posts/rendang and rendang@example.com; 'simple' alone keeps those
+    # whole); and the person's newest messages and time windows are found by index (the
+    # newest-1000 floor and a cue's id range scanned all of a person's messages).
+    f"""
+    ALTER TABLE messages DROP COLUMN tsv;
+    ALTER TABLE messages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "content"}) STORED;
+    CREATE INDEX messages_tsv ON messages USING gin (tsv);
+    ALTER TABLE segments DROP COLUMN tsv;
+    ALTER TABLE segments ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "summary"}) STORED;
+    CREATE INDEX segments_tsv ON segments USING gin (tsv);
+    CREATE INDEX messages_person_id ON messages (person, id);
+    CREATE INDEX messages_person_time ON messages (person, created_at, id);
+    """,
 )
 
 

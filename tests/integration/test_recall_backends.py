@@ -315,11 +315,10 @@ async def test_raw_messages_match_english_and_indonesian_words_by_prefix(
     )
 
 
-# Where the backends still differ: Postgres's 'simple' parser keeps a link, an address or
-# a file name as one token (SQLite's unicode61 splits them at the punctuation), and keeps
-# accents (unicode61 folds them). Strict: fixing either turns its test into a failure
-# that asks for its mark to go.
-KNOWN_GAP = "Postgres's tsv keeps links, addresses and file names whole"
+# Links, addresses and file names are split at their punctuation on both (Postgres's
+# migration 4). Where the backends still differ: Postgres keeps accents (SQLite's
+# unicode61 folds them). Strict: fixing it turns its test into a failure that asks for
+# its mark to go.
 ACCENTS = "Postgres's tsv keeps accents (SQLite's unicode61 folds them)"
 
 
@@ -328,10 +327,7 @@ def on_postgres_xfail(request: pytest.FixtureRequest, backend: Backend, reason: 
         request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
 
 
-async def test_a_word_inside_a_link_or_an_address_is_found(
-    backend: Backend, request: pytest.FixtureRequest
-) -> None:
-    on_postgres_xfail(request, backend, KNOWN_GAP)
+async def test_a_word_inside_a_link_or_an_address_is_found(backend: Backend) -> None:
     await backend.chat(
         "Links", [("user", "recipe at budi.dev/posts/rendang, ask budi@example.com")], SATURDAY
     )
