@@ -40,6 +40,7 @@ from typing import Protocol
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
+from memory import pg_rows
 from memory.memories import Memory, best_matches, recalled_strength
 from memory.recall import (
     SEGMENT_LIMIT,
@@ -59,7 +60,7 @@ from memory.segments import (
     read_cap,
     summarise_spans,
 )
-from memory.store import Clock, Message, format_time, parse_time
+from memory.store import Clock, Message, parse_time
 from memory.temporal import TemporalCue, parse_temporal
 
 Cursor = AsyncCursor[DictRow]
@@ -97,49 +98,6 @@ _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document le
 # rows (as memory.pg_store reads them) ------------------------------------------------
 
 
-def _message(row: DictRow) -> Message:
-    return Message(
-        id=row["id"],
-        session_id=row["session_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=format_time(row["created_at"]),
-        tool_name=row["tool_name"],
-        tool_call_id=row["tool_call_id"],
-        meta=row["meta"] or {},
-        image_path=row["image_path"],
-    )
-
-
-def _memory(row: DictRow) -> Memory:
-    recalled = row["last_recalled_at"]
-    return Memory(
-        id=row["id"],
-        category=row["category"],
-        key=row["key"],
-        value=row["value"],
-        created_at=format_time(row["created_at"]),
-        updated_at=format_time(row["updated_at"]),
-        stability=row["stability"],
-        difficulty=row["difficulty"],
-        last_recalled_at=format_time(recalled) if recalled else None,
-        recall_count=row["recall_count"],
-    )
-
-
-def _segment(row: DictRow) -> Segment:
-    return Segment(
-        id=row["id"],
-        session_id=row["session_id"],
-        start_message_id=row["start_message_id"],
-        end_message_id=row["end_message_id"],
-        start_at=format_time(row["start_at"]),
-        end_at=format_time(row["end_at"]),
-        summary=row["summary"],
-        summary_kind=row["summary_kind"],
-    )
-
-
 def _second(moment: datetime) -> datetime:
     """A moment to the second, as stored (SQLite compares its text timestamps so)."""
     return moment.replace(microsecond=0)
@@ -173,7 +131,7 @@ async def recall(
     cue = parse_temporal(query, now, tz)
     async with store._transaction() as cursor:
         await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
-        memories = [_memory(row) for row in await cursor.fetchall()]
+        memories = [pg_rows.memory(row) for row in await cursor.fetchall()]
         facts = [memory for memory, _ in best_matches(memories, query, now, SEMANTIC_LIMIT)]
         await _mark_recalled(cursor, facts, now)
 
@@ -209,7 +167,7 @@ async def _mark_recalled(cursor: Cursor, facts: list[Memory], now: datetime) -> 
         row = await cursor.fetchone()
         if row is None:
             continue
-        strength = recalled_strength(_memory(row), now)
+        strength = recalled_strength(pg_rows.memory(row), now)
         await cursor.execute(
             """UPDATE memories SET stability = %s, difficulty = %s, last_recalled_at = %s,
                       recall_count = %s WHERE id = %s""",
@@ -247,14 +205,14 @@ async def _search_segments(
         )
         rows = await cursor.fetchall()
         if rows:
-            return [_segment(row) for row in rows]
+            return [pg_rows.segment(row) for row in rows]
     if cue is not None and (cue.has_window or cue.recent):
         await cursor.execute(
             f"""SELECT {_SEGMENT_COLUMNS} FROM segments s WHERE true{where}
                 ORDER BY s.end_message_id DESC LIMIT %s""",
             [*params, limit],
         )
-        return [_segment(row) for row in await cursor.fetchall()]
+        return [pg_rows.segment(row) for row in await cursor.fetchall()]
     return []
 
 
@@ -324,7 +282,7 @@ async def _search_messages(
                 WHERE m.tsv @@ q AND {in_range} ORDER BY {order} LIMIT %s""",
             [match, *params, *extra, TOP],
         )
-        hits = [_message(row) for row in await cursor.fetchall()]
+        hits = [pg_rows.message(row) for row in await cursor.fetchall()]
         if hits:
             return hits
     if window or (cue and cue.recent):
@@ -333,7 +291,7 @@ async def _search_messages(
                 ORDER BY m.id DESC LIMIT %s""",
             [*params, TOP],
         )
-        return [_message(row) for row in reversed(await cursor.fetchall())]
+        return [pg_rows.message(row) for row in reversed(await cursor.fetchall())]
     return []
 
 
@@ -363,7 +321,7 @@ async def refresh_segments(
                 ORDER BY m.id LIMIT %s""",
             (session_id, done["done"] if done else 0, read_cap(limit)),
         )
-        unsegmented = [_message(row) for row in await cursor.fetchall()]
+        unsegmented = [pg_rows.message(row) for row in await cursor.fetchall()]
     spans = closed_spans(unsegmented, force, limit, store.clock())
     if not spans:
         return 0

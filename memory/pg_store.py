@@ -60,7 +60,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory import pg_recall, pg_sql_guard, scoring
+from memory import pg_recall, pg_rows, pg_sql_guard, scoring
 from memory.async_store import TurnReads
 from memory.memories import (
     Memory,
@@ -321,66 +321,12 @@ def _jsonb(meta: dict[str, Any]) -> Jsonb:
     return Jsonb(meta, dumps=partial(json.dumps, ensure_ascii=False, default=str))
 
 
-def _message(row: DictRow) -> Message:
-    return Message(
-        id=row["id"],
-        session_id=row["session_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=format_time(row["created_at"]),
-        tool_name=row["tool_name"],
-        tool_call_id=row["tool_call_id"],
-        meta=row["meta"] or {},
-        image_path=row["image_path"],
-    )
-
-
-def _session(row: DictRow) -> Session:
-    active_at = row.get("active_at")
-    return Session(
-        id=row["id"],
-        title=row["title"],
-        persona=row["persona"],
-        created_at=format_time(row["created_at"]),
-        active_at=format_time(active_at) if active_at else "",
-    )
-
-
-def _memory(row: DictRow) -> Memory:
-    recalled = row["last_recalled_at"]
-    return Memory(
-        id=row["id"],
-        category=row["category"],
-        key=row["key"],
-        value=row["value"],
-        created_at=format_time(row["created_at"]),
-        updated_at=format_time(row["updated_at"]),
-        stability=row["stability"],
-        difficulty=row["difficulty"],
-        last_recalled_at=format_time(recalled) if recalled else None,
-        recall_count=row["recall_count"],
-    )
-
-
 def _ranked(memories: list[Memory], now: datetime) -> list[Memory]:
     """``memories`` (in category, key order) as ``memory.memories.ranked`` orders them:
     most retrievable at ``now`` first, ties most recently updated first."""
     memories.sort(key=lambda m: m.updated_at, reverse=True)
     memories.sort(key=lambda m: m.retrievability(now), reverse=True)
     return memories
-
-
-def _segment(row: DictRow) -> Segment:
-    return Segment(
-        id=row["id"],
-        session_id=row["session_id"],
-        start_message_id=row["start_message_id"],
-        end_message_id=row["end_message_id"],
-        start_at=format_time(row["start_at"]),
-        end_at=format_time(row["end_at"]),
-        summary=row["summary"],
-        summary_kind=row["summary_kind"],
-    )
 
 
 _MESSAGE_COLUMNS = (
@@ -431,7 +377,7 @@ async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Mes
 async def _all_memories(cursor: AsyncCursor[DictRow]) -> list[Memory]:
     """Every memory, in the order SQLite's ``all_memories`` gives them."""
     await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
-    return [_memory(row) for row in await cursor.fetchall()]
+    return [pg_rows.memory(row) for row in await cursor.fetchall()]
 
 
 async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | None) -> Memory:
@@ -447,7 +393,7 @@ async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | N
         row = await cursor.fetchone()
         if row is None:
             raise MemoryNotFound(f"no memory {category}/{key} to change")
-        return _memory(row)
+        return pg_rows.memory(row)
     key = _key(key)
     await cursor.execute(
         f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE {_SAME_KEY}
@@ -462,7 +408,7 @@ async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | N
         raise MemoryNotFound(
             f"key {key!r} exists in several categories ({where}); say which category"
         )
-    return _memory(rows[0])
+    return pg_rows.memory(rows[0])
 
 
 async def _rewrite(
@@ -509,7 +455,7 @@ async def _rewrite(
     updated = await cursor.fetchone()
     if updated is None:
         raise MemoryNotFound(f"memory {memory.category}/{memory.key} no longer exists")
-    return _memory(updated)
+    return pg_rows.memory(updated)
 
 
 # Undo writes a journalled value back only where the row (of this person: row-level
@@ -654,7 +600,7 @@ class PgStore:
                 (session_id,),
             )
             row = await cursor.fetchone()
-        return _session(row) if row else None
+        return pg_rows.session(row) if row else None
 
     async def list_sessions(self) -> list[Session]:
         """All sessions, most recently active first."""
@@ -667,7 +613,7 @@ class PgStore:
                    ORDER BY COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
             )
             rows = await cursor.fetchall()
-        return [_session(row) for row in rows]
+        return [pg_rows.session(row) for row in rows]
 
     async def rename_session(self, session_id: str, title: str) -> None:
         """Give a session a new title (StoreError: empty title, unknown session)."""
@@ -737,7 +683,7 @@ class PgStore:
                 (session_id,),
             )
             rows = await cursor.fetchall()
-        return [_message(row) for row in rows]
+        return [pg_rows.message(row) for row in rows]
 
     async def count_messages(self, session_id: str | None = None) -> int:
         """How many messages there are (in one session, or in all)."""
@@ -764,7 +710,7 @@ class PgStore:
                     ORDER BY id""",
                 (session_id, user_message_id),
             )
-            turn = [_message(row) for row in await cursor.fetchall()]
+            turn = [pg_rows.message(row) for row in await cursor.fetchall()]
             earlier: list[Message] = []
             if history:
                 await cursor.execute(
@@ -772,7 +718,7 @@ class PgStore:
                         WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
                     (session_id, user_message_id, history),
                 )
-                earlier = [_message(row) for row in reversed(await cursor.fetchall())]
+                earlier = [pg_rows.message(row) for row in reversed(await cursor.fetchall())]
             await cursor.execute("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
             session = await cursor.fetchone()
             memories = await _all_memories(cursor)
@@ -826,7 +772,7 @@ class PgStore:
                 (session_id,),
             )
             row = await cursor.fetchone()
-        return _message(row) if row else None
+        return pg_rows.message(row) if row else None
 
     async def search_messages(self, query: str, limit: int = 20) -> list[Message]:
         """Messages matching ``query`` (web-search syntax: words, "phrases", -not, or),
@@ -839,7 +785,7 @@ class PgStore:
                 (query, limit),
             )
             rows = await cursor.fetchall()
-        return [_message(row) for row in rows]
+        return [pg_rows.message(row) for row in rows]
 
     # running turns --------------------------------------------------------------
 
@@ -949,7 +895,7 @@ class PgStore:
             )
             row = await cursor.fetchone()
         assert row is not None
-        return _segment(row)
+        return pg_rows.segment(row)
 
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
@@ -983,7 +929,7 @@ class PgStore:
                 (limit,),
             )
             rows = await cursor.fetchall()
-        return [_segment(row) for row in rows]
+        return [pg_rows.segment(row) for row in rows]
 
     # memories -------------------------------------------------------------------
 
@@ -1031,7 +977,7 @@ class PgStore:
                 raise MemoryExists(f"memory {category}/{key} already exists") from error
             row = await cursor.fetchone()
         assert row is not None
-        return _memory(row)
+        return pg_rows.memory(row)
 
     async def update_memory(
         self,
@@ -1052,7 +998,7 @@ class PgStore:
             row = await cursor.fetchone()
             if row is None:
                 raise MemoryNotFound(f"no memory with id {memory_id!r}")
-            return await _rewrite(cursor, _memory(row), _value(value), now, category, key)
+            return await _rewrite(cursor, pg_rows.memory(row), _value(value), now, category, key)
 
     async def remember(self, category: str, key: str, value: str, now: datetime) -> Memory:
         """create_memory (the tool): a new fact (MemoryExists: the key is taken)."""
