@@ -1,18 +1,22 @@
 """Two people, one running app: whatever the second person (bob) asks the app, with ann's
 session and memory ids in hand, he sees and changes nothing of the first person's (ann's).
 
-The app is launched once for the module around ``People`` over a home with two accounts;
-ann (the home's own database) has chatted and saved a memory before any test runs. Ann's
-and bob's data are checked in their own stores, the very ones the app's handlers use.
+The app is launched once per backend for the module around ``People`` over a home with two
+accounts: on SQLite (ann has the home's own database file, bob ``people/2``) and on a real
+Postgres server (one shared database: ann's rows are the owner's, bob's his id's). Ann
+has chatted and saved a memory before any test runs. Ann's and bob's data are checked
+through their own stores' async interface, the very stores the app's handlers use, so the
+same assertions hold on both backends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -20,17 +24,19 @@ from gradio_client import Client
 
 from app.ui import launch_app
 from evals.fixtures import cat_image
-from graph.setup import People
-from memory.accounts import Accounts
-from memory.memories import all_memories
-from memory.sql_guard import run_sql
-from memory.store import Store
+from graph.setup import OWNER, People, release_connections
+from memory.async_store import AsyncSqliteStore, AsyncStore
+from memory.pg_store import PgStore
+from memory.store import utc_now
 from tests.integration.conftest import free_port, policy, settings_form
 from tests.integration.test_app_client import send, text_of
 from tests.support.chat_model import ScriptedChatModel
+from tests.support.pg_people import BACKENDS, migrated_postgres, open_accounts
+from tests.support.postgres import PostgresServer
 
 SECRET = "zanzibarquokka"  # said by ann, remembered for ann: never in anything of bob's
 PASSWORDS = {"ann": "ann's long password", "bob": "bob's long password"}
+T = TypeVar("T")
 
 
 @dataclass
@@ -39,11 +45,16 @@ class TwoPeople:
 
     url: str
     model: ScriptedChatModel
-    ann_store: Store
-    bob_store: Store
+    loop: asyncio.AbstractEventLoop  # the tests' own loop (the app runs another)
+    ann_store: AsyncStore
+    bob_store: AsyncStore
     ann_session: str
     ann_memory: str
     ann_image: str  # the image ann sent, in her media folder
+
+    def run(self, call: Coroutine[Any, Any, T]) -> T:
+        """A store call, awaited on the tests' loop."""
+        return self.loop.run_until_complete(call)
 
     def media(self, path: str, client: Client | None = None) -> httpx.Response:
         """GET a media file the way the page does (Gradio's file route), as ``client``."""
@@ -57,11 +68,27 @@ class TwoPeople:
 
     def ann_data(self) -> tuple[Any, ...]:
         """Ann's sessions, messages, memories and profile, as stored."""
-        store = self.ann_store
-        sessions = [(s.id, s.title) for s in store.list_sessions()]
-        messages = [(m.role, m.content) for m in store.messages(self.ann_session)]
-        memories = [(m.id, m.category, m.key, m.value) for m in all_memories(store)]
-        return sessions, messages, memories, store.profile()
+        return self.run(data_of(self.ann_store, self.ann_session))
+
+    def sessions(self, store: AsyncStore) -> list[tuple[str, str]]:
+        return [(s.id, s.title) for s in self.run(store.list_sessions())]
+
+    def memories(self, store: AsyncStore) -> list[tuple[str, str, str, str]]:
+        return self.run(memories_of(store))
+
+    def profile(self, store: AsyncStore) -> dict[str, str]:
+        return self.run(store.profile())
+
+
+async def memories_of(store: AsyncStore) -> list[tuple[str, str, str, str]]:
+    ranked = await store.ranked_memories(utc_now())
+    return sorted((m.id, m.category, m.key, m.value) for m in ranked)
+
+
+async def data_of(store: AsyncStore, session_id: str) -> tuple[Any, ...]:
+    sessions = [(s.id, s.title) for s in await store.list_sessions()]
+    messages = [(m.role, m.content) for m in await store.messages(session_id)]
+    return sessions, messages, await memories_of(store), await store.profile()
 
 
 def shows_secret(outputs: Any) -> bool:
@@ -69,39 +96,59 @@ def shows_secret(outputs: Any) -> bool:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoPeople]:
-    root = tmp_path_factory.mktemp("two-people") / "home"
-    accounts = Accounts.open_home(root)
-    for name, password in PASSWORDS.items():
-        accounts.add(name, password)
+def postgres() -> Iterator[PostgresServer]:
+    with migrated_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TwoPeople]:
+    backend = request.param
+    server = request.getfixturevalue("postgres") if backend == "postgres" else None
+    root = tmp_path_factory.mktemp(f"two-people-{backend}") / "home"
+    env, accounts = open_accounts(backend, root, server)
+    added = {name: accounts.add(name, password) for name, password in PASSWORDS.items()}
     model = ScriptedChatModel(script=policy, name_="scripted-chat")
     flags = {"home": root, "provider": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}
-    people = People(flags, env={}, chat_model=model)
-    stores = {name: people.factory(name).store.blocking for name in PASSWORDS}
+    people = People(flags, env=env, chat_model=model)
+    stores = {name: people.factory(name).store for name in PASSWORDS}
+    assert stores["ann"].media_dir == root / "media"
+    assert stores["bob"].media_dir == root / "people" / "2" / "media"
+    if backend == "sqlite":
+        assert all(isinstance(store, AsyncSqliteStore) for store in stores.values())
+        assert stores["ann"].location == str(root / "companion.db")
+        assert stores["bob"].location == str(root / "people" / "2" / "companion.db")
+    else:
+        ann_pg, bob_pg = stores["ann"], stores["bob"]
+        assert isinstance(ann_pg, PgStore) and isinstance(bob_pg, PgStore)
+        assert (ann_pg.person, bob_pg.person) == (OWNER, str(added["bob"].id))
+    loop = asyncio.new_event_loop()
     for store in stores.values():
-        store.set_profile({"chat_model": "scripted-chat"})
-    assert stores["ann"].path == root / "companion.db"
-    assert stores["bob"].path == root / "people" / "2" / "companion.db"
+        loop.run_until_complete(store.set_profile({"chat_model": "scripted-chat"}))
     photo = root.parent / "photo.png"
     photo.write_bytes(cat_image("black"))
     demo, url = launch_app(people, port=free_port())
     try:
-        ann = Client(url, auth=("ann", PASSWORDS["ann"]), analytics_enabled=False, verbose=False)
-        send(ann, f"my password hint is {SECRET}", [str(photo)])
-        (session,) = stores["ann"].list_sessions()
-        image = stores["ann"].messages(session.id)[0].image_path
+        client = Client(url, auth=("ann", PASSWORDS["ann"]), analytics_enabled=False, verbose=False)
+        send(client, f"my password hint is {SECRET}", [str(photo)])
+        (session,) = loop.run_until_complete(stores["ann"].list_sessions())
+        image = loop.run_until_complete(stores["ann"].messages(session.id))[0].image_path
         assert image and Path(image).parent == root / "media"
-        ann.predict("", "identity", "name", f"Ann {SECRET}", api_name="/update_memory")
-        (memory,) = all_memories(stores["ann"])
-        yield TwoPeople(url, model, stores["ann"], stores["bob"], session.id, memory.id, image)
+        client.predict("", "identity", "name", f"Ann {SECRET}", api_name="/update_memory")
+        ((memory, *_),) = loop.run_until_complete(memories_of(stores["ann"]))
+        yield TwoPeople(url, model, loop, stores["ann"], stores["bob"], session.id, memory, image)
     finally:
         demo.close()
+        loop.run_until_complete(release_connections())  # the tests' loop's pool, if any
+        loop.close()
 
 
 def test_bob_loads_none_of_anns_chats_and_ann_loads_hers(app: TwoPeople) -> None:
     chat, line, _ = app.client("bob").predict(api_name="/load")
     assert chat == [] and line == "model: scripted-chat"
-    assert app.bob_store.list_sessions() == []
+    assert app.sessions(app.bob_store) == []
     chat, *_ = app.client("ann").predict(api_name="/load")
     assert [m["role"] for m in chat] == ["user", "assistant"]
     assert text_of(chat[0]) == f"my password hint is {SECRET}"
@@ -117,7 +164,7 @@ def test_bob_cannot_open_rename_or_delete_anns_chat(app: TwoPeople) -> None:
     )
     assert not shows_secret(bob.predict(app.ann_session, api_name="/delete_session"))
     assert app.ann_data() == before
-    assert app.bob_store.list_sessions() == []
+    assert app.sessions(app.bob_store) == []
 
 
 def test_bob_neither_sees_nor_changes_anns_memories(app: TwoPeople) -> None:
@@ -129,12 +176,12 @@ def test_bob_neither_sees_nor_changes_anns_memories(app: TwoPeople) -> None:
     assert not shows_secret(outputs) and outputs[1].startswith("❌")
     assert not shows_secret(bob.predict(app.ann_memory, api_name="/delete_memory"))
     assert app.ann_data() == before
-    assert all_memories(app.bob_store) == []
+    assert app.memories(app.bob_store) == []
 
 
 def test_bobs_undo_does_not_undo_anns_sql_edit(app: TwoPeople) -> None:
     edit = f"UPDATE memories SET value = 'Ann Smith {SECRET}' WHERE key = 'name'"
-    assert run_sql(app.ann_store.path, edit) == {"updated": 1}  # journalled in ann's db
+    assert app.run(app.ann_store.run_sql(edit, now=utc_now())) == {"updated": 1}  # ann's
     before = app.ann_data()
     _, status = app.client("bob").predict(api_name="/undo_sql_edit")
     assert status.startswith("Nothing to undo")
@@ -149,9 +196,9 @@ def test_bobs_settings_are_his_alone(app: TwoPeople) -> None:
         api_name="/save_settings",
     )
     assert status.startswith("✅ Saved")
-    assert app.bob_store.profile()["latitude"] == "12.5"
+    assert app.profile(app.bob_store)["latitude"] == "12.5"
     assert app.ann_data() == before
-    assert "latitude" not in app.ann_store.profile()
+    assert "latitude" not in app.profile(app.ann_store)
 
 
 def test_bobs_turn_knows_nothing_of_ann(app: TwoPeople) -> None:
@@ -161,9 +208,10 @@ def test_bobs_turn_knows_nothing_of_ann(app: TwoPeople) -> None:
         "You said: what do you know about me?",
     ]
     assert not any(shows_secret(m.content) for m in app.model.calls[-1]["messages"])
-    (session,) = app.bob_store.list_sessions()
+    (session,) = app.run(app.bob_store.list_sessions())
     assert session.id != app.ann_session
-    assert SECRET not in json.dumps([m.content for m in app.bob_store.messages(session.id)])
+    bobs = app.run(app.bob_store.messages(session.id))
+    assert SECRET not in json.dumps([m.content for m in bobs])
 
 
 @pytest.mark.parametrize(
