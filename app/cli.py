@@ -269,8 +269,21 @@ def _configure_logging(args: argparse.Namespace) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from app.doctor import doctor
+    from config.settings import database_url
     from graph.setup import open_settings
 
+    url = database_url(_flags(args))
+    if url is not None:  # the profile is in Postgres: read through the owner's store
+        import asyncio
+
+        from config.settings import load_settings
+        from graph.setup import ContextFactory, startup_settings
+
+        try:
+            settings = asyncio.run(startup_settings(ContextFactory(_flags(args))))
+        except Exception:  # the database check below says what is wrong with it
+            settings = load_settings(_flags(args))
+        return doctor(settings, url)
     settings, store = open_settings(_flags(args))
     store.close()
     return doctor(settings)
@@ -354,16 +367,20 @@ def _user_command(
     except AccountError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
-    if postgres:
+    # The first person owns the home's own data (graph.setup.People): on SQLite its
+    # database file, on Postgres the rows from before accounts and the home's images.
+    first = accounts.people()[0].id == person.id if postgres else not person.folder
+    if first:
+        where = "the shared database" if postgres else str(root)
         print(
-            f"Added {person.name}. Their conversations live in the shared database, "
-            f"their images in {person.home(root)}."
-        )
-    elif not person.folder:  # the first person: the home's own database is theirs
-        print(
-            f"Added {person.name}. {person.name} owns the conversations already in {root}, "
+            f"Added {person.name}. {person.name} owns the conversations already in {where}, "
             "and from now on the app asks everyone to log in "
             "(and `companion chat` needs --user)."
+        )
+    elif postgres:
+        print(
+            f"Added {person.name}. Their conversations live in the shared database, "
+            f"their images in {person.home(root) / 'media'}."
         )
     else:
         print(f"Added {person.name}. Their conversations live in {person.home(root)}.")

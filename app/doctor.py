@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -75,6 +76,40 @@ def database(settings: Settings) -> Check:
             "restore from a backup, or move the file aside to start fresh",
         )
     return Check("ok", "database", f"{settings.db_path} (integrity ok, schema v{version})")
+
+
+def postgres(url: str, settings: Settings) -> Check:
+    """The shared Postgres database answers the app's role, with Companion's schema."""
+    import asyncio
+
+    from graph.setup import open_store, release_connections
+
+    async def probe() -> int:
+        store = open_store({"home": str(settings.home), "database_url": url})
+        try:
+            return len(await store.list_sessions())
+        finally:
+            await release_connections()
+
+    where = _without_password(url)
+    try:
+        sessions = asyncio.run(probe())
+    except Exception as exc:
+        return Check(
+            "fail",
+            "database",
+            f"{where}: {type(exc).__name__}: {exc}",
+            "check COMPANION_DATABASE_URL and that the server is up; "
+            "a new database needs `companion db migrate`",
+        )
+    return Check("ok", "database", f"{where} (Postgres; {sessions} chat(s) of the owner)")
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
 
 
 def _headers(key: str | None) -> dict[str, str]:
@@ -221,11 +256,11 @@ def location(settings: Settings) -> Check:
     return Check("ok", "location", f"{settings.latitude}, {settings.longitude}")
 
 
-def run_checks(settings: Settings) -> Iterator[Check]:
-    """Every check, in the order a person reads them."""
+def run_checks(settings: Settings, database_url: str | None = None) -> Iterator[Check]:
+    """Every check, in the order a person reads them (``database_url``: Postgres)."""
     steps: list[Callable[[], Check | Iterator[Check]]] = [
         versions,
-        lambda: database(settings),
+        lambda: database(settings) if database_url is None else postgres(database_url, settings),
         lambda: chat_provider(settings),
         lambda: vision(settings),
         lambda: image_backend(settings),
@@ -237,13 +272,13 @@ def run_checks(settings: Settings) -> Iterator[Check]:
         yield from ([result] if isinstance(result, Check) else result)
 
 
-def doctor(settings: Settings) -> int:
+def doctor(settings: Settings, database_url: str | None = None) -> int:
     """Print the report; 1 when the chat path cannot answer, else 0."""
     remote = f"{settings.chat_model} at {settings.base_url}"
     provider = "the bundled local model" if settings.is_local else remote
     print(f"Companion doctor — home {settings.home}, chat: {provider}")
     fatal = False
-    for check in run_checks(settings):
+    for check in run_checks(settings, database_url):
         print(check.line(), flush=True)
         fatal = fatal or (check.fatal and check.status == "fail")
     print(f"log file: {settings.log_file}")

@@ -37,9 +37,10 @@ import gradio as gr
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
 from app.security import exposure_problem, middleware, trusted_hosts
-from config.settings import ConfigError, Settings
+from config.settings import ConfigError
 from graph.builder import mermaid
-from graph.setup import ContextFactory, People, release_connections
+from graph.setup import ContextFactory, People, startup_settings
+from memory.store import StoreError
 
 USER = "companion"
 CONCURRENCY = 16
@@ -136,14 +137,6 @@ def launch_app(
     return demo, str(url)
 
 
-async def _first_settings(make_context: ContextFactory) -> Settings:
-    """The settings at start-up (on a loop of its own, whose connections then close)."""
-    try:
-        return (await make_context()).settings
-    finally:
-        await release_connections()
-
-
 def serve(
     *,
     host: str = "127.0.0.1",
@@ -157,8 +150,8 @@ def serve(
     """
     try:
         make_context = ContextFactory(flags)
-        settings = asyncio.run(_first_settings(make_context))
-    except ConfigError as exc:
+        settings = asyncio.run(startup_settings(make_context))
+    except (ConfigError, StoreError) as exc:  # StoreError: the database is down or not made
         print(f"companion: {exc}", file=sys.stderr)
         return 2
     problem = exposure_problem(host, settings.password)

@@ -77,6 +77,15 @@ async def release_connections() -> None:
         await pools.close()
 
 
+async def startup_settings(factory: ContextFactory) -> Settings:
+    """The settings before the app's own loop starts (``companion``, ``companion doctor``):
+    read on a loop of their own, whose connections then close."""
+    try:
+        return (await factory()).settings
+    finally:
+        await release_connections()
+
+
 def open_settings(
     flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
 ) -> tuple[Settings, Store]:

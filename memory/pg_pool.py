@@ -17,11 +17,14 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, OperationalError
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from memory.store import StoreError
+
 MAX_SIZE = 10  # connections a process keeps at most (per loop)
+CONNECT_SECONDS = 10
 
 
 class LoopPools:
@@ -47,6 +50,7 @@ class LoopPools:
         async with lock:  # two first calls at once open one pool
             pool = self._pools.get(loop)
             if pool is None:
+                await self._reachable()
                 pool = AsyncConnectionPool(
                     self.conninfo,
                     min_size=1,
@@ -57,6 +61,15 @@ class LoopPools:
                 await pool.open(wait=True)
                 self._pools[loop] = pool
         return pool
+
+    async def _reachable(self) -> None:
+        """One plain connection first: a database that is down or refuses the role is
+        said at once, not after the pool's 30 s of retries (each logged)."""
+        try:
+            conn = await AsyncConnection.connect(self.conninfo, connect_timeout=CONNECT_SECONDS)
+        except OperationalError as exc:
+            raise StoreError(f"could not reach the Postgres database: {exc}") from exc
+        await conn.close()
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[TupleRow]]:

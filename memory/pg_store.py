@@ -93,6 +93,10 @@ from memory.store import (
     utc_now,
 )
 
+NOT_MIGRATED = (
+    "the Postgres database has not got Companion's current schema: "
+    "run `companion db migrate` (with COMPANION_DATABASE_ADMIN_URL set)"
+)
 POOL_MAX = 10  # connections a PgStore.open pool keeps at most
 
 # The tables each migration adds (all scoped to a person), and their sequences.
@@ -574,10 +578,13 @@ class PgStore:
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncCursor[DictRow]]:
         """A cursor in one transaction scoped to this store's person."""
-        async with self.pool.connection() as conn, conn.transaction():
-            cursor = conn.cursor(row_factory=dict_row)
-            await cursor.execute("SELECT set_config('app.person', %s, true)", (self.person,))
-            yield cursor
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                cursor = conn.cursor(row_factory=dict_row)
+                await cursor.execute("SELECT set_config('app.person', %s, true)", (self.person,))
+                yield cursor
+        except (errors.UndefinedTable, errors.UndefinedColumn) as exc:
+            raise StoreError(f"{NOT_MIGRATED} ({exc.diag.message_primary})") from exc
 
     # sessions -------------------------------------------------------------------
 
