@@ -2,17 +2,23 @@
 one is followed from the other after a reload (its answer so far is read back from the
 store as it grows), and Stop pressed in the other process stops it.
 
+Every case runs on both backends: the home's SQLite file, and a Postgres database
+(``tests.support.postgres.PostgresServer``, one per module, made by ``companion db
+migrate``) that both processes reach through COMPANION_DATABASE_URL.
+
 The chat model is a loopback OpenAI-compatible server (``FakeOpenAIServer``) that streams
 every answer slowly, so there is time to switch processes mid-answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +26,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from graph.setup import OWNER
 from memory.store import Message, Store
 from tests.e2e.harness import free_port, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
+from tests.support.postgres import PostgresServer
 
 TIMEOUT_MS = 20_000
 STORY = " ".join(f"tale{n}" for n in range(1, 41)) + " fin."
@@ -33,17 +41,55 @@ WORD_DELAY = 0.15  # about 6 s for STORY
 class Processes:
     home: Path
     urls: tuple[str, str]
+    database_url: str | None  # the Postgres database they share; None: the home's SQLite file
 
 
-def _serve(home: Path, port: int, server: FakeOpenAIServer) -> subprocess.Popen[str]:
+def _environment(**companion: str) -> dict[str, str]:
+    """This environment without any Companion or OpenRouter setting, plus ``companion``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER_"))}
-    env.update(
+    env.update(companion)
+    return env
+
+
+def _migrated(server: PostgresServer) -> str:
+    """Make the schema with ``companion db migrate`` as the admin; the app role's URL."""
+    env = _environment(
+        COMPANION_DATABASE_ADMIN_URL=server.admin_url, COMPANION_DATABASE_URL=server.url
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "db", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return server.url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The processes' shared database: None for the home's SQLite file, or the URL of a
+    migrated Postgres database (one server for the module's Postgres cases)."""
+    if request.param == "sqlite":
+        yield None
+        return
+    with PostgresServer() as server:
+        yield _migrated(server)
+
+
+def _serve(
+    home: Path, port: int, server: FakeOpenAIServer, database_url: str | None
+) -> subprocess.Popen[str]:
+    env = _environment(
         COMPANION_HOME=str(home),
         COMPANION_BASE_URL=server.url,
         COMPANION_API_KEY="chat-key",
         COMPANION_CHAT_MODEL="fake-chat",
         COMPANION_TOOL_MODE="commands",
     )
+    if database_url is not None:
+        env["COMPANION_DATABASE_URL"] = database_url
     return subprocess.Popen(
         [sys.executable, "-m", "app.cli", "--port", str(port)],
         env=env,
@@ -66,16 +112,19 @@ def _wait_until_serving(process: subprocess.Popen[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
+def processes(
+    tmp_path_factory: pytest.TempPathFactory, database_url: str | None
+) -> Iterator[Processes]:
     home = tmp_path_factory.mktemp("processes") / "home"
     slow = Step(content=STORY, word_delay=WORD_DELAY)
     with FakeOpenAIServer(responder=lambda request: slow) as server:
         ports = (free_port(), free_port())
-        started = [_serve(home, port, server) for port in ports]
+        started = [_serve(home, port, server, database_url) for port in ports]
         try:
             for process in started:
                 _wait_until_serving(process)
-            yield Processes(home, tuple(f"http://127.0.0.1:{port}/" for port in ports))  # type: ignore[arg-type]
+            urls = (f"http://127.0.0.1:{ports[0]}/", f"http://127.0.0.1:{ports[1]}/")
+            yield Processes(home, urls, database_url)
         finally:
             for process in started:
                 process.terminate()
@@ -83,12 +132,27 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
                 process.wait(timeout=30)
 
 
-def newest_chat(home: Path) -> list[Message]:
-    store = Store.open_home(home)
+def newest_chat(processes: Processes) -> list[Message]:
+    """The messages of the newest session in the processes' database."""
+    if processes.database_url is None:
+        store = Store.open_home(processes.home)
+        try:
+            return store.messages(store.list_sessions()[0].id)
+        finally:
+            store.close()
+    # Playwright's sync API keeps its event loop running in this thread: read in another.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, _newest_pg_chat(processes.database_url)).result()
+
+
+async def _newest_pg_chat(url: str) -> list[Message]:
+    from memory.pg_store import PgStore
+
+    store = await PgStore.open(url, OWNER)
     try:
-        return store.messages(store.list_sessions()[0].id)
+        return await store.messages((await store.list_sessions())[0].id)
     finally:
-        store.close()
+        await store.close()
 
 
 def answer(page: Any) -> Any:
@@ -110,8 +174,8 @@ def test_a_turn_started_in_one_process_is_followed_from_the_other(
     expect(answer(other)).to_contain_text("tale", timeout=TIMEOUT_MS)  # the text so far
     expect(other.locator("#stop-turn")).to_be_visible()
     expect(answer(other)).to_have_text(STORY, timeout=TIMEOUT_MS)  # then the whole answer
-    expect(other.locator("#stop-turn")).to_be_hidden()
-    stored = newest_chat(processes.home)
+    expect(other.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+    stored = newest_chat(processes)
     assert [(m.role, m.content) for m in stored] == [
         ("user", "tell me a story"),
         ("assistant", STORY),
@@ -132,7 +196,9 @@ def test_stop_in_the_other_process_stops_the_turn(browser: Any, processes: Proce
     other.locator("#stop-turn").click()
     expect(answer(one)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
     expect(answer(other)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
-    stopped = newest_chat(processes.home)[-1]
+    expect(one.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(other.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+    stopped = newest_chat(processes)[-1]
     assert stopped.meta == {"stopped": True}
     assert stopped.content and STORY.startswith(stopped.content) and stopped.content != STORY
     one.context.close()
