@@ -1,9 +1,10 @@
 """Checks of one eval run: tool correctness (deepeval, offline) and deterministic checks.
 
-``observe`` turns a finished turn (``graph.runner.TurnResult`` plus its store) into an
-``Observation`` — the tools that ran with their arguments and results, the model calls
-in order (which model, chat or vision), the system message of each call, the loop
-count, the answer, the latency, and the rows of the case's database queries.
+``observe`` turns a finished turn (``graph.runner.TurnResult``, the session's stored
+messages and the rows of the case's database queries) into an ``Observation`` — the
+tools that ran with their arguments and results, the model calls in order (which model,
+chat or vision), the system message of each call, the loop count, the answer, the
+latency, and the rows of the case's database queries.
 ``evaluate`` runs every check on it:
 
 - ``tool_correctness``: deepeval's ToolCorrectnessMetric (expected tools, in order, all
@@ -39,7 +40,7 @@ from graph.commands import call_signature
 
 if TYPE_CHECKING:
     from graph.runner import TurnResult
-    from memory.store import Store
+    from memory.store import Message, Store
 
 IMAGE_TOOLS = ("image_generate", "image_analyze")
 # What an answer must never say: tool names, the word "tool", result blocks, commands.
@@ -105,18 +106,20 @@ class CheckResult:
 
 def observe(
     result: TurnResult,
-    store: Store,
-    case: Case,
+    messages: Sequence[Message],
+    db_rows: Sequence[list[list[Any]]] = (),
     *,
     prompts: Sequence[tuple[str, str]] = (),
     identity: str = "",
 ) -> Observation:
-    """Read a finished turn (and the case's database queries) into an Observation;
-    ``prompts`` are the system messages the models were sent, ``identity`` the persona's
-    identity block."""
+    """Read a finished turn into an Observation: ``messages`` are the session's stored
+    messages (the tools' results among them), ``db_rows`` the rows of the case's database
+    queries, ``prompts`` the system messages the models were sent, ``identity`` the
+    persona's identity block."""
+    stored = {message.id: message for message in messages}
     calls = []
     for executed in result.executed:
-        message = store.get_message(executed["message_id"])
+        message = stored.get(executed["message_id"])
         calls.append(
             ObservedCall(
                 name=executed["name"],
@@ -134,7 +137,6 @@ def observe(
             )
         elif event.get("kind") == "tool":
             steps.append(Step("tool", str(event.get("name", "")), ok=bool(detail.get("ok"))))
-    rows = [query_rows(store, check.sql) for check in case.expect.db]
     return Observation(
         answer=result.answer,
         calls=calls,
@@ -142,7 +144,7 @@ def observe(
         loops=result.loops,
         seconds=result.seconds,
         error=result.error,
-        db_rows=rows,
+        db_rows=list(db_rows),
         prompts=list(prompts),
         identity=identity,
     )

@@ -87,6 +87,7 @@ def report_data(run: EvalRun) -> dict[str, Any]:
     return {
         "model": run.model,
         "tool_mode": run.tool_mode,
+        "backend": run.backend,
         "repeat": run.repeat,
         "judge": run.judge,
         "max_tokens": run.max_tokens,
@@ -114,7 +115,8 @@ def markdown(run: EvalRun) -> str:
         f"{len(run.cases)} cases × {run.repeat} run(s). "
         f"Passed {total['passed_runs']}/{total['runs']} runs "
         f"({total['pass_rate']:.0%}); pass^{run.repeat} {total['pass_k']:.0%}."
-        + (f" Replies capped at {run.max_tokens} tokens." if run.max_tokens else ""),
+        + (f" Replies capped at {run.max_tokens} tokens." if run.max_tokens else "")
+        + (f" Stores on {run.backend}." if run.backend != "sqlite" else ""),
         "",
         f"| suite | cases | runs passed | pass rate | pass^{run.repeat} |",
         "|---|---:|---:|---:|---:|",
@@ -175,6 +177,8 @@ def write_reports(run: EvalRun, out: Path) -> tuple[Path, Path]:
 def summary_lines(run: EvalRun) -> list[str]:
     """A short console summary: one line per suite."""
     lines = [f"model {run.model} ({run.tool_mode}), {run.seconds:.1f} s"]
+    if run.backend != "sqlite":
+        lines[0] += f", stores on {run.backend}"
     rows = {**suite_stats(run), **{f"{k}s": v for k, v in wording_stats(run).items()}}
     for name, row in rows.items():
         lines.append(

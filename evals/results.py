@@ -48,6 +48,7 @@ class EvalRun:
     runs: list[CaseRun] = field(default_factory=list)
     seconds: float = 0.0
     max_tokens: int | None = None  # reply cap, when the run set one
+    backend: str = "sqlite"  # where the case runs' stores were: "sqlite" | "postgres"
 
     @property
     def all_passed(self) -> bool:

@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tqdm import tqdm
 
-from config.settings import ConfigError, Settings, load_settings, require_chat_model
+from config.settings import (
+    ConfigError,
+    Settings,
+    database_url,
+    load_settings,
+    require_chat_model,
+)
+from evals.backends import Backend, CaseClock, SqliteBackend, backend_for
 from evals.cases import Case, CaseError, load_cases
 from evals.evaluators import Observation, evaluate, observe
 from evals.fixtures import FixtureSuite
@@ -59,8 +66,7 @@ from evals.staged import PromptLog, StagedChatModel
 from graph.providers import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
-from memory.async_store import AsyncSqliteStore
-from memory.memories import create_memory
+from memory.async_store import AsyncStore
 from memory.store import Store
 from prompts.templates import persona_text
 from tools.registry import default_registry
@@ -188,22 +194,26 @@ class ImageCache:
         return str(path)
 
 
-def seed(store: Store, case: Case, session_id: str, images: ImageCache) -> str | None:
-    """Write the case's memories and history (other chats under their titles); returns the
-    path of the turn's image, if any."""
+async def seed(
+    store: AsyncStore, clock: CaseClock, case: Case, session_id: str, images: ImageCache
+) -> str | None:
+    """Write the case's memories and history (other chats under their titles) through the
+    store's async interface; returns the path of the turn's image, if any. Each message
+    is stored while the store's clock shows its time, then the clock goes back to the
+    case's "now"."""
     for memory in case.memories:
-        create_memory(store, memory.category, memory.key, memory.value, case.now)
-    for index, message in enumerate(case.history):
-        path = images.save(message.image, store.media_dir, index) if message.image else None
-        store.add_message(
-            message.session or session_id,
-            message.role,
-            message.text,
-            image_path=path,
-            created_at=message.at,
-        )
+        await store.remember(memory.category, memory.key, memory.value, case.now)
+    try:
+        for index, message in enumerate(case.history):
+            path = images.save(message.image, store.media_dir, index) if message.image else None
+            clock.now = message.at
+            await store.add_message(
+                message.session or session_id, message.role, message.text, image_path=path
+            )
+    finally:
+        clock.now = case.now
     for key, title in case.sessions.items():
-        store.rename_session(key, title)
+        await store.rename_session(key, title)
     return images.save(case.image, store.media_dir, len(case.history)) if case.image else None
 
 
@@ -216,13 +226,16 @@ async def run_case(
     run: int = 1,
     with_judge: bool = False,
     judge: ChatJudge | None = None,
+    backend: Backend | None = None,
 ) -> CaseRun:
-    """Run one case once in a fresh home and check the outcome."""
+    """Run one case once in a fresh home (and, on Postgres, as a new person) and check
+    the outcome."""
+    backend = backend or SqliteBackend()
+    clock = CaseClock(case.now)
     with tempfile.TemporaryDirectory(prefix=f"companion-eval-{case.id}-") as folder:
         home = Path(folder)
-        store = Store.open_home(home, clock=lambda: case.now)
-        graph_store = AsyncSqliteStore(store)
-        try:
+        async with backend.open(case, run, home, clock) as opened:
+            store = opened.store
             settings = case_settings(model, case, home, fixtures)
             models = model.build(settings)
             prompts = PromptLog()
@@ -236,14 +249,14 @@ async def run_case(
             )
             ctx = context_for(
                 settings,
-                graph_store,
+                store,
                 registry=default_registry(),
                 chat_model=chat,
                 vision_model=vision,
             )
             ctx = dataclasses.replace(ctx, summarize=models.summarize, style_note=case.style_note)
             session_id = f"eval-{case.id}"
-            image_path = seed(store, case, session_id, images)
+            image_path = await seed(store, clock, case, session_id, images)
             started = time.perf_counter()
             try:
                 result = await run_turn(ctx, session_id, case.message, image_path=image_path)
@@ -258,8 +271,8 @@ async def run_case(
             else:
                 observation = observe(
                     result,
-                    store,
-                    case,
+                    await store.messages(session_id),
+                    [await opened.rows(check.sql) for check in case.expect.db],
                     prompts=prompts.calls,
                     identity=persona_text(settings.persona),
                 )
@@ -267,8 +280,6 @@ async def run_case(
                 case, observation, judge or ChatJudge(models.chat), with_judge=with_judge
             )
             return CaseRun(case, run, observation, checks)
-        finally:
-            graph_store.close()
 
 
 def _judge(model: ModelUnderTest) -> ChatJudge:
@@ -286,9 +297,12 @@ async def arun_suites(
     paraphrases: bool = True,
     env: Mapping[str, str] | None = None,
     progress: bool = True,
+    database_url: str | None = None,
 ) -> EvalRun:
     """Run the suites (all when None) ``repeat`` times each against ``model`` (the
-    configured one when None); ``paraphrases=False`` runs the original cases only."""
+    configured one when None); ``paraphrases=False`` runs the original cases only;
+    ``database_url``: every case run a new person of that migrated Postgres database
+    (default: a SQLite file per case run)."""
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     cases = load_cases(suites, known_tools=default_registry().names)
@@ -307,20 +321,33 @@ async def arun_suites(
         started=datetime.now(UTC),
         cases=cases,
     )
+    backend = backend_for(database_url)
+    run.backend = backend.name
     began = time.perf_counter()
     bar = tqdm(
         total=len(cases) * repeat, desc=f"eval {run.model}", file=sys.stderr, disable=not progress
     )
-    with FixtureSuite() as fixtures, bar:
-        images = ImageCache(fixtures)
-        for index in range(1, repeat + 1):
-            for case in cases:
-                bar.set_postfix_str(case.id)
-                outcome = await run_case(
-                    case, model, fixtures, images, run=index, with_judge=judge, judge=the_judge
-                )
-                run.runs.append(outcome)
-                bar.update()
+    try:
+        await backend.check()
+        with FixtureSuite() as fixtures, bar:
+            images = ImageCache(fixtures)
+            for index in range(1, repeat + 1):
+                for case in cases:
+                    bar.set_postfix_str(case.id)
+                    outcome = await run_case(
+                        case,
+                        model,
+                        fixtures,
+                        images,
+                        run=index,
+                        with_judge=judge,
+                        judge=the_judge,
+                        backend=backend,
+                    )
+                    run.runs.append(outcome)
+                    bar.update()
+    finally:
+        await backend.close()
     run.seconds = time.perf_counter() - began
     return run
 
@@ -336,12 +363,16 @@ def run_from_cli(args: Any, env: Mapping[str, str] | None = None) -> int:
         model = model_under_test(
             args.eval_model, tool_mode=args.tool_mode, base_url=args.base_url, env=env
         )
+        # The flag only, never COMPANION_DATABASE_URL: each case run writes a new person's
+        # rows, so the app's own database is never chosen without being named.
+        url = database_url({"database_url": getattr(args, "database_url", None)}, env={})
         run = run_suites(
             args.suite,
             model=model,
             repeat=args.repeat,
             judge=args.judge,
             limit=getattr(args, "limit", None),
+            database_url=url,
         )
     except (CaseError, ConfigError, ValueError) as exc:
         print(f"companion eval: {exc}", file=sys.stderr)

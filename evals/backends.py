@@ -1,0 +1,171 @@
+"""Where an eval case's store lives: a SQLite file in the case's home, or a person of a
+shared Postgres database.
+
+A backend opens one ``CaseStore`` per case run: the ``AsyncStore`` the graph and the
+seeding use, on a ``CaseClock`` (the store's clock, set to each seeded message's time
+while the history is written, then to the case's "now"), and how the case's database
+checks read rows after the turn.
+
+- ``SqliteBackend`` (the default): ``Store.open_home`` in the case's temporary home,
+  behind ``AsyncSqliteStore``; checks run on the store's own connection, as they always
+  did (so SQLite's catalog, ``sqlite_master``, is readable).
+- ``PostgresBackend``: every case run is a new person (``eval-<run>-<case>-<repeat>``)
+  of one shared, migrated database (``companion db migrate``), reached through the
+  process's ``memory.pg_pool.LoopPools`` as the app does; images go to the case's home.
+  Checks run through the person's memory_sql (``AsyncStore.run_sql``: read-only, scoped
+  to the person by row-level security), so a check sees what memory_sql shows — no
+  ``memory_tool`` messages, no SQLite catalog. The rows stay in the database after the
+  run (point it at a throwaway database).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from config.settings import ConfigError
+from evals.cases import Case
+from evals.evaluators import query_rows
+from memory.async_store import AsyncSqliteStore, AsyncStore
+from memory.store import Store
+
+if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is given
+    from memory.pg_pool import LoopPools
+
+SQLITE = "sqlite"
+POSTGRES = "postgres"
+
+RowReader = Callable[[str], Awaitable[list[list[Any]]]]
+
+
+@dataclass
+class CaseClock:
+    """The store's clock during a case: ``now`` is whatever the case set it to."""
+
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass(frozen=True)
+class CaseStore:
+    """One case run's store, and how its database checks read rows."""
+
+    store: AsyncStore
+    rows: RowReader  # a check's SELECT -> its rows (an error becomes one row holding it)
+
+
+class Backend(Protocol):
+    """Opens each case run's store, on one kind of database."""
+
+    name: str  # "sqlite" | "postgres", as reports show it
+
+    async def check(self) -> None:
+        """Raise ConfigError, saying why, when the database cannot be used."""
+        ...
+
+    def open(
+        self, case: Case, run: int, home: Path, clock: CaseClock
+    ) -> AbstractAsyncContextManager[CaseStore]:
+        """The case run's store, closed when the block ends."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the run held (the running loop's connections)."""
+        ...
+
+
+class SqliteBackend:
+    """Each case run in a SQLite file of its own, in the case's home."""
+
+    name = SQLITE
+
+    async def check(self) -> None:
+        """A SQLite file is always there to be made."""
+
+    @asynccontextmanager
+    async def open(
+        self, case: Case, run: int, home: Path, clock: CaseClock
+    ) -> AsyncIterator[CaseStore]:
+        """The home's store; checks read its own connection."""
+        store = AsyncSqliteStore(Store.open_home(home, clock=clock))
+
+        async def rows(sql: str) -> list[list[Any]]:
+            return query_rows(store.blocking, sql)
+
+        try:
+            yield CaseStore(store, rows)
+        finally:
+            store.close()
+
+    async def close(self) -> None:
+        """Nothing outlives a case on SQLite."""
+
+
+class PostgresBackend:
+    """Each case run a new person of one shared, migrated Postgres database."""
+
+    name = POSTGRES
+
+    def __init__(self, url: str) -> None:
+        from memory.pg_pool import LoopPools
+
+        self.url = url
+        self.pools: LoopPools = LoopPools(url)
+        self.token = uuid.uuid4().hex[:8]  # this run's people: eval-<token>-<case>-<repeat>
+
+    def person(self, case: Case, run: int) -> str:
+        """The person a case run is, unique to this run."""
+        return f"eval-{self.token}-{case.id}-{run}"
+
+    async def check(self) -> None:
+        """Connect and read as a person: ConfigError when the server or schema is missing."""
+        import psycopg
+
+        from memory.pg_store import PgStore
+
+        probe = PgStore.for_person(self.pools, f"eval-{self.token}-probe")
+        try:
+            await probe.count_messages()
+        except (psycopg.Error, OSError) as exc:
+            raise ConfigError(
+                f"--database-url: cannot use the database ({type(exc).__name__}: {exc}); "
+                "is the server up, and its schema made by `companion db migrate`?"
+            ) from exc
+
+    @asynccontextmanager
+    async def open(
+        self, case: Case, run: int, home: Path, clock: CaseClock
+    ) -> AsyncIterator[CaseStore]:
+        """The case run's person on the shared pools; checks run through its memory_sql."""
+        from memory.pg_store import PgStore
+
+        store = PgStore.for_person(
+            self.pools, self.person(case, run), clock=clock, media_dir=home / "media"
+        )
+
+        async def rows(sql: str) -> list[list[Any]]:
+            result = await store.run_sql(sql, now=clock())
+            if "error" in result:
+                return [[f"error: {result['error']}"]]
+            return [list(row) for row in result.get("rows", [])]
+
+        try:
+            yield CaseStore(store, rows)
+        finally:
+            await store.close()
+
+    async def close(self) -> None:
+        """Close the running loop's pool."""
+        await self.pools.close()
+
+
+def backend_for(database_url: str | None) -> Backend:
+    """SQLite without a URL, else that Postgres database."""
+    return SqliteBackend() if database_url is None else PostgresBackend(database_url)
