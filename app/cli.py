@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--base-url", dest="base_url")
     evaluate.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
     evaluate.add_argument("--limit", type=int, help="run only the first N cases")
+    evaluate.add_argument(
+        "--database-url",
+        dest="database_url",
+        help="run each case as a new person of this migrated Postgres database "
+        "(postgresql://ROLE@HOST:PORT/DB, no password: PGPASSWORD gives it; the rows stay, "
+        "so name a throwaway one); default: a SQLite file per case",
+    )
 
     sub.add_parser("graph", help="print the compiled graph as Mermaid text")
 
