@@ -1,0 +1,140 @@
+"""COMPANION_DATABASE_URL as a person meets it: it selects Postgres for the terminal chat,
+the app's start-up and ``companion doctor``; a database that is down or was never
+migrated is said plainly, with what to do; one process's connections serve every event
+loop it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from graph.setup import OWNER, ContextFactory, open_store, release_connections, startup_settings
+from memory.async_store import AsyncSqliteStore
+from memory.pg_accounts import migrate_accounts
+from memory.pg_pool import LoopPools
+from memory.pg_sql_guard import prepare
+from memory.pg_store import PgStore, migrate
+from memory.store import StoreError
+from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.postgres import APP_ROLE, PostgresServer
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    with PostgresServer() as server:
+        asyncio.run(migrate(server.admin_url, APP_ROLE))
+        asyncio.run(prepare(server.admin_url, app_role=APP_ROLE))
+        migrate_accounts(server.admin_url, APP_ROLE)
+        yield server
+
+
+def companion(
+    home: Path, *args: str, env: dict[str, str], stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``companion`` with ``env`` (and nothing of the database from outside)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_")}
+    full |= {"COMPANION_HOME": str(home), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full,
+    )
+
+
+def owner_texts(server: PostgresServer, person: str) -> list[str]:
+    """The user messages stored for ``person``, read as the admin (no row security)."""
+    with psycopg.connect(server.admin_url) as conn:
+        rows = conn.execute(
+            "SELECT content FROM messages WHERE person = %s AND role = 'user' ORDER BY id",
+            (person,),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_the_url_selects_the_backend(tmp_path: Path, postgres: PostgresServer) -> None:
+    sqlite = open_store({"home": str(tmp_path)}, {})
+    assert isinstance(sqlite, AsyncSqliteStore)
+    sqlite.close()
+    pg = open_store({"home": str(tmp_path)}, {"COMPANION_DATABASE_URL": postgres.url}, person="7")
+    assert isinstance(pg, PgStore) and pg.person == "7"
+    assert pg.media_dir == tmp_path / "media"  # images stay files on the home
+
+
+def test_one_process_serves_every_loop_it_runs(postgres: PostgresServer) -> None:
+    """companion reads its settings on a start-up loop, then Gradio runs its own: a pool
+    opened on the first must not be used (or needed) by the second."""
+    pools = LoopPools(postgres.url)
+    store = PgStore.for_person(pools, "loops")
+
+    async def chat(text: str) -> int:
+        session = await store.create_session()
+        await store.add_message(session.id, "user", text)
+        return len(await store.list_sessions())
+
+    assert asyncio.run(chat("on the start-up loop")) == 1
+    assert asyncio.run(chat("on the app's loop")) == 2
+    asyncio.run(pools.close())  # the running (new) loop's pool; nothing else was left open
+
+
+def test_a_database_that_is_down_is_said_at_once(tmp_path: Path) -> None:
+    env = {"COMPANION_DATABASE_URL": "postgresql://companion@127.0.0.1:1/companion"}
+    with pytest.raises(StoreError, match="could not reach the Postgres database"):
+        asyncio.run(startup_settings(ContextFactory({"home": str(tmp_path)}, env)))
+
+
+def test_a_database_never_migrated_names_the_command(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    maintenance = postgres.admin_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE never_migrated")
+    url = postgres.url.rsplit("/", 1)[0] + "/never_migrated"
+    factory = ContextFactory({"home": str(tmp_path)}, {"COMPANION_DATABASE_URL": url})
+    with pytest.raises(StoreError, match="run `companion db migrate`"):
+        asyncio.run(startup_settings(factory))
+    served = companion(tmp_path, "--port", "0", env={"COMPANION_DATABASE_URL": url})
+    assert served.returncode == 2
+    assert "run `companion db migrate`" in served.stderr
+    assert "Traceback" not in served.stderr
+
+
+def test_terminal_chat_and_doctor_on_postgres(tmp_path: Path, postgres: PostgresServer) -> None:
+    env = {"COMPANION_DATABASE_URL": postgres.url}
+    with FakeOpenAIServer(default="Noted.") as server:
+        model = {
+            "COMPANION_BASE_URL": server.url,
+            "COMPANION_API_KEY": "chat-key",
+            "COMPANION_CHAT_MODEL": "fake-chat",
+        }
+        said = companion(tmp_path, "chat", "-m", "hello from the terminal", env=env | model)
+        assert said.returncode == 0, said.stderr
+        assert said.stdout.strip() == "Noted."
+        # No accounts: the one person is the owner, in the shared database, not a file.
+        assert owner_texts(postgres, OWNER) == ["hello from the terminal"]
+        assert not (tmp_path / "companion.db").exists()
+
+        added = companion(tmp_path, "user", "add", "cleo", env=env, stdin="cleo's password\n")
+        assert added.returncode == 0, added.stderr
+        assert "owns the conversations already in the shared database" in added.stdout
+        added = companion(tmp_path, "user", "add", "dan", env=env, stdin="dan's password\n")
+        said = companion(tmp_path, "chat", "--user", "dan", "-m", "dan here", env=env | model)
+        assert said.returncode == 0, said.stderr
+        assert owner_texts(postgres, OWNER) == ["hello from the terminal"]  # cleo's, untouched
+        with psycopg.connect(postgres.admin_url) as conn:
+            dan = conn.execute("SELECT id FROM users WHERE name = 'dan'").fetchone()
+        assert dan is not None and owner_texts(postgres, str(dan[0])) == ["dan here"]
+
+        checked = companion(tmp_path, "doctor", env=env | model)
+    assert "✓ database: postgresql://companion@" in checked.stdout, checked.stdout
+    assert "(Postgres; 1 chat(s) of the owner)" in checked.stdout
+    asyncio.run(release_connections())
