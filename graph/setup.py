@@ -25,14 +25,15 @@ from graph.providers import (
     make_vision_model,
     unchosen_model,
 )
+from memory import backends
 from memory.accounts import Accounts, Person
 from memory.async_store import AsyncSqliteStore, AsyncStore
+from memory.backends import OWNER, release_connections
 from memory.store import Message, Store
 from tools.registry import ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is set
     from memory.pg_accounts import PgAccounts
-    from memory.pg_pool import LoopPools
 
 
 def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
@@ -42,11 +43,6 @@ def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Pat
 
 
 log = logging.getLogger("companion.setup")
-
-# The person of a Companion on Postgres without accounts, and of its first account: the
-# rows from before accounts stay theirs, as the home's own SQLite file does.
-OWNER = "owner"
-_DATABASES: dict[str, LoopPools] = {}  # one set of pools per database URL in a process
 
 
 def open_store(
@@ -59,22 +55,7 @@ def open_store(
     COMPANION_DATABASE_URL, their rows of the shared Postgres database (``person``) with
     their images in the home's media folder."""
     env = os.environ if env is None else env
-    home = resolve_home(flags, env)
-    url = database_url(flags, env)
-    if url is None:
-        return AsyncSqliteStore(Store.open_home(home))
-    from memory.pg_pool import LoopPools
-    from memory.pg_store import PgStore
-
-    pools = _DATABASES.get(url) or _DATABASES.setdefault(url, LoopPools(url))
-    return PgStore.for_person(pools, person, media_dir=home / "media")
-
-
-async def release_connections() -> None:
-    """Close the running loop's Postgres connections (``companion`` reads its settings on
-    a start-up loop before Gradio starts its own: that loop's pool must not linger)."""
-    for pools in _DATABASES.values():
-        await pools.close()
+    return backends.open_store(resolve_home(flags, env), database_url(flags, env), person=person)
 
 
 async def startup_settings(factory: ContextFactory) -> Settings:

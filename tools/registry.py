@@ -18,9 +18,8 @@ from typing import Any
 
 import jsonschema
 
-from config.settings import load_settings
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from config.settings import database_url, load_settings
+from memory.backends import open_store
 from tools.base import ToolContext, ToolSpec
 
 log = logging.getLogger("companion.tools")
@@ -181,7 +180,7 @@ def default_registry() -> ToolRegistry:
 def configured_context(session_id: str | None = None) -> ToolContext:
     """A tool context built from configuration (flags aside): settings and their store."""
     settings = load_settings()
-    return ToolContext(settings, AsyncSqliteStore(Store.open_home(settings.home)), session_id)
+    return ToolContext(settings, open_store(settings.home, database_url()), session_id)
 
 
 async def get_tool_schemas(
