@@ -1,7 +1,9 @@
 """With accounts, each person's images are served to that person only: Gradio would serve
 any file of an allowed folder to anyone logged in, so ``app.security.MediaOwners``
 answers 404 for a file in someone else's media folder (checked over real HTTP, logged in
-through Gradio's own login form)."""
+through Gradio's own login form), on both backends: SQLite (the first person's folder is
+the home's ``media/``, later people's ``people/<id>/media``) and Postgres (the same
+folders; the rows are in the shared database)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ import pytest
 
 from app.ui import launch_app
 from graph.setup import People
-from memory.accounts import Accounts
 from tests.e2e.harness import free_port
 from tests.support.chat_model import ScriptedChatModel
+from tests.support.pg_people import BACKENDS, migrated_postgres, open_accounts
+from tests.support.postgres import PostgresServer
 
 PASSWORDS = {"ann": "ann-password-1", "bob": "bob-password-2"}
 PNG = bytes.fromhex(
@@ -34,18 +37,28 @@ class Hosted:
 
 
 @pytest.fixture(scope="module")
-def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosted]:
-    home = tmp_path_factory.mktemp("hosted") / "home"
-    accounts = Accounts.open_home(home)
-    images = {}
+def postgres() -> Iterator[PostgresServer]:
+    with migrated_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def hosted(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Hosted]:
+    backend = request.param
+    server = request.getfixturevalue("postgres") if backend == "postgres" else None
+    home = tmp_path_factory.mktemp(f"hosted-{backend}") / "home"
+    env, accounts = open_accounts(backend, home, server)
     for name, password in PASSWORDS.items():
-        person = accounts.add(name, password)
-        media = person.home(home) / "media"
-        media.mkdir(parents=True, exist_ok=True)
-        images[name] = media / f"{name}.png"
-        images[name].write_bytes(PNG)
+        accounts.add(name, password)
     flags: dict[str, Any] = {"home": home, "provider": "openai-compatible"}
-    people = People(flags, env={}, chat_model=ScriptedChatModel(script=["hi"]))
+    people = People(flags, env=env, chat_model=ScriptedChatModel(script=["hi"]))
+    images = {}
+    for name in PASSWORDS:
+        images[name] = people.factory(name).store.media_dir / f"{name}.png"
+        images[name].write_bytes(PNG)
+    assert images == {"ann": home / "media" / "ann.png", "bob": home / "people/2/media/bob.png"}
     demo, url = launch_app(people, port=free_port())
     try:
         yield Hosted(url.rstrip("/"), images)
