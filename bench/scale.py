@@ -1,33 +1,41 @@
-"""Companion's turn path under load from several OS processes on one shared SQLite database.
+"""Companion's turn path under load from several OS processes on one shared database.
 
-This is the scale-out path on one machine: several app processes over one
-COMPANION_HOME, each writing its turns to the same SQLite file (WAL, busy timeout).
-Postgres is the scale-out path across machines; its store is incomplete, so it is not
-measured yet (the bench prints a line saying so).
+Two scale-out paths: several app processes over one COMPANION_HOME, each writing its
+turns to the same SQLite file (WAL, busy timeout), the path on one machine; and several
+app processes on one Postgres database (COMPANION_DATABASE_URL), the path across
+machines. The Postgres server is ``tests.support.postgres.PostgresServer`` (Debian's
+binaries, a temp folder, loopback, ``fsync=off``), migrated as ``companion db migrate``
+does; each process reaches it through its ``memory.pg_pool.LoopPools`` (at most
+``MAX_SIZE`` connections), as the app does.
 
 The parent starts ``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP
 server on 127.0.0.1 that answers every chat call with its default text after ``latency``
 seconds) and ``--processes`` worker processes (multiprocessing, "spawn"), started once
 and reused by both runs. For a run, each worker opens the run's home with
 ``graph.setup.open_context`` (provider openai-compatible, ``base_url=server.url``,
-``tool_mode=commands``), runs one untimed warm-up turn in a session of its own (the graph
+``tool_mode=commands``; on Postgres ``graph.setup.ContextFactory`` with the database's
+URL, as the app does), runs one untimed warm-up turn in a session of its own (the graph
 compiled, the HTTP client opened), says it is ready, and on the parent's go runs
 ``--sessions`` sessions at once with asyncio, each ``--turns`` calls of
 ``graph.runner.run_turn`` in a row (one model call per turn). It reports every turn's
 latency, every error (an exception, or ``TurnResult.error``) and its session ids.
 
-Two runs, each against a fresh home: (a) one worker (the SQLite baseline), (b) every
-worker; wall time runs from the go to the last report. They alternate for ``--rounds``
-rounds (one round's ratio moves with machine noise); a run's figures pool its rounds.
-Per run: turns, wall time, throughput, p50 and p95 turn latency, errors, and messages
-lost (two per turn, the user's and the answer, minus what the database holds for those
-sessions; must be 0). Then (b)'s throughput over (a)'s, pooled and per round.
+Three runs, each against a fresh home: (a) one worker (the SQLite baseline), (b) every
+worker on one SQLite file, (c) every worker on the Postgres database, each round as a
+person of its own (a fresh person's rows are as empty as a fresh home's file;
+``--no-postgres`` leaves (c) out). Wall time runs from the go to the last report. They
+take turns for ``--rounds`` rounds (one round's ratio moves with machine noise); a run's
+figures pool its rounds. Per run: turns, wall time, throughput, p50 and p95 turn
+latency, errors, and messages lost (two per turn, the user's and the answer, minus what
+the database holds for those sessions, read back through the person's store; must be
+0). Then each run's throughput over (a)'s, pooled and per round.
 
 The model bounds a run from below: it cannot be shorter than ``turns × latency`` (the
 ideal wall time printed), when every session's calls overlap perfectly; the ideal ratio
 is the number of processes. What else bounds it is the turn path's CPU (each worker runs
 its sessions on one core, and the workers and the server's threads share the machine's
-cores) and the database's one writer lock. ``--latency 0`` takes the model away, to see
+cores), SQLite's one writer lock, and on Postgres the server's own processes (on the
+same cores here) and each process's pool. ``--latency 0`` takes the model away, to see
 how much of a turn that is.
 
     python -m bench.scale --processes 2 --sessions 64 --turns 10 --latency 0.2 --rounds 3
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import multiprocessing
 import os
@@ -54,10 +63,11 @@ quiet_environment()
 
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
-from graph.setup import open_context  # noqa: E402
+from graph.setup import OWNER, ContextFactory, open_context, release_connections  # noqa: E402
 from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+from tests.support.postgres import PostgresServer  # noqa: E402
 
 MESSAGES_PER_TURN = 2  # the user's message and the answer
 WAIT = 300.0  # seconds the parent waits for any one message of a worker before it gives up
@@ -72,6 +82,8 @@ class Job:
     base_url: str
     sessions: int
     turns: int
+    database_url: str | None = None  # the shared Postgres database; None: the home's file
+    person: str = OWNER  # whose rows they are, on Postgres
 
 
 @dataclass(frozen=True)
@@ -137,16 +149,19 @@ async def session(ctx: Context, session_id: str, turns: int) -> tuple[list[float
 
 async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[object]) -> Report:
     """Open the home, warm up, wait for the go, then run every session at once."""
-    ctx = open_context(
-        flags={
-            "home": job.home,
-            "provider": "openai-compatible",
-            "base_url": job.base_url,
-            "chat_model": "fake-chat",
-            "tool_mode": "commands",
-        },
-        env={"COMPANION_API_KEY": "bench"},
-    )
+    flags = {
+        "home": job.home,
+        "provider": "openai-compatible",
+        "base_url": job.base_url,
+        "chat_model": "fake-chat",
+        "tool_mode": "commands",
+    }
+    env = {"COMPANION_API_KEY": "bench"}
+    if job.database_url is None:
+        ctx = open_context(flags=flags, env=env)
+    else:
+        flags["database_url"] = job.database_url
+        ctx = await ContextFactory(flags, env, person=job.person)()
     try:
         warm = await run_turn(ctx, f"warmup-{index}", "warm up")
         if warm.error:
@@ -159,6 +174,8 @@ async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[obje
     finally:
         if isinstance(ctx.store, AsyncSqliteStore):
             ctx.store.close()
+        else:
+            await release_connections()
     latencies = [seconds for done, _ in outcomes for seconds in done]
     return Report(index, ids, latencies, [error for _, seen in outcomes for error in seen])
 
@@ -237,6 +254,42 @@ def fresh_home(home: Path) -> Path:
     return home
 
 
+def migrated(server: PostgresServer) -> str:
+    """Make the schema, memory_sql's role and the users table as the admin, granted to
+    the app's role, as ``companion db migrate`` does; the app role's URL."""
+    from config.settings import database_user
+    from memory.pg_accounts import migrate_accounts
+    from memory.pg_sql_guard import SQL_ROLE, prepare
+    from memory.pg_store import migrate
+
+    app_role = database_user(server.url)
+    asyncio.run(migrate(server.admin_url, app_role))
+    asyncio.run(prepare(server.admin_url, SQL_ROLE, app_role))
+    migrate_accounts(server.admin_url, app_role)
+    return server.url
+
+
+def held_messages(job: Job, sessions: list[str]) -> int:
+    """How many messages the run's database holds for those sessions."""
+    if job.database_url is None:
+        store = Store.open_home(Path(job.home))
+        try:
+            return sum(store.count_messages(s) for s in sessions)
+        finally:
+            store.close()
+    return asyncio.run(_held_on_postgres(job.database_url, job.person, sessions))
+
+
+async def _held_on_postgres(url: str, person: str, sessions: list[str]) -> int:
+    from memory.pg_store import PgStore
+
+    store = await PgStore.open(url, person)
+    try:
+        return sum([await store.count_messages(s) for s in sessions])
+    finally:
+        await store.close()
+
+
 def measure(
     workers: Workers,
     figures: Figures,
@@ -244,10 +297,15 @@ def measure(
     turns: int,
     home: Path,
     server: FakeOpenAIServer,
+    database_url: str | None = None,
 ) -> None:
-    """One round of a run in a fresh home, and the messages its database holds, added to
-    the run's figures."""
-    job = Job(str(fresh_home(home)), server.url, sessions, turns)
+    """One round of a run in a fresh home (on Postgres: a fresh person, named after the
+    home), and the messages its database holds, added to the run's figures."""
+    if database_url is None:
+        job = Job(str(fresh_home(home)), server.url, sessions, turns)
+    else:
+        home.mkdir(parents=True)  # the person's media folder goes here; their rows are new
+        job = Job(str(home), server.url, sessions, turns, database_url, person=home.name)
     wall, calls, reports = workers.run(figures.processes, job, server)
     asked = figures.processes * sessions * turns
     figures.turns += asked
@@ -257,21 +315,22 @@ def measure(
     for report in reports:
         figures.latencies += report.latencies
         figures.errors += report.errors
-    store = Store.open_home(home)
-    try:
-        held = sum(store.count_messages(s) for report in reports for s in report.sessions)
-    finally:
-        store.close()
+    held = held_messages(job, [s for report in reports for s in report.sessions])
     figures.lost += asked * MESSAGES_PER_TURN - held
 
 
 def print_figures(
     runs: dict[str, Figures], sessions: int, turns: int, latency: float, rounds: int
 ) -> None:
-    """The runs as a Markdown table, the ratio, and the first few errors."""
+    """The runs as a Markdown table, the ratios, and the first few errors."""
     processes = max(figures.processes for figures in runs.values())
+    databases = (
+        "one SQLite database, then one Postgres database"
+        if len(runs) > 2
+        else ("one SQLite database")
+    )
     print(
-        f"\n{processes} processes × {sessions} sessions × {turns} turns on one SQLite database, "
+        f"\n{processes} processes × {sessions} sessions × {turns} turns on {databases}, "
         f"model latency {latency * 1000:.0f} ms per call (one call per turn), "
         f"{rounds} rounds, {os.cpu_count()} CPU cores.\n"
     )
@@ -288,43 +347,56 @@ def print_figures(
             f"| {percentile(figures.latencies, 0.95):.3f} "
             f"| {len(figures.errors)} | {figures.lost} |"
         )
-    baseline, scaled = runs.values()
-    print(
-        f"\nthroughput (b) / (a): {scaled.throughput / baseline.throughput:.2f} "
-        f"(ideal {scaled.processes / baseline.processes:.0f}); per round: "
-        + ", ".join(f"{b / a:.2f}" for a, b in zip(baseline.rounds, scaled.rounds, strict=True))
-    )
-    print("postgres: not yet (store incomplete)")
-    for error in [*baseline.errors, *scaled.errors][:5]:
+    (first, baseline), *others = runs.items()
+    print()
+    for name, scaled in others:
+        print(
+            f"throughput {name.split()[0]} / {first.split()[0]}: "
+            f"{scaled.throughput / baseline.throughput:.2f} "
+            f"(ideal {scaled.processes / baseline.processes:.0f}); per round: "
+            + ", ".join(f"{b / a:.2f}" for a, b in zip(baseline.rounds, scaled.rounds, strict=True))
+        )
+    for error in [error for figures in runs.values() for error in figures.errors][:5]:
         print(f"\nerror: {error}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Figures]:
-    """Run the baseline and the scale-out run, print their figures, and return them."""
+    """Run the baseline and the scale-out runs, print their figures, and return them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--sessions", type=int, default=64, help="concurrent, per process")
     parser.add_argument("--turns", type=int, default=10, help="in a row, per session")
     parser.add_argument("--latency", type=float, default=0.2, help="model seconds per call")
-    parser.add_argument("--rounds", type=int, default=3, help="(a) then (b), this many times")
+    parser.add_argument("--rounds", type=int, default=3, help="each run, this many times")
     parser.add_argument("--home", type=Path, help="folder for the runs' homes (default: temp)")
+    parser.add_argument(
+        "--postgres",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run (c) on a Postgres server started for the bench (needs postgresql)",
+    )
     args = parser.parse_args(argv)
 
     with (
         tempfile.TemporaryDirectory(prefix="companion-bench-") as folder,
         FakeOpenAIServer(latency=args.latency) as server,
+        contextlib.ExitStack() as stack,
     ):
         root = args.home.expanduser() if args.home else Path(folder)
         runs = {
             "(a) 1 process, SQLite baseline": Figures(1),
             f"(b) {args.processes} processes, one SQLite database": Figures(args.processes),
         }
+        plan: list[tuple[str, str | None]] = [("baseline", None), ("scale-out", None)]
+        if args.postgres:
+            runs[f"(c) {args.processes} processes, one Postgres database"] = Figures(args.processes)
+            plan.append(("postgres", migrated(stack.enter_context(PostgresServer()))))
         workers = Workers.start(args.processes)
         try:
             for index in range(args.rounds):
-                for kind, figures in zip(("baseline", "scale-out"), runs.values(), strict=True):
+                for (kind, url), figures in zip(plan, runs.values(), strict=True):
                     home = root / f"{kind}-{index}"
-                    measure(workers, figures, args.sessions, args.turns, home, server)
+                    measure(workers, figures, args.sessions, args.turns, home, server, url)
         finally:
             workers.stop()
     print_figures(runs, args.sessions, args.turns, args.latency, args.rounds)
