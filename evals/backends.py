@@ -32,7 +32,7 @@ from config.settings import ConfigError
 from evals.cases import Case
 from evals.evaluators import query_rows
 from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.store import Store
+from memory.store import Store, StoreError
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is given
     from memory.pg_pool import LoopPools
@@ -133,7 +133,7 @@ class PostgresBackend:
         probe = PgStore.for_person(self.pools, f"eval-{self.token}-probe")
         try:
             await probe.count_messages()
-        except (psycopg.Error, OSError) as exc:
+        except (psycopg.Error, OSError, StoreError) as exc:
             raise ConfigError(
                 f"--database-url: cannot use the database ({type(exc).__name__}: {exc}); "
                 "is the server up, and its schema made by `companion db migrate`?"

@@ -324,11 +324,14 @@ async def arun_suites(
     backend = backend_for(database_url)
     run.backend = backend.name
     began = time.perf_counter()
-    bar = tqdm(
-        total=len(cases) * repeat, desc=f"eval {run.model}", file=sys.stderr, disable=not progress
-    )
     try:
         await backend.check()
+        bar = tqdm(
+            total=len(cases) * repeat,
+            desc=f"eval {run.model}",
+            file=sys.stderr,
+            disable=not progress,
+        )
         with FixtureSuite() as fixtures, bar:
             images = ImageCache(fixtures)
             for index in range(1, repeat + 1):
