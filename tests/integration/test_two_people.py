@@ -24,8 +24,9 @@ from gradio_client import Client
 
 from app.ui import launch_app
 from evals.fixtures import cat_image
-from graph.setup import OWNER, People, release_connections
+from graph.setup import People
 from memory.async_store import AsyncSqliteStore, AsyncStore
+from memory.backends import OWNER, release_connections
 from memory.pg_store import PgStore
 from memory.store import utc_now
 from tests.integration.conftest import free_port, policy, settings_form

@@ -22,8 +22,9 @@ import pytest
 
 from evals.fixtures import cat_image
 from graph.context import Context
-from graph.setup import OWNER, People, release_connections
+from graph.setup import People
 from memory.async_store import AsyncSqliteStore, AsyncStore
+from memory.backends import OWNER, release_connections
 from memory.pg_store import PgStore
 from memory.store import utc_now
 from tests.support.chat_model import ScriptedChatModel
