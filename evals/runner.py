@@ -1,10 +1,12 @@
 """Run the eval suites through the real graph against a model, and write the reports.
 
 Every case runs as one real turn (``graph.runner.run_turn``) in a fresh temporary
-COMPANION_HOME: a real SQLite store on the case's fixed clock, seeded with its memories
-and history (other chats created with their titles, uploaded images fetched from the
-image fixture), settings pointed at the fixture servers (DuckDuckGo, Open-Meteo, image
-backend — started once per run), the case's location and timezone.
+COMPANION_HOME: a real store on the case's fixed clock — a SQLite file in that home, or
+with ``--database-url`` a new person of a migrated Postgres database (``evals.backends``)
+— seeded through the store's async interface with its memories and history (other chats
+created with their titles, uploaded images fetched from the image fixture), settings
+pointed at the fixture servers (DuckDuckGo, Open-Meteo, image backend — started once per
+run), the case's location and timezone.
 
 What runs is a ``ModelUnderTest``: resolved settings plus a factory that builds each
 case's chat and vision models from that case's settings. ``model_under_test`` resolves
