@@ -194,7 +194,8 @@ class People:
 
             self.accounts = PgAccounts(self.url, self.root)
         self.hosted = self.accounts.enabled()
-        self._people: dict[str, Person] = {}
+        self._people: dict[str, Person] = {}  # by login name: a request asks the registry once
+        self._first_id: int | None = None
         self._factories: dict[int, ContextFactory] = {}
 
     @classmethod
@@ -217,7 +218,9 @@ class People:
         """Does this person own the home's own data (the first account)?"""
         if self.url is None:
             return not person.folder
-        return person.id == min(p.id for p in self.accounts.people())
+        if self._first_id is None:  # ids are never reused: the first stays the first
+            self._first_id = min(p.id for p in self.accounts.people())
+        return person.id == self._first_id
 
     def _home(self, person: Person) -> Path:
         """The folder of the person's data: the home itself for the first person."""
