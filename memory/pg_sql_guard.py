@@ -48,6 +48,10 @@ the tables, so the statement runs where the database enforces the limits:
    memory_tool message and only where the row still holds the journalled new text, so
    a forged entry cannot reach another person's row or a hidden one.
 
+SQLite's dialect where it matters: the model writes memory_sql as for SQLite, whose
+LIKE ignores case, so a LIKE (or NOT LIKE) operator runs as ILIKE (``sqlite_like``: the
+operator tokens only, never a string or a quoted name).
+
 Limits: ``statement_timeout`` for the transaction (``timeout_ms``; also set on the role,
 though a role's settings only apply to logins); at most ``max_rows`` rows fetched
 (``max_rows + 1`` read to report truncation), cells, column names and the whole result
@@ -68,8 +72,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
+import sqlparse
 from psycopg import AsyncConnection, Rollback, errors
 from psycopg.sql import SQL, Identifier, Literal
+from sqlparse import tokens as T
 
 from memory.sql_guard import (
     CELL_CAP,
@@ -327,6 +333,19 @@ def _error(exc: Exception, timeout_ms: int) -> str:
     return f"SQL error: {detail}"
 
 
+def sqlite_like(sql: str) -> str:
+    """``sql`` with its LIKE operators made ILIKE: SQLite's LIKE ignores case, and the
+    model writes memory_sql as it would for SQLite (``LIKE '%kopi%'`` must find "Kopi").
+    Only the operator tokens change, never a string or a quoted name."""
+    parts = []
+    for token in sqlparse.parse(sql)[0].flatten():
+        if token.ttype is T.Operator.Comparison and token.value.split()[-1].upper() == "LIKE":
+            parts.append(token.value[: -len("LIKE")] + "ILIKE")
+        else:
+            parts.append(token.value)
+    return "".join(parts)
+
+
 async def run_sql(
     url: str,
     person: str,
@@ -368,7 +387,7 @@ async def run_sql(
             await cursor.execute(SQL("SET LOCAL ROLE {}").format(Identifier(SQL_ROLE)))
             # Parameters (none) make psycopg use the extended protocol, which runs one
             # statement only, whatever the parse above concluded; % is then escaped.
-            await cursor.execute(checked.sql.replace("%", "%%"), ())
+            await cursor.execute(sqlite_like(checked.sql).replace("%", "%%"), ())
             if checked.kind == "UPDATE":
                 changed = cursor.rowcount
                 if changed > MAX_ROWS_CHANGED:

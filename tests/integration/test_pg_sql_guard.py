@@ -134,6 +134,24 @@ async def test_a_select_sees_bobs_visible_rows_only(
     assert hidden["rows"] == [[0]]
 
 
+async def test_like_ignores_case_on_both(backend: str, pg: Seeded, sqlite_home: Path) -> None:
+    """The model writes SQLite's LIKE; on Postgres it must find "Hello" for '%HELLO%' too,
+    and NOT LIKE must stay its negation."""
+    found = await run(
+        backend, pg, sqlite_home, "SELECT content FROM messages WHERE content LIKE '%BOB SAYS%'"
+    )
+    assert found["rows"] == [["bob says hello"]]
+    rest = await run(
+        backend,
+        pg,
+        sqlite_home,
+        "SELECT COUNT(*) FROM messages WHERE session_id = 's' AND content not like '%Hello'",
+    )
+    assert rest["rows"] == [[1]]
+    quoted = await run(backend, pg, sqlite_home, "SELECT 'LIKE' AS word")
+    assert quoted["rows"] == [["LIKE"]]  # a string is never rewritten
+
+
 REFUSED_ON_BOTH = [
     "DELETE FROM messages",
     "INSERT INTO messages (session_id, role, content, created_at) VALUES ('s', 'user', 'x', '')",
