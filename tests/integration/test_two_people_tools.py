@@ -114,7 +114,9 @@ async def home(registered: Registered) -> AsyncIterator[Home]:
         await ann_store.add_message(ann_session, "user" if "?" in text else "assistant", text)
     secret = await ann_store.add_message(ann_session, "user", f"my password hint is {SECRET}")
     await ann_store.add_message(ann_session, "assistant", f"I will keep {SECRET} safe")
-    memory = await ann_store.create_memory("identity", "secret", f"Ann's hint {SECRET}")
+    memory = await ann_store.create_memory("identity", "secret", f"Ann's hint: {SECRET}")
+    edit = f"UPDATE memories SET value = 'Ann''s hint {SECRET}' WHERE key = 'secret'"
+    assert await ann_store.run_sql(edit, now=utc_now()) == {"updated": 1}  # her journal
     ann_image = ann_store.media_dir / "ann-photo.png"
     ann_image.write_bytes(cat_image("black"))
     bob_session = (await bob_store.create_session("Bob's chat")).id
@@ -196,6 +198,8 @@ ATTACKS = [  # (statement, the backends that must refuse it)
         "UPDATE public.messages SET content = 'x' WHERE id = {id}", ("sqlite",), id="update-public"
     ),
     pytest.param("UPDATE memories SET value = 'x' WHERE key = 'secret'", (), id="update-memory"),
+    pytest.param("SELECT * FROM sql_edits", BOTH, id="journal"),  # ann's edit, old and new
+    pytest.param("SELECT * FROM users", BOTH, id="users"),  # Postgres's accounts
     pytest.param("ATTACH DATABASE '{db}' AS a", BOTH, id="attach"),
     pytest.param("SELECT * FROM a.messages", BOTH, id="attached-name"),
     # Postgres's person policy trusts app.person: memory_sql may not set it.
