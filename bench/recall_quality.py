@@ -21,16 +21,41 @@ the result. So the pass rates show that the harness and both stores fit together
 the retrieval figures compare the two stores' full-text search on the same queries; none
 of it is a model's score.
 
+Those cases are easy (every figure is 1.00 on both stores), so a second part measures the
+stores' search alone, with no model and no policy: a fixed bilingual history (``HISTORY``:
+74 English and Indonesian messages in 16 sessions over four weeks, with inflected and
+derived forms, links, e-mail addresses and near-miss distractors) is written into a new
+SQLite file and a new Postgres person alike, and each probe (``PROBES``: 26 EN, 27 ID,
+each naming the messages a good recall finds) goes through ``AsyncStore.recall`` at a
+fixed now. It prints hit@1, hit@5 and MRR over the recalled raw messages and, after
+cutting every session into extractive episodes (``refresh_segments``; here one per
+session), over the recalled episodes (at most 3 per recall, so hit@5 is hit@3 there),
+then Postgres / SQLite, the probes whose ranks differ and those neither store finds.
+
+What it showed (Nov 2026): Postgres trails SQLite on English (message MRR 0.82 vs 0.88)
+and barely on Indonesian (0.86 vs 0.89). The gaps are two: ts_rank has no inverse document
+frequency, so a line matching only a rare word ("arisan", "bumbunya") falls behind short
+lines matching only a common prefix ("masak*", "rendang*"): rank 5 on Postgres, 1 on
+SQLite; and 'simple' keeps accents, so "cafe" never finds "Café" on Postgres. Links,
+e-mail addresses and file names are found alike since migration 4. Both stores share the
+misses of the stemmer, which is English only: "masak" does not reach "memasak", "baca"
+not "membaca", "swim" not "swam"; and its "-s" strip turns "kamus" into the pronoun
+"kamu*" and "dinas" into the name "Dina*", whose lines then outrank the ones wanted.
+
     python -m bench.recall_quality
     python -m bench.recall_quality --tool-mode commands
+    python -m bench.recall_quality --search-only
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from bench import quiet_environment
 
@@ -39,8 +64,10 @@ quiet_environment()
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
 from evals.runner import arun_suites  # noqa: E402
+from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.pg_sql_guard import prepare  # noqa: E402
-from memory.pg_store import migrate  # noqa: E402
+from memory.pg_store import PgStore, migrate  # noqa: E402
+from memory.store import Store  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
 from tools.registry import default_registry  # noqa: E402
@@ -212,14 +239,599 @@ def report(runs: dict[str, EvalRun], tool_mode: str) -> None:
     print(f"\nFailed runs (any suite run): {failed}")
 
 
-def main(argv: list[str] | None = None) -> dict[str, EvalRun]:
-    """Run both backends and print the tables."""
+# Part 2: the stores' search on a fixed bilingual history ------------------------------
+
+SearchStore = AsyncSqliteStore | PgStore
+NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)  # Wed 25 Nov 2026, as the tests' clock
+SEARCH_LABEL = (
+    "The stores' full-text search on a fixed history (AsyncStore.recall, no model, no "
+    "facts): the rank of the first expected message among the recalled messages, and of "
+    "the first episode (extractive segments, at most 3 per recall) holding one."
+)
+
+
+@dataclass(frozen=True)
+class Chat:
+    """One seeded session: its title, when it started, and its lines a minute apart, each
+    (key, role, text); keys name the lines the probes expect."""
+
+    title: str
+    start: datetime
+    lines: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A question to the store and the lines a good recall brings back (any one counts)."""
+
+    language: str
+    query: str
+    expected: tuple[str, ...]
+    tests: str  # what makes it hard
+
+
+def _at(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 10 if day > 25 else 11, day, hour, minute, tzinfo=UTC)
+
+
+HISTORY = (
+    Chat(
+        "Weekend cooking",
+        _at(31, 10),
+        (
+            (
+                "cook-1",
+                "user",
+                "I cooked a big pot of chicken adobo for the family, it took almost three hours.",
+            ),
+            (
+                "cook-2",
+                "assistant",
+                "Adobo sounds great! Did you use cane vinegar or regular white vinegar?",
+            ),
+            ("cook-3", "user", "Cane vinegar, and I added bay leaves and a lot of crushed garlic."),
+            ("cook-4", "assistant", "Nice. Adobo keeps well, so there are leftovers for lunch."),
+            (
+                "cook-5",
+                "user",
+                "My sister says the recipes from her cooking class are easier than mine.",
+            ),
+            (
+                "cook-6",
+                "assistant",
+                "Maybe swap recipes with her and try one of her dishes next weekend.",
+            ),
+        ),
+    ),
+    Chat(
+        "Swimming lessons",
+        _at(1, 16),
+        (
+            (
+                "swim-1",
+                "user",
+                "My daughter started swimming lessons at the community pool on Sundays.",
+            ),
+            ("swim-2", "assistant", "How is she finding it so far?"),
+            (
+                "swim-3",
+                "user",
+                "She swam a whole length without the board today! The coach is called Ms. Patel.",
+            ),
+        ),
+    ),
+    Chat(
+        "Liburan ke Bali",
+        _at(2, 9),
+        (
+            (
+                "bali-1",
+                "user",
+                "Minggu depan kami bepergian ke Bali naik pesawat pagi, lima hari di Ubud.",
+            ),
+            ("bali-2", "assistant", "Asyik! Sudah pesan penginapan di Ubud?"),
+            (
+                "bali-3",
+                "user",
+                "Sudah, vila kecil dekat sawah. Anak-anak mau belajar berenang di kolamnya.",
+            ),
+            ("bali-4", "assistant", "Jangan lupa bawa pelampung untuk anak-anak."),
+            (
+                "bali-5",
+                "user",
+                "Tiketnya dikirim dari tiket@garudaindonesia.co.id, kode booking GX7Q2.",
+            ),
+        ),
+    ),
+    Chat(
+        "Resep rendang",
+        _at(7, 16),
+        (
+            (
+                "masak-1",
+                "user",
+                "Hari ini aku memasak rendang daging sapi untuk arisan, lima jam di atas kompor.",
+            ),
+            (
+                "masak-2",
+                "assistant",
+                "Wah, rendang yang dimasak lama memang paling enak. Pakai santan segar?",
+            ),
+            (
+                "masak-3",
+                "user",
+                "Iya santan segar, dan bumbunya aku ulek sendiri: cabai, bawang, jahe, lengkuas.",
+            ),
+            ("masak-4", "user", "Resepnya dari blog ibu Sari: masakansari.com/rendang-padang-asli"),
+            ("masak-5", "assistant", "Simpan resepnya biar gampang dicari lagi."),
+        ),
+    ),
+    Chat(
+        "Books",
+        _at(8, 20),
+        (
+            (
+                "book-1",
+                "user",
+                "I finished reading The Remains of the Day, such a quiet sad novel.",
+            ),
+            ("book-2", "assistant", "Ishiguro is great at that. What did you think of Stevens?"),
+            (
+                "book-3",
+                "user",
+                "He breaks my heart. Next I want something lighter, maybe a mystery.",
+            ),
+            (
+                "book-4",
+                "assistant",
+                "Try The Thursday Murder Club by Richard Osman: cosy and funny.",
+            ),
+            (
+                "book-5",
+                "user",
+                "I also bought two cookbooks at the market: Filipino stews and baking bread.",
+            ),
+        ),
+    ),
+    Chat(
+        "Trip planning",
+        _at(9, 12),
+        (
+            (
+                "trip-1",
+                "user",
+                "We're traveling to Kyoto in March; I booked the flights on Japan Airlines.",
+            ),
+            ("trip-2", "assistant", "Lovely. Cherry blossom season should start late March."),
+            ("trip-3", "user", "My passport expires in April, so I need to renew it before we go."),
+            (
+                "trip-4",
+                "user",
+                "The ryokan confirmation came from bookings@kyoto-ryokan.jp, reference KY-4471.",
+            ),
+        ),
+    ),
+    Chat(
+        "Olahraga",
+        _at(12, 6, 30),
+        (
+            ("olah-1", "user", "Pagi ini aku berenang dua puluh putaran di kolam renang kantor."),
+            ("olah-2", "assistant", "Mantap! Gaya apa yang paling sering kamu pakai?"),
+            (
+                "olah-3",
+                "user",
+                "Gaya bebas. Pelatih renangku namanya Pak Joko, nomornya 0812-3456-7890.",
+            ),
+            ("olah-4", "user", "Bahuku agak pegal setelah latihan, mungkin terlalu semangat."),
+            ("olah-5", "assistant", "Istirahat dulu, semoga bahu kamu cepat pulih."),
+        ),
+    ),
+    Chat(
+        "Running plans",
+        _at(14, 7),
+        (
+            ("run-1", "user", "Went running along the river this morning, 8 km in 45 minutes."),
+            ("run-2", "assistant", "Solid pace! Are you training for the city half marathon?"),
+            (
+                "run-3",
+                "user",
+                "Yes, the race is on 13 December. My knees hurt after long runs though.",
+            ),
+            ("run-4", "assistant", "Ice after runs, and add some strength work for the knees."),
+            (
+                "run-5",
+                "user",
+                "My physio is Dr. Hana Wijaya, her email is "
+                "hana.wijaya@physiofit.co.id if I need to reschedule.",
+            ),
+        ),
+    ),
+    Chat(
+        "Bacaan",
+        _at(15, 21),
+        (
+            ("baca-1", "user", "Aku lagi membaca novel Laskar Pelangi, sudah bab sepuluh."),
+            ("baca-2", "assistant", "Karya Andrea Hirata ya. Bagian mana yang paling berkesan?"),
+            (
+                "baca-3",
+                "user",
+                "Waktu Lintang bersepeda jauh ke sekolah. Bacaan yang bikin terharu.",
+            ),
+            ("baca-4", "user", "Aku juga pinjam buku-buku masakan dari perpustakaan kota."),
+        ),
+    ),
+    Chat(
+        "Work links",
+        _at(17, 14),
+        (
+            (
+                "work-1",
+                "user",
+                "Here is the design doc for the billing migration: "
+                "https://docs.example.com/billing-migration-v2",
+            ),
+            ("work-2", "assistant", "Got it. Should I summarise the rollout section?"),
+            (
+                "work-3",
+                "user",
+                "Later. The deadline moved to 4 December, and Marco is the reviewer.",
+            ),
+            (
+                "work-4",
+                "user",
+                "Also save the dashboard: grafana.internal/d/latency-p99 shows "
+                "the checkout latency.",
+            ),
+            ("work-5", "assistant", "Noted: the p99 checkout latency dashboard is on Grafana."),
+            ("work-6", "user", "The numbers are in q4_budget_final.xlsx on the shared drive."),
+        ),
+    ),
+    Chat(
+        "Kantor",
+        _at(18, 10),
+        (
+            (
+                "kantor-1",
+                "user",
+                "Rapat anggaran dipindah ke Jumat, notulennya ada di "
+                "drive.kantor.id/rapat/anggaran-2027.",
+            ),
+            ("kantor-2", "assistant", "Baik, aku catat: rapat anggaran hari Jumat."),
+            (
+                "kantor-3",
+                "user",
+                "Teman kantorku, Rina, baru pulang dari Kamboja dan bawa oleh-oleh kopi.",
+            ),
+            ("kantor-4", "user", "Kirim laporan ke budi.santoso@kantor.id sebelum jam lima."),
+            ("kantor-5", "user", "Dina dari keuangan minta salinan laporan itu juga."),
+        ),
+    ),
+    Chat(
+        "Masak malam",
+        _at(19, 19, 30),
+        (
+            ("soto-1", "user", "Malam ini masak soto ayam buat makan malam keluarga."),
+            ("soto-2", "assistant", "Soto ayam cocok buat cuaca hujan. Pakai koya?"),
+            ("soto-3", "user", "Pakai koya dan sambal, anak-anak nambah dua kali."),
+            ("soto-4", "user", "Masakan minggu depan mau coba gulai kambing."),
+        ),
+    ),
+    Chat(
+        "Dinner party",
+        _at(20, 19),
+        (
+            (
+                "party-1",
+                "user",
+                "We hosted a dinner party tonight; my friend Leo did all the "
+                "cooking and I just washed the dishes.",
+            ),
+            ("party-2", "assistant", "Sounds like a fair deal! What did Leo make?"),
+            (
+                "party-3",
+                "user",
+                "Lamb kebabs and a yogurt sauce. I want to learn to make that sauce.",
+            ),
+            (
+                "party-4",
+                "assistant",
+                "It's easy: yogurt, grated cucumber, garlic, mint, salt and lemon.",
+            ),
+        ),
+    ),
+    Chat(
+        "Perjalanan dinas",
+        _at(21, 8),
+        (
+            ("dinas-1", "user", "Bulan depan aku pergi dinas ke Surabaya tiga hari."),
+            ("dinas-2", "assistant", "Perlu aku ingatkan untuk pesan hotel?"),
+            ("dinas-3", "user", "Iya, dan ingatkan bawa charger laptop, terakhir ketinggalan."),
+        ),
+    ),
+    Chat(
+        "Makan siang",
+        _at(24, 12),
+        (
+            (
+                "siang-1",
+                "user",
+                "Tadi siang makan di warung padang dekat stasiun, rendangnya alot.",
+            ),
+            ("siang-2", "assistant", "Sayang sekali. Rendang buatanmu sendiri pasti lebih empuk."),
+            (
+                "siang-3",
+                "user",
+                "Sore ini aku pergi ke toko buku, beli kamus bahasa Jepang "
+                "untuk persiapan ke Kyoto.",
+            ),
+            ("siang-4", "assistant", "Bagus, kamus itu akan berguna di perjalanan."),
+        ),
+    ),
+    Chat(
+        "Evening",
+        _at(24, 18),
+        (
+            (
+                "eve-1",
+                "user",
+                "Bought new running shoes today, the Asics Novablast, they feel bouncy.",
+            ),
+            (
+                "eve-2",
+                "assistant",
+                "Great choice for long runs. Break them in on shorter ones first.",
+            ),
+            ("eve-3", "user", "And I baked banana bread with the overripe bananas."),
+            ("eve-4", "assistant", "Perfect use for them. Did you add walnuts?"),
+            ("eve-5", "user", "No, chocolate chips; the kids ate half of it already."),
+            ("eve-6", "user", "Before the shoe shop I had coffee with Ana at Café Kopitiam."),
+        ),
+    ),
+)
+
+PROBES = (
+    Probe("en", "What did I cook for the family?", ("cook-1",), "cooked; cooking distractors"),
+    Probe("en", "when was I cooking adobo", ("cook-1",), "cooking -> cooked"),
+    Probe("en", "what vinegar did I use in the adobo", ("cook-3",), "distractor repeats words"),
+    Probe("en", "what recipe does my sister have", ("cook-5",), "plural recipes"),
+    Probe("en", "which cookbook did I buy", ("book-5",), "plural cookbooks"),
+    Probe("en", "what novel did I read", ("book-1",), "read -> reading"),
+    Probe("en", "What did Leo cook?", ("party-3",), "words only in distractors"),
+    Probe("en", "what kebab sauce did Leo make", ("party-3", "party-4"), "plural kebabs"),
+    Probe("en", "how far did I run along the river", ("run-1",), "run -> running"),
+    Probe("en", "my knee hurts after a long run", ("run-3",), "plural knees, runs"),
+    Probe("en", "physiofit", ("run-5",), "word inside an email"),
+    Probe("en", "the billing migration doc", ("work-1",), "words inside a link"),
+    Probe("en", "where is the latency dashboard", ("work-4", "work-5"), "link"),
+    Probe("en", "what was the deadline we discussed last week", ("work-3",), "last week"),
+    Probe("en", "what did I eat last week", ("party-3",), "time only: window fallback"),
+    Probe("en", "where is q4_budget_final", ("work-6",), "file name with underscores"),
+    Probe("en", "KY-4471", ("trip-4",), "a booking code"),
+    Probe("en", "swimming lessons for my daughter", ("swim-1",), "easy"),
+    Probe("en", "did she swim a whole length", ("swim-3",), "swim -> swam (irregular)"),
+    Probe("en", "when are we travelling to Kyoto", ("trip-1",), "travelling vs traveling"),
+    Probe("en", "passport renewal", ("trip-3",), "renewal -> renew"),
+    Probe("en", "ryokan booking reference", ("trip-4",), "bookings@ in an email"),
+    Probe("en", "what did I bake yesterday", ("eve-3",), "bake -> baked, yesterday"),
+    Probe("en", "the shoes I bought yesterday", ("eve-1",), "yesterday"),
+    Probe("en", "which cafe did I go to", ("eve-6",), "cafe vs Café (accent)"),
+    Probe("en", "what dessert did I make for the kids", ("eve-3", "eve-5"), "distractor: make"),
+    Probe("id", "aku masak apa untuk arisan?", ("masak-1",), "masak vs memasak"),
+    Probe("id", "kapan aku memasak rendang", ("masak-1",), "rendang in many lines"),
+    Probe("id", "masakan apa yang aku buat minggu lalu", ("soto-1",), "minggu lalu; masakan"),
+    Probe("id", "resep rendang dari blog siapa", ("masak-4",), "resep -> resepnya; link"),
+    Probe("id", "masakansari", ("masak-4",), "word inside a link"),
+    Probe("id", "bumbu rendang apa saja", ("masak-3",), "bumbu -> bumbunya"),
+    Probe("id", "kapan kami bepergian ke Bali", ("bali-1",), "easy"),
+    Probe("id", "aku pergi ke mana kemarin", ("siang-3",), "kemarin; pergi"),
+    Probe("id", "berapa putaran aku berenang", ("olah-1",), "easy"),
+    Probe("id", "siapa pelatih renang aku", ("olah-3",), "renang -> renangku"),
+    Probe("id", "anak-anak mau belajar renang di mana", ("bali-3",), "renang vs berenang"),
+    Probe("id", "novel apa yang sedang aku baca", ("baca-1",), "baca vs membaca"),
+    Probe("id", "buku apa yang aku pinjam dari perpustakaan", ("baca-4",), "buku-buku"),
+    Probe("id", "kamus apa yang aku beli", ("siang-3",), "kamus (stem: kamu)"),
+    Probe("id", "email tiket pesawat ke Bali", ("bali-5",), "tiket@ in an email"),
+    Probe("id", "garudaindonesia", ("bali-5",), "word inside an email"),
+    Probe("id", "notulen rapat anggaran", ("kantor-1",), "notulen -> notulennya"),
+    Probe("id", "alamat email budi", ("kantor-4",), "name inside an email"),
+    Probe("id", "oleh-oleh dari Kamboja", ("kantor-3",), "hyphenated"),
+    Probe("id", "kapan mau masak gulai kambing", ("soto-4",), "kambing (stem: kamb)"),
+    Probe("id", "rendang di warung padang kemarin", ("siang-1",), "kemarin; rendangnya"),
+    Probe("id", "soto ayam pakai apa", ("soto-3",), "distractor repeats words"),
+    Probe("id", "bahu aku pegal setelah apa", ("olah-4",), "bahu -> bahuku"),
+    Probe("id", "dinas ke Surabaya berapa hari", ("dinas-1",), "easy"),
+    Probe("id", "perjalanan dinas", ("dinas-1",), "dinas -> dina* (a name)"),
+    Probe("id", "kamus", ("siang-3", "siang-4"), "kamus -> kamu* (a pronoun)"),
+    Probe("id", "nomor 0812 punya siapa", ("olah-3",), "digits of a phone number"),
+)
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """Where one probe's expected lines came in one backend's recall (1-based, None if not)."""
+
+    message: int | None
+    episode: int | None
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """hit@1, hit@5 and MRR of one language on one backend, over messages and episodes."""
+
+    probes: int
+    message: tuple[float, float, float]
+    episode: tuple[float, float, float]
+
+
+def line_keys() -> dict[str, str]:
+    """Every seeded line's key and text (keys are unique)."""
+    keys = {key: text for chat in HISTORY for key, _, text in chat.lines}
+    if len(keys) != sum(len(chat.lines) for chat in HISTORY):
+        raise ValueError("a line key is used twice in HISTORY")
+    return keys
+
+
+async def say(store: SearchStore, session_id: str, role: str, text: str, at: datetime) -> int:
+    """Store a line said at ``at``; its id."""
+    if isinstance(store, AsyncSqliteStore):
+        said = await store.write(lambda s: s.add_message(session_id, role, text, created_at=at))
+    else:
+        said = await store.add_message(session_id, role, text, created_at=at)
+    return said.id
+
+
+async def seed(store: SearchStore) -> dict[int, str]:
+    """Write HISTORY into ``store``; stored id -> line key."""
+    keys: dict[int, str] = {}
+    for chat in HISTORY:
+        session = await store.create_session(chat.title)
+        for minute, (key, role, text) in enumerate(chat.lines):
+            at = chat.start + timedelta(minutes=minute)
+            keys[await say(store, session.id, role, text, at)] = key
+    return keys
+
+
+async def probe_ranks(
+    store: SearchStore, keys: dict[int, str], *, episodes: bool
+) -> dict[Probe, int | None]:
+    """Each probe's rank among the recalled messages, or (``episodes``) among the recalled
+    episodes (an episode holds a line when its id range covers it)."""
+    ids = {key: message_id for message_id, key in keys.items()}
+    ranks: dict[Probe, int | None] = {}
+    for probe in PROBES:
+        found = await store.recall(
+            probe.query, now=NOW, tz="UTC", session_id=None, question_id=None
+        )
+        wanted = {ids[key] for key in probe.expected}
+        if episodes:
+            held = [
+                any(e.segment.start_message_id <= i <= e.segment.end_message_id for i in wanted)
+                for e in found.episodes
+            ]
+        else:
+            held = [r.message.id in wanted for r in found.messages]
+        ranks[probe] = next((n for n, ok in enumerate(held, start=1) if ok), None)
+    return ranks
+
+
+async def search_backend(store: SearchStore) -> dict[Probe, Ranks]:
+    """Seed ``store``, run the probes over raw messages, then cut episodes and run them again."""
+    keys = await seed(store)
+    on_messages = await probe_ranks(store, keys, episodes=False)
+    for session in await store.list_sessions():
+        await store.refresh_segments(session.id, None, force=True, tz="UTC")
+    on_episodes = await probe_ranks(store, keys, episodes=True)
+    return {probe: Ranks(on_messages[probe], on_episodes[probe]) for probe in PROBES}
+
+
+async def measure_search() -> dict[str, dict[Probe, Ranks]]:
+    """The probes on a fresh SQLite file and on a new person of a fresh Postgres."""
+    results: dict[str, dict[Probe, Ranks]] = {}
+    with tempfile.TemporaryDirectory() as home:
+        lite = AsyncSqliteStore(Store.open_home(Path(home), clock=lambda: NOW))
+        try:
+            results["sqlite"] = await search_backend(lite)
+        finally:
+            lite.close()
+    with PostgresServer() as server:
+        await migrate(server.admin_url, APP_ROLE)
+        pg = await PgStore.open(server.url, "recall-bench", clock=lambda: NOW)
+        try:
+            results["postgres"] = await search_backend(pg)
+        finally:
+            await pg.close()
+    return results
+
+
+def scores(ranks: Sequence[int | None]) -> tuple[float, float, float]:
+    """hit@1, hit@5 and MRR of some ranks."""
+    if not ranks:
+        return 0.0, 0.0, 0.0
+    return (
+        sum(r == 1 for r in ranks) / len(ranks),
+        sum(r is not None and r <= 5 for r in ranks) / len(ranks),
+        sum(1 / r for r in ranks if r) / len(ranks),
+    )
+
+
+def search_row(ranks: dict[Probe, Ranks], language: str) -> SearchRow:
+    """The figures of one language on one backend."""
+    mine = [r for probe, r in ranks.items() if probe.language == language]
+    return SearchRow(
+        probes=len(mine),
+        message=scores([r.message for r in mine]),
+        episode=scores([r.episode for r in mine]),
+    )
+
+
+def _rank(rank: int | None) -> str:
+    return str(rank) if rank else "-"
+
+
+def report_search(results: dict[str, dict[Probe, Ranks]]) -> None:
+    """Print the search tables and the probes on which the backends differ."""
+    print("\n# Store search, SQLite FTS5/BM25 vs Postgres tsvector/ts_rank (no model)\n")
+    print(f"{SEARCH_LABEL}\n")
+    print(
+        f"History: {sum(len(c.lines) for c in HISTORY)} messages in {len(HISTORY)} sessions; "
+        f"probes: {sum(p.language == 'en' for p in PROBES)} EN, "
+        f"{sum(p.language == 'id' for p in PROBES)} ID.\n"
+    )
+    print(
+        "| language | backend | probes | msg hit@1 | msg hit@5 | msg MRR | "
+        "episode hit@1 | episode hit@5 | episode MRR |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {
+        (language, backend): search_row(results[backend], language)
+        for language in LANGUAGES
+        for backend in BACKENDS
+    }
+    for (language, backend), r in rows.items():
+        figures = " | ".join(f"{x:.2f}" for x in (*r.message, *r.episode))
+        print(f"| {LANGUAGES[language]} | {backend} | {r.probes} | {figures} |")
+    print(
+        "\n| language | msg hit@1 PG/SQLite | msg hit@5 PG/SQLite | msg MRR PG/SQLite | "
+        "episode hit@1 PG/SQLite | episode hit@5 PG/SQLite | episode MRR PG/SQLite |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for language, name in LANGUAGES.items():
+        pg, lite = rows[(language, "postgres")], rows[(language, "sqlite")]
+        pairs = zip((*pg.message, *pg.episode), (*lite.message, *lite.episode), strict=True)
+        print(f"| {name} | " + " | ".join(_ratio(p, s) for p, s in pairs) + " |")
+    print(
+        "\nProbes whose rank differs between the backends "
+        "(message rank, episode rank; - = not found):"
+    )
+    for probe in PROBES:
+        lite_r, pg_r = results["sqlite"][probe], results["postgres"][probe]
+        if lite_r != pg_r:
+            print(
+                f"- [{LANGUAGES[probe.language]}] {probe.query!r} ({probe.tests}): SQLite "
+                f"{_rank(lite_r.message)}, {_rank(lite_r.episode)}; Postgres "
+                f"{_rank(pg_r.message)}, {_rank(pg_r.episode)}"
+            )
+    missed = [
+        f"[{LANGUAGES[p.language]}] {p.query!r} ({p.tests})"
+        for p in PROBES
+        if all(results[b][p].message is None for b in BACKENDS)
+    ]
+    print("\nProbes whose expected message neither backend recalled:")
+    for line in missed:
+        print(f"- {line}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run both backends and print the tables: the evals, then the store search."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tool-mode", choices=["native", "commands"], default="native")
+    parser.add_argument(
+        "--search-only", action="store_true", help="only the store search on the fixed history"
+    )
     args = parser.parse_args(argv)
-    runs = asyncio.run(measure(args.tool_mode, recall_suites()))
-    report(runs, args.tool_mode)
-    return runs
+    if not args.search_only:
+        report(asyncio.run(measure(args.tool_mode, recall_suites())), args.tool_mode)
+    report_search(asyncio.run(measure_search()))
 
 
 if __name__ == "__main__":
