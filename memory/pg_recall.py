@@ -8,19 +8,18 @@ so row-level security keeps it to that person's rows. Every pure step is SQLite'
 the relevance ranking and FSRS update of memory.memories, temporal cues, query terms,
 span cutting, summaries and line picking. Only the queries differ:
 
-- Full-text search runs over the tables' generated ``tsvector`` ('simple' configuration:
-  no dictionary, so English and Indonesian alike), with a ``tsquery`` built from
+- Full-text search runs over the tables' generated ``tsvector`` (``companion_words``:
+  'simple' through unaccent, no language dictionary, so English and Indonesian alike;
+  the text split at punctuation first), with a ``tsquery`` built from
   ``memory.retrieval.query_terms``: each root quoted, ``:*`` for the prefix roots,
   OR-joined. Roots are word characters only, so no input can be a tsquery syntax error.
 - Ranking is ``ts_rank`` normalised by document length, where SQLite has BM25: both
   favour more of the query's words and shorter messages, but ts_rank has no inverse
   document frequency, so among several keyword hits the order can differ. Ties are
   broken alike (the current session first, then the newest message).
-- Words are the 'simple' parser's, where SQLite has unicode61: a link, an e-mail
-  address or a file name stays one token ("budi.dev/posts/rendang" is not found by
-  "rendang"), and accents are kept ("cafe" does not find "café"). Both are marked as
-  known gaps in the tests; the first goes with a tsv over the content with punctuation
-  replaced by spaces (a migration of memory.pg_store).
+- Words are split at punctuation and lose their accents, as unicode61 does on SQLite:
+  "rendang" finds "budi.dev/posts/rendang", "cafe" finds "Café" (memory.pg_store's
+  migration 4).
 - Timestamps are ``timestamptz`` kept to the second; windows are compared to the second
   as SQLite compares its text timestamps.
 
@@ -104,7 +103,7 @@ def _second(moment: datetime) -> datetime:
 
 
 def tsquery(text: str) -> str | None:
-    """A safe ``to_tsquery('simple', …)`` text from free text: ``query_terms`` quoted,
+    """A safe ``to_tsquery('companion_words', …)`` text from free text: ``query_terms`` quoted,
     prefix roots with ``:*``, OR-joined; None if there are none.
 
     Roots are word characters only, so a quote, a backslash or an operator never
@@ -198,7 +197,7 @@ async def _search_segments(
     match = tsquery(query)
     if match:
         await cursor.execute(
-            f"""SELECT {_SEGMENT_COLUMNS} FROM segments s, to_tsquery('simple', %s) q
+            f"""SELECT {_SEGMENT_COLUMNS} FROM segments s, to_tsquery('companion_words', %s) q
                 WHERE s.tsv @@ q{where}
                 ORDER BY ts_rank(s.tsv, q, {_LENGTH_NORMALISED}) DESC, s.id LIMIT %s""",
             [match, *params, limit],
@@ -278,7 +277,7 @@ async def _search_messages(
             )
             extra = [prefer]
         await cursor.execute(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m, to_tsquery('simple', %s) q
+            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m, to_tsquery('companion_words', %s) q
                 WHERE m.tsv @@ q AND {in_range} ORDER BY {order} LIMIT %s""",
             [match, *params, *extra, TOP],
         )

@@ -29,7 +29,8 @@ the tools' gates (``has_history``, ``has_memories``) and ``latest_image``, segme
 ``sql_edits``; ``undo_last_sql_edit`` puts the newest batch back, by id, under this
 person's row-level security, never on a memory_tool message, and only where the row
 still holds the text memory_sql gave it). Full-text search (``search_messages``) uses
-the 'simple' configuration (no stemming, any language) over a generated tsvector;
+``companion_words`` ('simple' through unaccent: no stemming, any language) over a
+generated tsvector of the text split at punctuation;
 segments' summaries have one too.
 
 The media folder: images are files, so each person's store is given a folder of its own
@@ -115,8 +116,10 @@ _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
 _PERSON = "person text NOT NULL DEFAULT current_setting('app.person') CHECK (person <> '')"
 
 
-# The words full-text search indexes: punctuation splits them, any language ('simple').
-_WORDS = "to_tsvector('simple', regexp_replace(%s, '[[:punct:]]+', ' ', 'g'))"
+# The words full-text search indexes: punctuation splits them, accents go, any language
+# (TEXT_SEARCH: 'simple' through unaccent).
+TEXT_SEARCH = "companion_words"
+_WORDS = f"to_tsvector('{TEXT_SEARCH}', regexp_replace(%s, '[[:punct:]]+', ' ', 'g'))"
 
 
 def _scoped(table: str) -> str:
@@ -267,11 +270,17 @@ PG_MIGRATIONS: tuple[str, ...] = (
         EXECUTE FUNCTION sql_edits_forget_rows();
     """
     + "".join(_scoped(table) for table in _TABLES_3),
-    # 4: full-text search splits words at punctuation, as SQLite's FTS5 does ("rendang"
-    # finds budi.dev/posts/rendang and rendang@example.com; 'simple' alone keeps those
-    # whole); and the person's newest messages and time windows are found by index (the
-    # newest-1000 floor and a cue's id range scanned all of a person's messages).
+    # 4: full-text search splits words at punctuation and drops accents, as SQLite's
+    # FTS5 unicode61 does ("rendang" finds budi.dev/posts/rendang and rendang@example.com,
+    # "cafe" finds "Café"; 'simple' alone keeps those whole and accented; unaccent is a
+    # trusted extension, so the database's owner may create it); and the person's newest
+    # messages and time windows are found by index (the newest-1000 floor and a cue's id
+    # range scanned all of a person's messages).
     f"""
+    CREATE EXTENSION IF NOT EXISTS unaccent;
+    CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH} (COPY = simple);
+    ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
+        ALTER MAPPING FOR word, hword, hword_part WITH unaccent, simple;
     ALTER TABLE messages DROP COLUMN tsv;
     ALTER TABLE messages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "content"}) STORED;
     CREATE INDEX messages_tsv ON messages USING gin (tsv);
@@ -787,7 +796,7 @@ class PgStore:
         async with self._transaction() as cursor:
             await cursor.execute(
                 f"""SELECT {_MESSAGE_COLUMNS} FROM messages,
-                           websearch_to_tsquery('simple', %s) AS q
+                           websearch_to_tsquery('companion_words', %s) AS q
                     WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC, id DESC LIMIT %s""",
                 (query, limit),
             )

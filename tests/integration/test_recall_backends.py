@@ -315,16 +315,8 @@ async def test_raw_messages_match_english_and_indonesian_words_by_prefix(
     )
 
 
-# Links, addresses and file names are split at their punctuation on both (Postgres's
-# migration 4). Where the backends still differ: Postgres keeps accents (SQLite's
-# unicode61 folds them). Strict: fixing it turns its test into a failure that asks for
-# its mark to go.
-ACCENTS = "Postgres's tsv keeps accents (SQLite's unicode61 folds them)"
-
-
-def on_postgres_xfail(request: pytest.FixtureRequest, backend: Backend, reason: str) -> None:
-    if backend.name == "postgres":
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+# Links, addresses and file names are split at their punctuation, and accents dropped, on
+# both (Postgres's migration 4, as SQLite's unicode61 does).
 
 
 async def test_a_word_inside_a_link_or_an_address_is_found(backend: Backend) -> None:
@@ -335,12 +327,10 @@ async def test_a_word_inside_a_link_or_an_address_is_found(backend: Backend) -> 
     assert len((await backend.recall("example")).messages) == 1
 
 
-async def test_an_accented_word_is_found_without_its_accent(
-    backend: Backend, request: pytest.FixtureRequest
-) -> None:
-    on_postgres_xfail(request, backend, ACCENTS)
-    await backend.chat("Coffee", [("user", "we met at the café")], SATURDAY)
+async def test_an_accented_word_is_found_without_its_accent(backend: Backend) -> None:
+    await backend.chat("Coffee", [("user", "we met at the Café Kopitiam")], SATURDAY)
     assert len((await backend.recall("cafe")).messages) == 1
+    assert len((await backend.recall("café")).messages) == 1
 
 
 async def test_the_question_and_what_follows_it_are_never_recalled(backend: Backend) -> None:
