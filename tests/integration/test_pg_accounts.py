@@ -22,11 +22,11 @@ from memory.pg_accounts import (
     ACCOUNTS_MIGRATIONS,
     AccountsUnavailable,
     PgAccounts,
-    migrate_accounts,
     person_key,
 )
-from memory.pg_sql_guard import SQL_ROLE, prepare, run_sql
-from memory.pg_store import PG_MIGRATIONS, migrate
+from memory.pg_sql_guard import SQL_ROLE, run_sql
+from memory.pg_store import PG_MIGRATIONS
+from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer
 
 Registry = Accounts | PgAccounts
@@ -35,10 +35,7 @@ Registry = Accounts | PgAccounts
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
     """One server for the module, migrated as `companion db migrate` does."""
-    with PostgresServer() as server:
-        asyncio.run(migrate(server.admin_url, APP_ROLE))
-        asyncio.run(prepare(server.admin_url, SQL_ROLE, APP_ROLE))
-        migrate_accounts(server.admin_url, APP_ROLE)
+    with migrated_postgres() as server:
         yield server
 
 

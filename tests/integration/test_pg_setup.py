@@ -17,21 +17,18 @@ import pytest
 
 from graph.setup import OWNER, ContextFactory, open_store, release_connections, startup_settings
 from memory.async_store import AsyncSqliteStore
-from memory.pg_accounts import migrate_accounts
 from memory.pg_pool import LoopPools
-from memory.pg_sql_guard import prepare
-from memory.pg_store import PgStore, migrate
+from memory.pg_store import PgStore
 from memory.store import StoreError
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.postgres import APP_ROLE, PostgresServer
+from tests.support.pg_people import migrated_postgres
+from tests.support.postgres import PostgresServer
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
-        asyncio.run(migrate(server.admin_url, APP_ROLE))
-        asyncio.run(prepare(server.admin_url, app_role=APP_ROLE))
-        migrate_accounts(server.admin_url, APP_ROLE)
+    """One server for the module, migrated as `companion db migrate` does."""
+    with migrated_postgres() as server:
         yield server
 
 
