@@ -5,8 +5,8 @@ turns to the same SQLite file (WAL, busy timeout), the path on one machine; and 
 app processes on one Postgres database (COMPANION_DATABASE_URL), the path across
 machines. The Postgres server is ``tests.support.postgres.PostgresServer`` (Debian's
 binaries, a temp folder, loopback, ``fsync=off``), migrated as ``companion db migrate``
-does; each process reaches it through its ``memory.pg_pool.LoopPools`` (at most
-``MAX_SIZE`` connections), as the app does.
+does (``tests.support.pg_people.migrated_postgres``); each process reaches it through
+its ``memory.pg_pool.LoopPools`` (at most ``MAX_SIZE`` connections), as the app does.
 
 The parent starts ``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP
 server on 127.0.0.1 that answers every chat call with its default text after ``latency``
@@ -67,7 +67,6 @@ from graph.setup import OWNER, ContextFactory, open_context, release_connections
 from memory.async_store import AsyncSqliteStore  # noqa: E402
 from memory.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
 
 MESSAGES_PER_TURN = 2  # the user's message and the answer
 WAIT = 300.0  # seconds the parent waits for any one message of a worker before it gives up
@@ -254,21 +253,6 @@ def fresh_home(home: Path) -> Path:
     return home
 
 
-def migrated(server: PostgresServer) -> str:
-    """Make the schema, memory_sql's role and the users table as the admin, granted to
-    the app's role, as ``companion db migrate`` does; the app role's URL."""
-    from config.settings import database_user
-    from memory.pg_accounts import migrate_accounts
-    from memory.pg_sql_guard import SQL_ROLE, prepare
-    from memory.pg_store import migrate
-
-    app_role = database_user(server.url)
-    asyncio.run(migrate(server.admin_url, app_role))
-    asyncio.run(prepare(server.admin_url, SQL_ROLE, app_role))
-    migrate_accounts(server.admin_url, app_role)
-    return server.url
-
-
 def held_messages(job: Job, sessions: list[str]) -> int:
     """How many messages the run's database holds for those sessions."""
     if job.database_url is None:
@@ -389,8 +373,10 @@ def main(argv: list[str] | None = None) -> dict[str, Figures]:
         }
         plan: list[tuple[str, str | None]] = [("baseline", None), ("scale-out", None)]
         if args.postgres:
+            from tests.support.pg_people import migrated_postgres  # psycopg: postgres extra
+
             runs[f"(c) {args.processes} processes, one Postgres database"] = Figures(args.processes)
-            plan.append(("postgres", migrated(stack.enter_context(PostgresServer()))))
+            plan.append(("postgres", stack.enter_context(migrated_postgres()).url))
         workers = Workers.start(args.processes)
         try:
             for index in range(args.rounds):
