@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from evals.fixtures import OpenMeteoFixture
+from memory.store import Store
 from tests.support.chat_model import ScriptedChatModel, slow, tool_call
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, builtin_specs
@@ -124,7 +125,9 @@ def launched_app(
     }
     model = ScriptedChatModel(script=script, name_="scripted-chat")
     make = ContextFactory(flags, env={}, chat_model=model, registry=registry)
-    make.store.blocking.set_profile({"chat_model": "scripted-chat"})
+    seed = Store.open_home(home)  # before the app starts: its own store reads it
+    seed.set_profile({"chat_model": "scripted-chat"})
+    seed.close()
     demo, url = launch_app(make, port=free_port())
     try:
         yield RunningApp(url, model, home)
