@@ -223,7 +223,7 @@ def test_the_composer_is_focused_and_queues_while_a_turn_runs(page: Any, app: Ru
     box = page.locator("#chat-input textarea")
     expect(box).to_be_enabled()
     send(page, "and after that?")
-    expect(box).to_have_value("")
+    expect(box).to_have_value("", timeout=TIMEOUT_MS)  # queued: a loaded machine is slow
     page.evaluate("() => document.activeElement?.blur()")  # the answer brings focus back
     assert not composer_focused(page)
     expect(last_answer(page)).to_have_text(hello("and after that?"), timeout=TIMEOUT_MS)
