@@ -14,17 +14,23 @@ Four pieces of ASGI middleware, handed to Gradio's FastAPI app by ``launch_app``
   right password) for a delay that doubles with each further failure;
 - ``MediaOwners`` (with accounts): Gradio serves every allowed folder to anyone logged
   in, so a file in one person's media folder is answered 404 to everyone else.
+
+And ``SharedLogins``, which takes the place of Gradio's own table of login tokens (an
+in-memory dict per process, under a cookie name random per process): several app
+processes behind a load balancer must all know a login made through any of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from starlette.datastructures import MutableHeaders
@@ -206,7 +212,9 @@ class MediaOwners:
     def user_of(self, scope: Scope) -> str | None:
         """The logged-in user of the request, from Gradio's session cookie."""
         app = scope.get("app")
-        tokens = getattr(app, "tokens", None) or {}
+        tokens = getattr(app, "tokens", None)
+        if tokens is None:
+            tokens = {}
         cookie_id = getattr(app, "cookie_id", "")
         cookies: dict[str, str] = {}
         for key, value in scope.get("headers", []):
@@ -228,6 +236,82 @@ class MediaOwners:
                 await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class LoginRegistry(Protocol):
+    """Where logins are kept: memory.accounts.Accounts or memory.pg_accounts.PgAccounts."""
+
+    def add_login(self, token: str, name: str) -> None: ...
+
+    def login_name(self, token: str) -> str | None: ...
+
+    def end_login(self, token: str) -> None: ...
+
+
+class SharedLogins(MutableMapping[str, str]):
+    """Gradio's login tokens (``App.tokens``: token -> user name) kept in the accounts
+    registry, so every process of a Companion knows every login (only hashes are kept).
+
+    A token is looked up in the registry once per ``RECHECK_SECONDS`` per process, then
+    answered from memory (Gradio reads it on every request, on the event loop: one short
+    query a minute per logged-in browser, not one per request); so a logout or a new
+    password reaches the other processes within that time. Iterating gives the tokens
+    this process has seen (Gradio's logout walks them to end a user's sessions).
+    """
+
+    RECHECK_SECONDS = 60.0
+
+    def __init__(self, registry: LoginRegistry, clock: Callable[[], float] = time.monotonic):
+        self.registry = registry
+        self.clock = clock
+        self._seen: dict[str, tuple[str, float]] = {}  # token -> (name, when checked)
+
+    def get(self, token: object, default: str | None = None) -> str | None:  # type: ignore[override]
+        if not isinstance(token, str) or not token:
+            return default
+        seen = self._seen.get(token)
+        if seen is not None and self.clock() - seen[1] < self.RECHECK_SECONDS:
+            return seen[0]
+        try:
+            name = self.registry.login_name(token)
+        except Exception:  # the registry is down: nobody is logged in, the app stays up
+            log.exception("could not check a login token")
+            name = None
+        if name is None:
+            self._seen.pop(token, None)
+            return default
+        self._seen[token] = (name, self.clock())
+        return name
+
+    def __getitem__(self, token: str) -> str:
+        name = self.get(token)
+        if name is None:
+            raise KeyError(token)
+        return name
+
+    def __setitem__(self, token: str, name: str) -> None:
+        self.registry.add_login(token, name)
+        self._seen[token] = (name, self.clock())
+
+    def __delitem__(self, token: str) -> None:
+        self.registry.end_login(token)
+        self._seen.pop(token, None)
+
+    def __contains__(self, token: object) -> bool:
+        return self.get(token) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._seen))
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+def share_logins(app: Any, registry: LoginRegistry, scope: str) -> None:
+    """Make a launched Gradio app keep its logins in ``registry``, under a cookie name
+    every process of the same Companion (``scope``: its home or database) shares."""
+    app.tokens = SharedLogins(registry)
+    app.cookie_id = hashlib.sha256(f"companion-login:{scope}".encode()).hexdigest()[:32]
 
 
 def middleware(

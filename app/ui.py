@@ -36,7 +36,7 @@ import gradio as gr
 
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
-from app.security import exposure_problem, middleware, trusted_hosts
+from app.security import exposure_problem, middleware, share_logins, trusted_hosts
 from config.settings import ConfigError
 from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
@@ -116,7 +116,7 @@ def launch_app(
         auth = (USER, password)
     demo = build_app(people)
     demo.queue(default_concurrency_limit=CONCURRENCY)
-    _, url, _ = demo.launch(
+    server_app, url, _ = demo.launch(
         server_name=host,
         server_port=port,
         auth=auth,
@@ -134,6 +134,8 @@ def launch_app(
         css=CSS,
         footer_links=[],
     )
+    if auth is not None:  # several processes behind a load balancer share their logins
+        share_logins(server_app, people.accounts, people.scope)
     return demo, str(url)
 
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from config.settings import Settings, database_url, load_settings, require_chat_model
 from graph.context import Context
@@ -203,6 +204,15 @@ class People:
         """One person around an existing factory (tests, and the CLI's own factory)."""
         models = {"registry": factory.registry, **factory.models}
         return cls(factory.flags, factory.env, default=factory, **models)
+
+    @property
+    def scope(self) -> str:
+        """What the processes of one Companion share: its database (without a password),
+        or its home folder."""
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        return str(self.root.resolve())
 
     def check(self, name: str, password: str) -> bool:
         """Gradio's login: is this a person of this Companion, with this password?"""

@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from memory.db import connect, migrate, owner_only
@@ -57,7 +58,17 @@ MIGRATIONS: tuple[str, ...] = (
         created_at    TEXT NOT NULL
     );
     """,
+    # 2: logins, so every app process of the home knows a login made through another
+    # (behind a load balancer). Only a token's hash is kept: the file never holds a key.
+    """
+    CREATE TABLE logins (
+        token_hash TEXT PRIMARY KEY,
+        name       TEXT NOT NULL COLLATE NOCASE,
+        created_at TEXT NOT NULL
+    );
+    """,
 )
+LOGIN_DAYS = 30  # a login lasts this long, then the person logs in again
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,11 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, length: int) -> 
     return hashlib.scrypt(
         password.encode(), salt=salt, n=n, r=r, p=p, dklen=length, maxmem=SCRYPT_MAXMEM
     )
+
+
+def token_hash(token: str) -> str:
+    """How a login token is kept: its SHA-256 (a token is random, so no salt is needed)."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _b64(data: bytes) -> str:
@@ -198,6 +214,38 @@ class Accounts:
                 "UPDATE users SET password_hash = ? WHERE name = ?",
                 (hash_password(password), name),
             )
+            conn.execute("DELETE FROM logins WHERE name = ?", (name,))  # log everyone out
+
+    def add_login(self, token: str, name: str) -> None:
+        """Keep a login (Gradio's cookie token) for every process; drop expired ones."""
+        now = utc_now()
+        with self._connection() as conn:
+            conn.execute(
+                "DELETE FROM logins WHERE created_at < ?",
+                (format_time(now - timedelta(days=LOGIN_DAYS)),),
+            )
+            conn.execute(
+                "INSERT INTO logins (token_hash, name, created_at) VALUES (?, ?, ?)",
+                (token_hash(token), name, format_time(now)),
+            )
+
+    def login_name(self, token: str) -> str | None:
+        """Who this login token belongs to, or None (unknown, ended or expired)."""
+        if not self.path.exists():
+            return None
+        since = format_time(utc_now() - timedelta(days=LOGIN_DAYS))
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT name FROM logins WHERE token_hash = ? AND created_at >= ?",
+                (token_hash(token), since),
+            ).fetchone()
+        return None if row is None else str(row["name"])
+
+    def end_login(self, token: str) -> None:
+        """Forget a login (logging out)."""
+        if self.path.exists():
+            with self._connection() as conn:
+                conn.execute("DELETE FROM logins WHERE token_hash = ?", (token_hash(token),))
 
     def _find(self, name: str) -> sqlite3.Row | None:
         if not self.path.exists():

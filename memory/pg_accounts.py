@@ -38,12 +38,14 @@ from psycopg.rows import DictRow, dict_row
 from memory.accounts import (
     DUMMY_HASH,
     FOLDER_MODE,
+    LOGIN_DAYS,
     AccountError,
     Person,
     _check_name,  # memory.accounts' own rules: both registries refuse alike
     _check_password,
     _make_folder,
     hash_password,
+    token_hash,
     verify_password,
 )
 
@@ -62,6 +64,16 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
         created_at    timestamptz NOT NULL DEFAULT now()
     );
     CREATE UNIQUE INDEX users_name ON users (lower(name));
+    """,
+    # 2: logins, shared by every app process (memory.accounts' migration 2): a token's
+    # hash, whose login it is, and when it began.
+    """
+    CREATE TABLE logins (
+        token_hash text PRIMARY KEY,
+        name       text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX logins_name ON logins (lower(name));
     """,
 )
 
@@ -92,7 +104,8 @@ def migrate_accounts(admin_url: str, app_role: str) -> int:
             conn.execute("INSERT INTO accounts_schema_version (version) VALUES (%s)", (version,))
         # Exactly these privileges: take back anything granted before (to anyone), then
         # grant. Not UPDATE of id or name: a person's key and name never change.
-        conn.execute(sql.SQL("REVOKE ALL ON users FROM PUBLIC, {}").format(role))
+        conn.execute(sql.SQL("REVOKE ALL ON users, logins FROM PUBLIC, {}").format(role))
+        conn.execute(sql.SQL("GRANT SELECT, INSERT, DELETE ON logins TO {}").format(role))
         conn.execute(
             sql.SQL(
                 "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash) ON users TO {}"
@@ -168,6 +181,34 @@ class PgAccounts:
                 "UPDATE users SET password_hash = %s WHERE lower(name) = lower(%s)",
                 (password_hash, name),
             )
+            # A new password logs everyone out.
+            conn.execute("DELETE FROM logins WHERE lower(name) = lower(%s)", (name,))
+
+    def add_login(self, token: str, name: str) -> None:
+        """Keep a login (Gradio's cookie token) for every process; drop expired ones."""
+        with self._connection() as conn, conn.transaction():
+            conn.execute(
+                "DELETE FROM logins WHERE created_at < now() - make_interval(days => %s)",
+                (LOGIN_DAYS,),
+            )
+            conn.execute(  # a token is random: a second use of one is an error
+                "INSERT INTO logins (token_hash, name) VALUES (%s, %s)", (token_hash(token), name)
+            )
+
+    def login_name(self, token: str) -> str | None:
+        """Who this login token belongs to, or None (unknown, ended or expired)."""
+        with self._connection() as conn:
+            row = conn.execute(
+                """SELECT name FROM logins WHERE token_hash = %s
+                   AND created_at >= now() - make_interval(days => %s)""",
+                (token_hash(token), LOGIN_DAYS),
+            ).fetchone()
+        return None if row is None else str(row["name"])
+
+    def end_login(self, token: str) -> None:
+        """Forget a login (logging out)."""
+        with self._connection() as conn:
+            conn.execute("DELETE FROM logins WHERE token_hash = %s", (token_hash(token),))
 
     def _find(self, name: str) -> DictRow | None:
         with self._connection() as conn:
