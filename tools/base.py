@@ -27,10 +27,25 @@ class ToolContext:
     clock: Callable[[], datetime] = utc_now
     vision_available: bool = False
     user_message_id: int | None = None  # the message this turn answers (None outside a turn)
+    # gates' answers by question (several gates ask the same), kept for one ``enabled``
+    _answers: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
+
+    def forget_answers(self) -> None:
+        """Forget the gates' answers: the next ``ask`` of each question asks the store."""
+        self._answers.clear()
 
     def now(self) -> datetime:
         """The injectable clock's current time (aware, UTC)."""
         return self.clock()
+
+    async def ask(self, question: str, answer: Callable[[], Awaitable[bool]]) -> bool:
+        """A gate's question of the store, asked once per ``ToolRegistry.enabled`` call:
+        memory_search and memory_sql both ask ``has_history``, update and delete_memory
+        ``has_memories`` (one query each per turn, not one per tool; on Postgres each is
+        a transaction)."""
+        if question not in self._answers:
+            self._answers[question] = await answer()
+        return self._answers[question]
 
 
 ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]

@@ -80,6 +80,7 @@ class ToolRegistry:
     async def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
         """The tools whose gate is open for this context."""
         enabled = []
+        ctx.forget_answers()  # gates share their questions within this call only
         for spec in self._tools.values():
             try:
                 if await spec.available(ctx):

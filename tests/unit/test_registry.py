@@ -40,6 +40,33 @@ async def test_builtin_schemas_are_openai_format() -> None:
         assert "yuzuki" not in function["description"].lower()  # no persona language
 
 
+class CountingStore(AsyncSqliteStore):
+    """The real store, counting the gates' questions."""
+
+    asked: list[str]
+
+    async def has_history(self, before_id: int | None = None) -> bool:
+        self.asked.append("has_history")
+        return await super().has_history(before_id)
+
+    async def has_memories(self) -> bool:
+        self.asked.append("has_memories")
+        return await super().has_memories()
+
+
+async def test_gates_ask_the_store_each_question_once(store: Store) -> None:
+    store.add_message("s1", "user", "hello")
+    counting = CountingStore(store)
+    counting.asked = []
+    context = ToolContext(Settings(home=store.path.parent), counting, "s1")
+    offered = {spec.name for spec in await default_registry().enabled(context)}
+    assert {"memory_search", "memory_sql"} <= offered  # two gates, one question
+    assert sorted(counting.asked) == ["has_history", "has_memories"]
+    # The next call asks again (the data may have changed since).
+    await default_registry().enabled(context)
+    assert len(counting.asked) == 4
+
+
 async def test_gates_follow_the_data(store: Store) -> None:
     offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
     assert offered == {"web_search", "weather", "create_memory"} | (
