@@ -2,7 +2,8 @@
 
 Built in one place (``graph.setup``) and given to the graph as ``context=``; nodes read
 ``runtime.context`` and never the environment. ``tool_context`` is the narrower view a
-tool runs with.
+tool runs with. ``confirm`` is how a turn asks the person before a call that needs their
+yes; whoever runs the turn sets it (the chat, the terminal, the eval harness).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tools.base import ToolContext
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from graph.events import Confirm
     from memory.async_store import AsyncStore
     from memory.store import Clock
     from tools.registry import ToolRegistry
@@ -34,6 +36,9 @@ class Context:
     style_note: str | None = None  # this turn's note, after the identity ("For this reply")
     summarize: Any = None  # async (messages) -> str for episodic summaries; None = extractive
     stream_tokens: bool = True  # stream the model's text and live progress (run_turn: off)
+    # asks the person to allow a call that needs their yes (graph.routing.clearance);
+    # None: there is nobody to ask, and such a call is declined
+    confirm: Confirm | None = None
 
     def tool_context(
         self, session_id: str | None, user_message_id: int | None = None

@@ -2,17 +2,19 @@
 
 ``graph.runner.stream_turn`` yields them in this order: ``UserStored`` (the message is in
 the store), then per model call any number of ``TextDelta`` and one ``ModelDone``, per
-tool call a ``ToolStart`` and a ``ToolEnd``, a ``TurnError`` if the turn failed (or
-``TurnStopped`` if the person stopped it, ``graph.turns``), and always one ``Answer``
-last. The nodes write ``TextDelta``, ``ModelDone``, ``ToolStart`` and ``ToolEnd`` to
-LangGraph's custom stream themselves; consumers dispatch on the type (``match`` /
-``isinstance``), never on a name.
+tool call a ``ToolStart`` and a ``ToolEnd`` — before them a ``ConfirmationAsked`` and its
+``ConfirmationDecided`` when the call needs the person's yes (``graph.routing.clearance``)
+— a ``TurnError`` if the turn failed (or ``TurnStopped`` if the person stopped it,
+``graph.turns``), and always one ``Answer`` last. The nodes write every event but the
+first and the last two to LangGraph's custom stream themselves; consumers dispatch on the
+type (``match`` / ``isinstance``), never on a name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from graph.state import ExecutedCall, TraceEvent
 from memory.store import Message
@@ -61,6 +63,43 @@ class ToolEnd:
     message_id: int
 
 
+Decision = Literal["allowed", "declined", "timed_out", "unasked"]
+"""How a confirmation ended: the person allowed or declined it, nobody answered in time,
+or there was nobody to ask (``companion chat -m``, evals by default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationAsked:
+    """A call waits for the person's yes: an outbound request that would complete the
+    lethal trifecta, or a memory change proposed while outside content is in the context.
+    ``sent`` is exactly what would leave the machine (the query, the URL) or be saved."""
+
+    id: str  # names this question when the person answers it (``Turns.decide``)
+    call_id: str
+    tool: str
+    kind: Literal["outbound", "memory"]
+    question: str  # the words the person is asked, before ``sent``
+    sent: str
+
+
+Confirm = Callable[[ConfirmationAsked], Awaitable[Decision]]
+"""How a turn asks the person (``Context.confirm``): the chat's Allow/Deny (``graph.turns``),
+the terminal's y/N, an eval case's policy."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationDecided:
+    """The person's answer to ``ConfirmationAsked`` ``id`` (or its absence)."""
+
+    id: str
+    decision: Decision
+
+    @property
+    def allowed(self) -> bool:
+        """True when the call may run."""
+        return self.decision == "allowed"
+
+
 @dataclass(frozen=True, slots=True)
 class TurnError:
     """The turn failed (provider failure, refused message); ``Answer`` still follows."""
@@ -87,5 +126,14 @@ class Answer:
 
 
 TurnEvent = (
-    UserStored | TextDelta | ModelDone | ToolStart | ToolEnd | TurnError | TurnStopped | Answer
+    UserStored
+    | TextDelta
+    | ModelDone
+    | ConfirmationAsked
+    | ConfirmationDecided
+    | ToolStart
+    | ToolEnd
+    | TurnError
+    | TurnStopped
+    | Answer
 )

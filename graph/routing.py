@@ -6,13 +6,16 @@ or the model only repeated calls it already made); ``model_role`` picks the visi
 model after image generation or an analysed image, and ``vision_missing`` gives the
 notice when none is set (the chat model stands in, and the person is told).
 execute_tool's guards: ``capped`` (at most ``MAX_CALLS_PER_REPLY`` calls of one reply
-run), ``fresh_calls`` (no call runs twice in a turn) and ``outside_source`` (memory
-writes pause once outside content is in).
+run), ``fresh_calls`` (no call runs twice in a turn) and ``clearance`` (the lethal
+trifecta: a call that would join the person's private data, outside content and an
+outbound request the model wrote waits for the person's yes, and a memory change made
+while outside content is in the context is only a proposal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
 from graph.commands import call_signature
@@ -38,9 +41,52 @@ def capped(calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
     return calls[:MAX_CALLS_PER_REPLY], calls[MAX_CALLS_PER_REPLY:]
 
 
-def outside_source(executed: Iterable[ExecutedCall], untrusted: Collection[str]) -> str | None:
-    """The first tool this turn whose result brought outside content in, or None."""
-    return next((e["name"] for e in executed if e["name"] in untrusted), None)
+Leg = Literal["private", "outside"]
+Clearance = Literal["run", "confirm", "propose"]
+
+
+@dataclass(frozen=True)
+class ToolKinds:
+    """Which tools' results are the person's private data and which are outside content
+    (``ToolSpec.private`` / ``ToolSpec.untrusted``)."""
+
+    private: frozenset[str] = frozenset()
+    outside: frozenset[str] = frozenset()
+
+
+def legs(state: State, kinds: ToolKinds) -> frozenset[Leg]:
+    """The trifecta's first two legs the model's context holds now.
+
+    Private data: the memories in the system prompt (the same rows memory_sql reads), or
+    a private tool's result. Outside content: an untrusted tool's result. A result counts
+    wherever the model reads it: run earlier this turn or replayed from the history
+    window (failed calls too: an error can carry what was read).
+    """
+    seen = {*(state.get("window_tools") or ()), *(e["name"] for e in state.get("executed") or ())}
+    found: set[Leg] = set()
+    if state.get("memories_shown") or seen & kinds.private:
+        found.add("private")
+    if seen & kinds.outside:
+        found.add("outside")
+    return frozenset(found)
+
+
+def clearance(state: State, kinds: ToolKinds, *, outbound: bool, writes: bool) -> Clearance:
+    """Whether a call of the model's latest reply runs as it is, or waits for the person.
+
+    "propose": it changes memory while outside content is in the context (a page may
+    have asked for it). "confirm": it sends something the model wrote off the machine
+    (``outbound``) while private data and outside content are both in the context — the
+    third leg of the lethal trifecta. Else "run". Only results of earlier replies count:
+    a call written in the same reply as the one that fetched a page was written before
+    the page was read.
+    """
+    present = legs(state, kinds)
+    if writes and "outside" in present:
+        return "propose"
+    if outbound and present == {"private", "outside"}:
+        return "confirm"
+    return "run"
 
 
 def fresh_calls(calls: Iterable[ToolCall], executed: Iterable[ExecutedCall]) -> list[ToolCall]:

@@ -13,7 +13,9 @@ benches). It differs in two things only: it runs with ``Context.stream_tokens`` 
 the model is invoked rather than streamed and no live progress is streamed (only
 ``UserStored``, ``TurnError`` and ``Answer``: LangGraph's custom stream mode runs every
 node as its own task, which a consumer that waits for the end does not need); and it
-waits for its session's segment refresh before returning.
+waits for its session's segment refresh before returning. A call that needs the
+person's yes is still put to ``Context.confirm`` (declined when there is none); the
+trace records each question and its answer.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from graph.builder import compile_graph
 from graph.context import Context
 from graph.events import (
     Answer,
+    ConfirmationAsked,
+    ConfirmationDecided,
     ModelDone,
     TextDelta,
     ToolEnd,
@@ -48,6 +52,8 @@ log = logging.getLogger("companion.runner")
 RECURSION_LIMIT = 40
 LIVE_MODES = ["custom", "values"]  # node events as they happen; the state after each step
 FINAL_MODES = ["values"]  # the state after each step only
+# what the nodes write to the custom stream
+LIVE_EVENTS = (TextDelta, ModelDone, ConfirmationAsked, ConfirmationDecided, ToolStart, ToolEnd)
 _GRAPH: Any = None
 
 
@@ -148,7 +154,7 @@ async def stream_turn(
     ):
         if mode == "values":
             final = chunk
-        elif isinstance(chunk, TextDelta | ModelDone | ToolStart | ToolEnd):
+        elif isinstance(chunk, LIVE_EVENTS):
             yield chunk
     if final.get("error"):
         yield TurnError(final["error"])

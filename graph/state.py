@@ -57,6 +57,10 @@ class State(TypedDict, total=False):
     # the session before this turn, replayed once in chat form (never checkpointed)
     history: Annotated[list[BaseMessage] | None, UntrackedValue]
     tools: list[str]  # names of tools offered to the model on the next call
+    # tools whose results are in the replayed history window (set by the first
+    # build_context): outside content or private data the model still reads this turn
+    window_tools: list[str]
+    memories_shown: bool  # the system prompt carries "Your current memories" (private)
     no_tools_reason: str | None  # why tools are off for the next call (cap, duplicate)
     model_role: Literal["chat", "vision"]  # which model the next call uses
     calls: list[ToolCall]  # calls in the model's latest reply, not yet run

@@ -16,6 +16,13 @@ that goes away only stops following.
   every ``PARTIAL_EVERY`` seconds). If the process dies mid-turn, ``recover_interrupted``
   (the app's first page load) stores that text as the turn's answer, marked
   ``interrupted``, so nothing the person saw is lost and the chat offers Retry.
+- **Questions for the person** (``graph.routing.clearance``: a call that would complete
+  the lethal trifecta, a memory change while outside content is in the context): the
+  turn publishes ``ConfirmationAsked`` and waits, at most ``CONFIRM_SECONDS``, for
+  ``Turns.decide`` (the chat's Allow/Deny); then ``ConfirmationDecided`` follows, with
+  ``timed_out`` if nobody answered. Stop ends a waiting turn like any other. Answers
+  reach the turn in this process only: a page served by another process cannot answer
+  (it does not see the question), and the turn times out to "not confirmed".
 - **Stored first**: ``start(..., stored=message)`` answers a user message already stored:
   one sent while nothing ran (stored at once, so a failed write keeps it in the
   composer), or one answered again (retry, regenerate) after
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -37,7 +45,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from graph.context import Context
-from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
+from graph.events import (
+    Answer,
+    ConfirmationAsked,
+    ConfirmationDecided,
+    Decision,
+    ModelDone,
+    TextDelta,
+    TurnError,
+    TurnEvent,
+    TurnStopped,
+    UserStored,
+)
 from graph.runner import PROCESS, stream_turn
 from memory.async_store import AsyncStore
 from memory.store import Message, RunningTurn
@@ -47,6 +66,7 @@ log = logging.getLogger("companion.turns")
 OWNER = PROCESS  # this process, as its running_turns rows name it
 PARTIAL_EVERY = 0.25  # seconds between two writes of the answer so far
 STOP_POLL = 0.3  # seconds between two looks for a Stop asked from another process
+CONFIRM_SECONDS = 300.0  # how long a turn waits for the person's Allow/Deny
 STOPPED: dict[str, Any] = {"stopped": True}
 INTERRUPTED: dict[str, Any] = {"interrupted": True}
 
@@ -54,14 +74,23 @@ INTERRUPTED: dict[str, Any] = {"interrupted": True}
 class LiveTurn:
     """One turn of a session, queued or running: the events it has produced so far."""
 
-    def __init__(self, session_id: str, text: str, image_path: str | None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        text: str,
+        image_path: str | None,
+        *,
+        confirm_seconds: float = CONFIRM_SECONDS,
+    ) -> None:
         self.session_id = session_id
         self.text = text  # what was sent (shown as the queued message until it is stored)
         self.image_path = image_path
+        self.confirm_seconds = confirm_seconds
         self.events: list[TurnEvent] = []
         self.failure: Exception | None = None  # a bug or a store failure that ended it
         self.finished = asyncio.Event()
         self._changed = asyncio.Event()
+        self._answers: dict[str, asyncio.Future[bool]] = {}  # questions waiting, by id
         self.task: asyncio.Task[None] | None = None
 
     @property
@@ -74,6 +103,37 @@ class LiveTurn:
         """The stored user message this turn answers, once stored."""
         stored = (e.message for e in self.events if isinstance(e, UserStored))
         return next(stored, None)
+
+    @property
+    def asking(self) -> ConfirmationAsked | None:
+        """The question the turn is waiting on the person for, if any."""
+        decided = {e.id for e in self.events if isinstance(e, ConfirmationDecided)}
+        waiting = (
+            e for e in self.events if isinstance(e, ConfirmationAsked) and e.id not in decided
+        )
+        return next(waiting, None)
+
+    async def ask(self, asked: ConfirmationAsked) -> Decision:
+        """The person's answer to ``asked`` (given through ``decide``), or ``timed_out``
+        after ``confirm_seconds``; this turn's ``Context.confirm``."""
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._answers[asked.id] = answer
+        try:
+            async with asyncio.timeout(self.confirm_seconds):
+                return "allowed" if await answer else "declined"
+        except TimeoutError:
+            return "timed_out"
+        finally:
+            self._answers.pop(asked.id, None)
+
+    def decide(self, confirmation_id: str, allowed: bool) -> bool:
+        """Answer the question ``confirmation_id``; False when this turn is not waiting
+        for it (answered already, timed out, or never asked here)."""
+        answer = self._answers.get(confirmation_id)
+        if answer is None or answer.done():
+            return False
+        answer.set_result(allowed)
+        return True
 
     def publish(self, event: TurnEvent) -> None:
         """Add an event and wake every follower."""
@@ -102,8 +162,9 @@ class Turns:
     """The turns of one process, by session: at most one runs per session, the others
     wait in order."""
 
-    def __init__(self, *, owner: str = OWNER) -> None:
+    def __init__(self, *, owner: str = OWNER, confirm_seconds: float = CONFIRM_SECONDS) -> None:
         self.owner = owner
+        self.confirm_seconds = confirm_seconds
         self._sessions: dict[str, list[LiveTurn]] = {}
 
     def live(self, session_id: str) -> list[LiveTurn]:
@@ -125,7 +186,8 @@ class Turns:
         answered again); otherwise ``text`` is stored when the turn begins."""
         queue = self._sessions.setdefault(session_id, [])
         before = queue[-1] if queue else None
-        turn = LiveTurn(session_id, stored.content if stored else text, image_path)
+        text = stored.content if stored else text
+        turn = LiveTurn(session_id, text, image_path, confirm_seconds=self.confirm_seconds)
         queue.append(turn)
         turn.task = asyncio.get_running_loop().create_task(
             self._run(turn, ctx, before, stored), name=f"turn:{session_id}"
@@ -142,6 +204,11 @@ class Turns:
         running.task.cancel()
         await running.finished.wait()
         return True
+
+    def decide(self, session_id: str, confirmation_id: str, allowed: bool) -> bool:
+        """Give the person's Allow (or Deny) to the session's turn waiting on question
+        ``confirmation_id``; False when no turn of this process waits on it."""
+        return any(turn.decide(confirmation_id, allowed) for turn in self.live(session_id))
 
     async def _run(
         self, turn: LiveTurn, ctx: Context, before: LiveTurn | None, stored: Message | None
@@ -174,7 +241,7 @@ class _Recorder:
         watcher: asyncio.Task[None] | None = None
         try:
             async for event in stream_turn(
-                self.ctx,
+                dataclasses.replace(self.ctx, confirm=self.turn.ask),
                 self.turn.session_id,
                 self.turn.text,
                 image_path=self.turn.image_path,

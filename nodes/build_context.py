@@ -8,7 +8,10 @@ store, the one source of truth. Images go inline (as image content) only when th
 model answers next; the chat model gets a note instead. Tool results are never
 system-authored: native results are tool messages, command results are user-role
 messages labelled as tool results, and results of untrusted tools (outside content) are
-marked as data, never instructions, in both modes.
+marked as data, never instructions, in both modes — in the turn that fetched them and in
+every later turn that replays them. For the lethal trifecta (``graph.routing.clearance``)
+it notes which tools' results the replayed history holds (``window_tools``) and whether
+the system prompt carries the person's memories (``memories_shown``).
 """
 
 from __future__ import annotations
@@ -47,20 +50,18 @@ IMAGE_FROM_TOOL = (
 IMAGE_NOT_VISIBLE = "[an image is attached here; you cannot see it directly]"
 
 
-class ContextUpdate(TypedDict):
-    """What build_context sets for the next model call."""
+class ContextUpdate(TypedDict, total=False):
+    """What build_context sets for the next model call (``window_tools`` on the first
+    call of the turn only: the history window does not change during the turn)."""
 
     context: list[BaseMessage]
     history: list[BaseMessage] | None
+    window_tools: list[str]
+    memories_shown: bool
     tools: list[str]
     no_tools_reason: str | None
     model_role: Literal["chat", "vision"]
     trace: list[TraceEvent]
-
-
-def untrusted_tools(ctx: Context) -> list[str]:
-    """Names of the tools whose results carry outside content (ToolSpec.untrusted)."""
-    return [n for n in ctx.registry.names if (s := ctx.registry.get(n)) and s.untrusted]
 
 
 def image_part(path: str | None, media_dir: Path) -> dict[str, Any] | None:
@@ -200,18 +201,20 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     )
     turn, history = stored.turn, stored.history
     tools = [] if reason else await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+    memories = prompt_block(stored.memories, MEMORY_BUDGET_CHARS)
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
         style_notes=(stored.style_note, ctx.style_note),
         now=clock_text(now, settings.timezone),
-        memories=prompt_block(stored.memories, MEMORY_BUDGET_CHARS),
+        memories=memories,
         tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
         tool_mode=settings.tool_mode,
         no_tools_reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",
     )
     mode, media = settings.tool_mode, ctx.store.media_dir
-    untrusted = untrusted_tools(ctx)
+    untrusted = ctx.registry.untrusted
+    first = replayed is None
     if vision:
         past = replay(
             [*history, *turn], tool_mode=mode, vision=True, media_dir=media, untrusted=untrusted
@@ -242,11 +245,15 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
             },
         }
     )
-    return ContextUpdate(
+    update = ContextUpdate(
         context=context,
         history=replayed,
+        memories_shown=bool(memories),
         tools=[t.name for t in tools],
         no_tools_reason=reason,
         model_role=role,
         trace=trace,
     )
+    if first:
+        update["window_tools"] = sorted({m.tool_name for m in history if m.tool_name})
+    return update

@@ -5,15 +5,19 @@ raises: an error becomes the result). Each result is stored with its tool family
 in the ``🔧 TOOL RESULT — NAME`` format, the raw result in ``meta``. Guards, each
 answered with an error result the model reads: a near-duplicate of a call already run
 this turn is not run again; calls beyond ``MAX_CALLS_PER_REPLY`` in one reply are not
-run; and once an untrusted tool (web_search, image_analyze) has brought outside content
-into the turn, calls that would change memories or messages are refused for the rest of
-the turn — the model asks the user, whose next message (a new turn) can confirm it.
+run. The lethal trifecta (``graph.routing.clearance``): a call that would send something
+the model wrote off the machine while the person's private data and outside content are
+both in the context, and a memory change while outside content is in it (this turn or
+the replayed history), wait for the person's yes (``Context.confirm``); without it they
+do not run, and the model reads why.
 
-The node is plan, run, store, report: ``_plan`` gives each call its verdict (run, or
-which guard stopped it), ``_run_all`` announces the fresh calls (``ToolStart``) and runs
-the runnable ones, ``_store`` writes every result (a duplicate is flagged
-``meta["duplicate"]``), and ``_report`` sends ``ToolEnd`` for each fresh call and returns
-the executed calls and the trace.
+The node is plan, confirm, run, store, report: ``_plan`` gives each call its verdict
+(run, ask, or which guard stopped it), ``_confirm`` asks the person about each call that
+needs it (``ConfirmationAsked``, then ``ConfirmationDecided``), ``_run_all`` announces the
+fresh calls (``ToolStart``) and runs the runnable ones, ``_store`` writes every result (a
+duplicate is flagged ``meta["duplicate"]``, a question and its answer are kept in
+``meta["confirmation"]``), and ``_report`` sends ``ToolEnd`` for each fresh call and
+returns the executed calls and the trace.
 """
 
 from __future__ import annotations
@@ -23,18 +27,18 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 
 from graph.commands import call_signature
 from graph.context import Context
-from graph.events import ToolEnd, ToolStart
-from graph.routing import MAX_CALLS_PER_REPLY, capped, fresh_calls, outside_source
+from graph.events import ConfirmationAsked, ConfirmationDecided, Decision, ToolEnd, ToolStart
+from graph.routing import MAX_CALLS_PER_REPLY, ToolKinds, capped, clearance, fresh_calls
 from graph.state import ExecutedCall, State, ToolCall, TraceEvent
 from memory.store import Message
-from nodes.build_context import untrusted_tools
+from prompts.templates import confirmation_question, not_confirmed
 from tools.registry import MALFORMED_ARGUMENTS
 
 log = logging.getLogger("companion.execute_tool")
@@ -46,14 +50,10 @@ OVER_CAP_RESULT = (
     "not run: at most {cap} tool calls run per reply and this was call {number}; "
     "make it in a later reply if it is still needed"
 )
-MEMORY_PAUSED_RESULT = (
-    "not run: memory changes are paused after reading outside content ({source}) in this "
-    "turn; ask the user to confirm the change, and make it when they do"
-)
 STORED_WITHOUT = ("image_base64",)  # large payloads kept out of the stored meta
 MAX_META_CHARS = 32_000  # a result or arguments bigger than this is stored as a preview
 PREVIEW_CHARS = 2_000
-GUARD_NAMES = {"duplicate": "duplicate_skipped", "paused": "memory_write_paused"}
+PROPOSED_KEYS = ("sql", "key")  # the argument a memory change is about (with its value)
 
 
 def meta_sized(value: dict[str, Any]) -> dict[str, Any]:
@@ -68,22 +68,25 @@ def meta_sized(value: dict[str, Any]) -> dict[str, Any]:
     return {"truncated": True, "chars": len(text), "preview": text[:PREVIEW_CHARS]}
 
 
-Verdict = Literal["run", "paused", "duplicate", "over_cap"]
+Verdict = Literal["run", "ask", "declined", "duplicate", "over_cap"]
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One call of the reply: whether it ran (or which guard stopped it), and its result."""
+    """One call of the reply: whether it runs (or waits for the person's yes, or which
+    guard stopped it), its result, and the question it needed, if any."""
 
     call: ToolCall
     verdict: Verdict
     result: dict[str, Any]  # the tool's result, or the guard's error note
     ms: float = 0.0
+    asked: ConfirmationAsked | None = None
+    decision: Decision | None = None
 
     @property
     def fresh(self) -> bool:
-        """True for a call not made before this turn (it ran, or the memory pause got it)."""
-        return self.verdict in ("run", "paused")
+        """True for a call not made before this turn (it ran, or the person did not allow it)."""
+        return self.verdict in ("run", "declined")
 
 
 class ToolUpdate(TypedDict):
@@ -96,9 +99,11 @@ class ToolUpdate(TypedDict):
 
 
 async def execute_tool(state: State, runtime: Runtime[Context]) -> ToolUpdate:
-    """Run fresh calls, store every result (guarded calls get an error note), loop back."""
+    """Run fresh calls (once allowed, where they must be), store every result (guarded
+    calls get an error note), loop back."""
     ctx = runtime.context
-    outcomes = await _run_all(_plan(state, ctx), state, runtime)
+    plan = await _confirm(_plan(state, ctx), runtime)
+    outcomes = await _run_all(plan, state, runtime)
     group = uuid.uuid4().hex[:10]
     stored = [await _store(ctx, state["session_id"], outcome, group) for outcome in outcomes]
     return _report(outcomes, stored, state, runtime)
@@ -109,7 +114,7 @@ def _plan(state: State, ctx: Context) -> list[Outcome]:
     calls = state.get("calls") or []
     allowed, _ = capped(calls)
     fresh = {c["id"] for c in fresh_calls(allowed, state.get("executed") or [])}
-    paused = _paused_writes([c for c in allowed if c["id"] in fresh], state, ctx)
+    kinds = ToolKinds(private=ctx.registry.private, outside=ctx.registry.untrusted)
     plan = []
     for number, call in enumerate(calls, start=1):
         if number > len(allowed):
@@ -119,33 +124,66 @@ def _plan(state: State, ctx: Context) -> list[Outcome]:
             plan.append(
                 Outcome(call, "duplicate", {"error": DUPLICATE_RESULT.format(name=call["name"])})
             )
-        elif call["id"] in paused:
-            plan.append(Outcome(call, "paused", {"error": paused[call["id"]]}))
+        elif (asked := _question(call, state, ctx, kinds)) is not None:
+            plan.append(Outcome(call, "ask", {}, asked=asked))
         else:
             plan.append(Outcome(call, "run", {}))
     return plan
 
 
-def _changes_memory(call: ToolCall, ctx: Context) -> bool:
-    spec = ctx.registry.get(call["name"])
-    return bool(spec and spec.writes_memory and spec.writes_memory(call["args"]))
+def _question(
+    call: ToolCall, state: State, ctx: Context, kinds: ToolKinds
+) -> ConfirmationAsked | None:
+    """What to ask the person before this call runs, or None when it may run as it is."""
+    if call["raw_args"] is not None:
+        return None  # it cannot run at all: its arguments are not valid JSON
+    name, args = call["name"], call["args"]
+    sent = ctx.registry.outbound(name, args)
+    writes = ctx.registry.writes_memory(name, args)
+    verdict = clearance(state, kinds, outbound=sent is not None, writes=writes)
+    if verdict == "run":
+        return None
+    kind: Literal["outbound", "memory"] = "outbound" if verdict == "confirm" else "memory"
+    shown = sent if sent is not None and kind == "outbound" else _proposed(args)
+    question = confirmation_question(kind, name)
+    return ConfirmationAsked(uuid.uuid4().hex, call["id"], name, kind, question, shown)
 
 
-def _paused_writes(calls: list[ToolCall], state: State, ctx: Context) -> dict[str, str]:
-    """Error notes, by call id, for calls that would change memory after an earlier reply
-    of this turn brought outside content in (a call in the same reply as the untrusted
-    one was written before that content was read, so it runs)."""
-    source = outside_source(state.get("executed") or [], untrusted_tools(ctx))
-    if source is None:
-        return {}
-    paused = {}
-    for call in calls:
-        if call["raw_args"] is None and _changes_memory(call, ctx):
-            log.warning(
-                "%s refused: %s brought outside content into this turn", call["name"], source
-            )
-            paused[call["id"]] = MEMORY_PAUSED_RESULT.format(source=source)
-    return paused
+def _proposed(args: dict[str, Any]) -> str:
+    """A memory change as the person reads it: "key: value", the SQL, or the arguments."""
+    key = next((k for k in PROPOSED_KEYS if isinstance(args.get(k), str)), None)
+    if key is None:
+        return json.dumps(args, ensure_ascii=False)
+    value = args.get("value")
+    return f"{args[key]}: {value}" if key == "key" and value is not None else str(args[key])
+
+
+async def _confirm(plan: list[Outcome], runtime: Runtime[Context]) -> list[Outcome]:
+    """Ask the person about each call that waits for them, one at a time: allowed, it
+    runs; otherwise it is declined with a note saying why."""
+    return [
+        await _ask(outcome, outcome.asked, runtime)
+        if outcome.verdict == "ask" and outcome.asked is not None
+        else outcome
+        for outcome in plan
+    ]
+
+
+async def _ask(outcome: Outcome, asked: ConfirmationAsked, runtime: Runtime[Context]) -> Outcome:
+    confirm = runtime.context.confirm
+    runtime.stream_writer(asked)
+    decision: Decision = "unasked"
+    if confirm is not None:
+        try:
+            decision = await confirm(asked)
+        except Exception:  # a broken way of asking declines; it does not end the turn
+            log.exception("asking the person about %s failed; not run", asked.tool)
+    runtime.stream_writer(ConfirmationDecided(asked.id, decision))
+    if decision == "allowed":
+        return replace(outcome, verdict="run", decision=decision)
+    log.warning("%s not run: %s (%s)", asked.tool, decision, asked.kind)
+    note = not_confirmed(decision, asked.kind, asked.tool, asked.sent)
+    return replace(outcome, verdict="declined", result={"error": note}, decision=decision)
 
 
 async def _run_all(plan: list[Outcome], state: State, runtime: Runtime[Context]) -> list[Outcome]:
@@ -157,12 +195,13 @@ async def _run_all(plan: list[Outcome], state: State, runtime: Runtime[Context])
                 ToolStart(call["id"], call["name"], call["args"], call["command"])
             )
     runnable = [outcome for outcome in plan if outcome.verdict == "run"]
-    ran = iter(await asyncio.gather(*(_run(o.call, runtime.context, state) for o in runnable)))
+    ran = iter(await asyncio.gather(*(_run(o, runtime.context, state) for o in runnable)))
     return [next(ran) if outcome.verdict == "run" else outcome for outcome in plan]
 
 
-async def _run(call: ToolCall, ctx: Context, state: State) -> Outcome:
+async def _run(outcome: Outcome, ctx: Context, state: State) -> Outcome:
     started = time.perf_counter()
+    call = outcome.call
     if call["raw_args"] is not None:
         detail = f"not valid JSON: {call['raw_args'][:200]!r}"
         result: dict[str, Any] = {
@@ -171,7 +210,7 @@ async def _run(call: ToolCall, ctx: Context, state: State) -> Outcome:
     else:
         tools = ctx.tool_context(state["session_id"], state["user_message_id"])
         result = await ctx.registry.execute(call["name"], call["args"], tools)
-    return Outcome(call, "run", result, (time.perf_counter() - started) * 1000)
+    return replace(outcome, result=result, ms=(time.perf_counter() - started) * 1000)
 
 
 async def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) -> Message:
@@ -187,6 +226,14 @@ async def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) ->
     }
     if outcome.verdict == "duplicate":
         meta["duplicate"] = True  # the chat hides it: the earlier result is the one shown
+    if outcome.asked is not None:  # the chat shows the question and the answer again
+        asked = outcome.asked
+        meta["confirmation"] = {
+            "kind": asked.kind,
+            "question": asked.question,
+            "sent": asked.sent,
+            "decision": outcome.decision,
+        }
     return await ctx.store.add_message(
         session_id,
         ctx.registry.role_of(call["name"]),
@@ -215,9 +262,18 @@ def _report(
         trace.append({"kind": "guard", "name": "calls_over_cap", "detail": detail})
     for outcome, message in zip(outcomes, stored, strict=True):
         call = outcome.call
-        if outcome.verdict in GUARD_NAMES:
+        if outcome.verdict == "duplicate":
             detail = {"tool": call["name"], "args": call["args"]}
-            trace.append({"kind": "guard", "name": GUARD_NAMES[outcome.verdict], "detail": detail})
+            trace.append({"kind": "guard", "name": "duplicate_skipped", "detail": detail})
+        if outcome.asked is not None:
+            asked = outcome.asked
+            detail = {
+                "tool": call["name"],
+                "kind": asked.kind,
+                "sent": asked.sent,
+                "decision": outcome.decision,
+            }
+            trace.append({"kind": "guard", "name": "confirmation", "detail": detail})
         if not outcome.fresh:
             continue
         ok = "error" not in outcome.result

@@ -85,10 +85,16 @@ class ToolSpec:
     whole text into the first required string parameter). ``available`` is the per-turn
     gate. ``multiline`` commands take the lines after the command line as their text too
     (``/memory_sql`` + SQL below). ``format`` renders the result for the stored
-    ``🔧 TOOL RESULT`` message. ``untrusted`` tools bring outside text (web pages, images
-    from anywhere): their results are marked as untrusted data in the prompt, and memory
-    writes pause for the rest of the turn. ``writes_memory`` tells whether a call with
-    these arguments changes stored memories or messages (None: never).
+    ``🔧 TOOL RESULT`` message. ``writes_memory`` tells whether a call with these
+    arguments changes stored memories or messages (None: never).
+
+    Three flags place a tool in the lethal trifecta (``graph.routing.clearance``):
+    ``private`` tools return the person's private data (memory_search, memory_sql);
+    ``untrusted`` tools bring outside text (web pages, images from anywhere), marked as
+    untrusted data in the prompt in every later turn, and while it is in the context a
+    memory write is only a proposal the person confirms; ``outbound`` gives, for a call's
+    arguments, exactly what it would send off the machine that the model wrote (a search
+    query, a URL), or None when it sends nothing of the model's.
     """
 
     name: str
@@ -104,6 +110,8 @@ class ToolSpec:
     multiline: bool = False
     examples: tuple[str, ...] = field(default_factory=tuple)
     untrusted: bool = False
+    private: bool = False
+    outbound: Callable[[dict[str, Any]], str | None] | None = None
     writes_memory: Callable[[dict[str, Any]], bool] | None = None
     use_when: str = ""
 

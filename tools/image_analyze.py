@@ -203,6 +203,16 @@ async def available(ctx: ToolContext) -> bool:
     return await ctx.store.latest_image(ctx.session_id) is not None
 
 
+def sent(args: dict[str, Any]) -> str | None:
+    """The URL a call would fetch (the model wrote it), or None: a local image, or a
+    reference too long to be tried."""
+    reference = str(args.get("reference") or "").strip()
+    if len(reference) > MAX_REFERENCE_CHARS:
+        return None
+    target = extract_target(reference)
+    return target if _SCHEME.match(target) and not target.startswith("file://") else None
+
+
 def format_loaded(result: dict[str, Any]) -> str:
     """What the model reads (the image itself is attached separately, not as text)."""
     size = human_size(int(result.get("size_bytes", 0)))
@@ -222,5 +232,6 @@ TOOLS = [
         format=format_loaded,
         examples=("/image_analyze", "/image_analyze https://example.com/cat.jpg"),
         untrusted=True,
+        outbound=sent,
     )
 ]

@@ -153,5 +153,6 @@ TOOLS = [
         available=has_history,
         format=format_search,
         examples=("/memory_search what did I cook last Thursday",),
+        private=True,
     )
 ]

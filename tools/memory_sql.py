@@ -103,5 +103,6 @@ TOOLS = [
         multiline=True,
         examples=("/memory_sql\nSELECT COUNT(*) FROM messages WHERE role = 'user'",),
         writes_memory=is_write,
+        private=True,
     )
 ]

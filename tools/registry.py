@@ -77,6 +77,26 @@ class ToolRegistry:
         """Every registered tool name."""
         return list(self._tools)
 
+    @property
+    def private(self) -> frozenset[str]:
+        """Tools whose results carry the person's private data (``ToolSpec.private``)."""
+        return frozenset(name for name, spec in self._tools.items() if spec.private)
+
+    @property
+    def untrusted(self) -> frozenset[str]:
+        """Tools whose results carry outside content (``ToolSpec.untrusted``)."""
+        return frozenset(name for name, spec in self._tools.items() if spec.untrusted)
+
+    def outbound(self, name: str, args: dict[str, Any]) -> str | None:
+        """What this call would send off the machine that the model wrote, or None."""
+        spec = self._tools.get(name)
+        return spec.outbound(args) if spec is not None and spec.outbound is not None else None
+
+    def writes_memory(self, name: str, args: dict[str, Any]) -> bool:
+        """Whether this call would change stored memories or messages."""
+        spec = self._tools.get(name)
+        return bool(spec and spec.writes_memory and spec.writes_memory(args))
+
     async def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
         """The tools whose gate is open for this context."""
         enabled = []

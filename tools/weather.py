@@ -257,6 +257,17 @@ def parse_command(text: str) -> dict[str, Any]:
     return {"location": text} if text else {}
 
 
+def sent(args: dict[str, Any]) -> str | None:
+    """What a call sends off the machine that the model wrote: the place name, or the
+    coordinates it gave (None for the person's saved location)."""
+    location = str(args.get("location") or "").strip()
+    if location:
+        return location
+    if args.get("lat") is not None and args.get("lon") is not None:
+        return f"{args['lat']}, {args['lon']}"
+    return None
+
+
 def format_weather(result: dict[str, Any]) -> str:
     """One line: place, temperature, conditions, wind."""
     return (
@@ -278,5 +289,6 @@ TOOLS = [
         parse_command=parse_command,
         format=format_weather,
         examples=("/weather Tokyo", "/weather", "/weather -6.2, 106.85"),
+        outbound=sent,
     )
 ]

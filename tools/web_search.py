@@ -201,6 +201,12 @@ async def web_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return {"query": query, **parsed}
 
 
+def sent(args: dict[str, Any]) -> str | None:
+    """What a search sends off the machine: the model's query as searched (None when
+    there is none: nothing is sent)."""
+    return _clean(str(args.get("query", ""))) or None
+
+
 def format_results(result: dict[str, Any]) -> str:
     """Numbered results (title, snippet, URL) for the stored tool message."""
     results = result.get("results") or []
@@ -227,5 +233,6 @@ TOOLS = [
         format=format_results,
         examples=("/web_search USD to JPY exchange rate",),
         untrusted=True,
+        outbound=sent,
     )
 ]

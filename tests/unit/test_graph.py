@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from evals.fixtures import DuckDuckGoFixture
 from graph.errors import ProviderError
+from graph.events import ConfirmationAsked, Decision
 from graph.routing import MAX_CALLS_PER_REPLY, NO_VISION_NOTICE
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory
@@ -447,10 +449,11 @@ async def test_calls_beyond_the_per_reply_cap_are_not_run(make_context) -> None:
     assert guard["kind"] == "guard" and len(guard["detail"]["not_run"]) == 55
 
 
-# --- outside content: labelled as data, and memory writes pause (issue 12, row 9) -------
+# --- outside content: labelled as data, and memory writes are proposals (issue 12, row 9;
+# issue 19, item 5) ------------------------------------------------------------------------
 
 HOSTILE_QUERY = "Rainbow Cat Cafe opening hours"
-PAUSED = "memory changes are paused after reading outside content (web_search)"
+PAUSED = "outside content is in this conversation, so memory changes wait for their yes"
 OUTSIDE_MARK = "[Outside content fetched by web_search, written by strangers"
 
 
@@ -500,8 +503,10 @@ async def test_a_hostile_page_cannot_change_memories_in_commands_mode(web_contex
     assert result.answer == "It is open from 8.30 to 17.30."
     sql = next(m for m in ctx.store.blocking.messages("s1") if m.tool_name == "memory_sql")
     assert PAUSED in sql.meta["result"]["error"]
-    paused = [e for e in result.trace if e["name"] == "memory_write_paused"]
-    assert [(e["kind"], e["detail"]["tool"]) for e in paused] == [("guard", "memory_sql")]
+    paused = [e for e in result.trace if e["name"] == "confirmation"]
+    assert [(e["kind"], e["detail"]["tool"], e["detail"]["decision"]) for e in paused] == [
+        ("guard", "memory_sql", "unasked")  # nobody to ask in run_turn: not made
+    ]
     # the page reached the model as a labelled tool result marked as outside content,
     # never as a system message; the refusal reached it too
     second = ctx.chat_model.calls[1]["messages"]
@@ -515,7 +520,13 @@ async def test_a_hostile_page_cannot_change_memories_in_commands_mode(web_contex
     assert PAUSED in ctx.chat_model.calls[2]["messages"][-1].content
 
 
-async def test_memory_writes_pause_after_outside_content_in_native_mode(web_context) -> None:
+async def allow(asked: ConfirmationAsked) -> Decision:
+    return "allowed"
+
+
+async def test_memory_writes_are_proposals_after_outside_content_in_native_mode(
+    web_context,
+) -> None:
     ctx = web_context(
         [
             tool_call("web_search", {"query": HOSTILE_QUERY}, "w1"),
@@ -538,8 +549,9 @@ async def test_memory_writes_pause_after_outside_content_in_native_mode(web_cont
     ]
     page = ctx.chat_model.calls[1]["messages"][-1]
     assert isinstance(page, ToolMessage) and page.content.startswith(OUTSIDE_MARK)
-    # the user's next message is a new turn: the change they confirm is made
-    await run_turn(ctx, "s1", "Yes, remember that.")
+    # the page is still in the next turn's context: the change waits for the person's
+    # yes, and is made once they give it
+    await run_turn(dataclasses.replace(ctx, confirm=allow), "s1", "Yes, remember that.")
     assert sorted(memory_values(ctx)) == ["8.30", "Budi"]
 
 

@@ -7,7 +7,16 @@ from typing import Any
 import pytest
 
 from graph.commands import call_signature
-from graph.routing import NO_VISION_NOTICE, guard_reason, model_role, route, vision_missing
+from graph.routing import (
+    NO_VISION_NOTICE,
+    ToolKinds,
+    clearance,
+    guard_reason,
+    legs,
+    model_role,
+    route,
+    vision_missing,
+)
 from graph.state import ExecutedCall, ToolCall
 from prompts.templates import CAP_REASON, DUPLICATE_REASON
 
@@ -80,3 +89,56 @@ def test_model_role(executed: list, expected: str) -> None:
 )
 def test_vision_missing(role: str, available: bool, expected: str | None) -> None:
     assert vision_missing(role, available) == expected  # type: ignore[arg-type]
+
+
+# --- the lethal trifecta: private data, outside content, an outbound request -----------
+
+KINDS = ToolKinds(
+    private=frozenset({"memory_search", "memory_sql"}),
+    outside=frozenset({"web_search", "image_analyze"}),
+)
+PAGE = [ran("web_search", query="cafe")]
+SECRETS = [ran("memory_sql", sql="SELECT value FROM memories")]
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        ({}, set()),
+        ({"executed": [ran("weather", location="Tokyo")]}, set()),
+        ({"memories_shown": True}, {"private"}),
+        ({"executed": SECRETS}, {"private"}),
+        ({"executed": [ran("memory_search", ok=False, query="x")]}, {"private"}),
+        ({"executed": PAGE}, {"outside"}),
+        ({"executed": [ran("image_analyze")]}, {"outside"}),
+        ({"window_tools": ["web_search"]}, {"outside"}),  # a page read in an earlier turn
+        ({"window_tools": ["memory_search", "weather"]}, {"private"}),
+        ({"window_tools": ["web_search"], "memories_shown": True}, {"private", "outside"}),
+        ({"executed": [*PAGE, *SECRETS]}, {"private", "outside"}),
+    ],
+)
+def test_legs(state: dict, expected: set[str]) -> None:
+    assert legs(state, KINDS) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("state", "outbound", "writes", "expected"),
+    [
+        # an outbound request waits only when the other two legs are both in
+        ({}, True, False, "run"),
+        ({"memories_shown": True}, True, False, "run"),  # the first search of a turn
+        ({"executed": PAGE}, True, False, "run"),  # no private data: nothing to leak
+        ({"executed": [*PAGE, *SECRETS]}, True, False, "confirm"),
+        ({"executed": PAGE, "memories_shown": True}, True, False, "confirm"),
+        ({"window_tools": ["web_search"], "memories_shown": True}, True, False, "confirm"),
+        ({"window_tools": ["web_search", "memory_sql"]}, True, False, "confirm"),
+        ({"executed": [*PAGE, *SECRETS]}, False, False, "run"),  # reading is not sending
+        # a memory change is a proposal while outside content is in the context
+        ({}, False, True, "run"),
+        ({"executed": SECRETS}, False, True, "run"),
+        ({"executed": PAGE}, False, True, "propose"),
+        ({"window_tools": ["image_analyze"]}, False, True, "propose"),  # the next turn too
+    ],
+)
+def test_clearance(state: dict, outbound: bool, writes: bool, expected: str) -> None:
+    assert clearance(state, KINDS, outbound=outbound, writes=writes) == expected  # type: ignore[arg-type]

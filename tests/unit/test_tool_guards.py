@@ -1,11 +1,12 @@
-"""execute_tool's guard tables: the per-reply cap, outside content, and what writes memory."""
+"""execute_tool's guard tables: the per-reply cap, what writes memory, and which tools
+are private, outside content or outbound (the lethal trifecta's legs)."""
 
 from __future__ import annotations
 
 import pytest
 
-from graph.routing import MAX_CALLS_PER_REPLY, capped, outside_source
-from graph.state import ExecutedCall, ToolCall
+from graph.routing import MAX_CALLS_PER_REPLY, capped
+from graph.state import ToolCall
 from tools.memory_sql import is_write
 from tools.registry import default_registry
 
@@ -15,10 +16,6 @@ def calls(count: int) -> list[ToolCall]:
         ToolCall(id=f"c{i}", name="echo", args={}, raw_args=None, command=None, native=True)
         for i in range(count)
     ]
-
-
-def ran(*names: str) -> list[ExecutedCall]:
-    return [ExecutedCall(name=n, signature=n, ok=True, message_id=i) for i, n in enumerate(names)]
 
 
 @pytest.mark.parametrize(
@@ -38,19 +35,6 @@ def test_capped_keeps_the_first_calls_of_a_reply(count: int, kept: int, over: in
 
 
 @pytest.mark.parametrize(
-    ("executed", "source"),
-    [
-        (ran(), None),
-        (ran("weather", "memory_search"), None),
-        (ran("weather", "web_search"), "web_search"),
-        (ran("image_analyze", "web_search"), "image_analyze"),
-    ],
-)
-def test_outside_source_names_the_first_untrusted_tool_of_the_turn(executed, source) -> None:
-    assert outside_source(executed, ("web_search", "image_analyze")) == source
-
-
-@pytest.mark.parametrize(
     ("sql", "writes"),
     [
         ("SELECT value FROM memories", False),
@@ -67,10 +51,44 @@ def test_memory_sql_writes_only_with_an_update(sql: str, writes: bool) -> None:
     assert is_write({"sql": sql}) is writes
 
 
-def test_tools_declare_outside_content_and_memory_writes() -> None:
+def test_tools_declare_outside_content_private_data_and_memory_writes() -> None:
     registry = default_registry()
     specs = {name: registry.get(name) for name in registry.names}
-    assert {n for n, s in specs.items() if s and s.untrusted} == {"web_search", "image_analyze"}
+    assert registry.untrusted == {"web_search", "image_analyze"}
+    assert registry.private == {"memory_search", "memory_sql"}
     writers = {n for n, s in specs.items() if s and s.writes_memory and s.writes_memory({})}
     assert writers == {"create_memory", "update_memory", "delete_memory"}
     assert specs["memory_sql"].writes_memory is is_write  # type: ignore[union-attr]
+
+
+ATTACKER = "http://attacker.example/x.png?d=PIN-4321"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "sent"),
+    [
+        ("web_search", {"query": "  tea   PIN-4321 "}, "tea PIN-4321"),
+        ("web_search", {"query": " "}, None),
+        ("image_analyze", {"reference": ATTACKER}, ATTACKER),
+        ("image_analyze", {}, None),
+        ("image_analyze", {"reference": "media/cat.png"}, None),
+        ("image_analyze", {"reference": "file:///etc/passwd"}, None),
+        ("image_analyze", {"reference": "https://x.example/" + "a" * 5000}, None),
+        ("weather", {"location": "Tokyo"}, "Tokyo"),
+        ("weather", {"lat": 43.21, "lon": 1.5}, "43.21, 1.5"),
+        ("weather", {}, None),  # the saved location: the model wrote nothing
+        ("memory_search", {"query": "tea"}, None),
+        ("memory_sql", {"sql": "SELECT 1"}, None),
+        ("create_memory", {"category": "signals", "key": "k", "value": "v"}, None),
+        ("image_generate", {"prompt": "a cat"}, None),  # the operator's own backend
+    ],
+)
+def test_outbound_is_exactly_what_a_call_sends_that_the_model_wrote(tool, args, sent) -> None:
+    assert default_registry().outbound(tool, args) == sent
+
+
+def test_a_markdown_image_is_outbound_as_its_url() -> None:
+    reference = "look ![cat](https://cats.example/a.png?d=PIN) here"
+    assert default_registry().outbound("image_analyze", {"reference": reference}) == (
+        "https://cats.example/a.png?d=PIN"
+    )
