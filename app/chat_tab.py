@@ -18,6 +18,10 @@
   makes empty duplicates.
 - When a turn has answered, the model line under the chat and the Graph tab's trace
   (``trace``, a component the Graph tab renders) show it.
+- **Questions** (the lethal trifecta, proposed memory changes): a turn that waits for the
+  person's yes shows the question with Allow and Deny buttons under it; a click
+  (``on_option``) gives the answer to the waiting turn (``Turns.decide``). A question
+  this process does not hold (answered already, timed out) is said in a warning.
 
 Each browser keeps its own session id in a ``gr.State``. A message that cannot be sent
 (too long, or the database cannot take it) stays in the composer, and the chat says why.
@@ -48,6 +52,7 @@ from app.attachments import AttachmentError, pasted_image, save_upload
 from app.chat_view import (
     TurnView,
     answer_bubble,
+    chosen_option,
     history_entries,
     history_messages,
     local_time,
@@ -84,6 +89,7 @@ DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
 CHAT_HEIGHT = "calc(100dvh - 270px)"
 STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
+NOT_WAITING = "That question was already answered, or it is no longer waiting."
 LIST_HEADERS = ("Chats, most recent first", "✎", "🗑")
 POLL_SECONDS = 0.3  # how often a turn run by another process is read back from the store
 NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
@@ -282,7 +288,7 @@ class ChatTab:
                     continue
                 view.apply(event)
                 if not isinstance(event, ModelDone):
-                    yield [*view.messages, *notices, *waiting], trace
+                    yield view.chat(*notices, *waiting), trace
             if view is not None and view.answer is not None:
                 trace = view.trace
                 notice = vision_notice(view.trace, session_id, told)
@@ -616,6 +622,14 @@ def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr
         async for update in following(tab, session_id, noticed, started):
             yield update
 
+    async def on_option(session_id: str | None, choice: gr.SelectData, request: gr.Request) -> None:
+        """Allow or Deny under a question: the answer goes to the turn waiting on it."""
+        chosen = chosen_option(choice.value)
+        if not session_id or chosen is None:
+            return
+        if not chats.of(request).turns.decide(session_id, *chosen):
+            gr.Warning(NOT_WAITING)
+
     async def on_stop(session_id: str | None, request: gr.Request) -> None:
         tab = chats.of(request)
         turns = tab.turns
@@ -832,6 +846,7 @@ def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr
         api_visibility="private",
     )
     stop.click(on_stop, session, None, api_name="stop")
+    chatbot.option_select(on_option, session, None, api_visibility="private")
     remove_note.click(on_remove_note, session, noted, api_name="remove_style_note")
     new_title.submit(on_rename, [target, new_title], [listing, renaming], api_name="rename_session")
     switching = list(followers)  # as they are now: a chat shown next is followed afresh

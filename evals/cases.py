@@ -8,7 +8,9 @@ calls (with argument expectations where they matter), the tools it may call, the
 it must not call, and what its answer must and must not say. A case may also carry a
 ``script``: replies forced on the chat model before the model under test answers
 (``evals.staged``), so that misbehaviour (too many tool loops, repeated calls, a
-destructive statement) can be staged and the graph's guards are what gets tested.
+destructive statement) can be staged and the graph's guards are what gets tested. When a
+call waits for the person's yes (the lethal trifecta, a memory change after outside
+content), the case's ``confirm`` answers for them: "deny" unless it says "allow".
 
 A paraphrase is a line ``{"id", "paraphrase_of", "message"}`` (and an optional
 ``description``): the same request in other words, in the same suite and language. It
@@ -193,6 +195,8 @@ class Case(_Model):
     image: str | None = None  # an image uploaded with this message (static fixture name)
     style_note: str | None = None  # a one-turn note sent with the message ("Answer in…")
     script: list[ScriptStep] = Field(default_factory=list)
+    # how the person answers when a call waits for their yes (graph.routing.clearance)
+    confirm: Literal["allow", "deny"] = "deny"
     expect: Expectation
 
     @model_validator(mode="after")

@@ -6,7 +6,8 @@ with ``--database-url`` a new person of a migrated Postgres database (``evals.ba
 — seeded through the store's async interface with its memories and history (other chats
 created with their titles, uploaded images fetched from the image fixture), settings
 pointed at the fixture servers (DuckDuckGo, Open-Meteo, image backend — started once per
-run), the case's location and timezone.
+run), the case's location and timezone; a call that waits for the person's yes gets the
+case's answer (``Case.confirm``: denied unless the case allows it).
 
 What runs is a ``ModelUnderTest``: resolved settings plus a factory that builds each
 case's chat and vision models from that case's settings. ``model_under_test`` resolves
@@ -65,6 +66,7 @@ from evals.judge import ChatJudge
 from evals.report import summary_lines, write_reports
 from evals.results import CaseRun, EvalRun
 from evals.staged import PromptLog, StagedChatModel
+from graph.events import ConfirmationAsked, Decision
 from graph.providers import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
@@ -82,6 +84,18 @@ LOCAL = "local"
 # The profile keys that choose the model (the rest of a profile — persona, location,
 # image backend — is the user's world, which each case replaces with its own).
 MODEL_PROFILE_KEYS = ("chat_model", "vision_model", "tool_mode")
+
+
+async def _allow(asked: ConfirmationAsked) -> Decision:
+    return "allowed"
+
+
+async def _deny(asked: ConfirmationAsked) -> Decision:
+    return "declined"
+
+
+# A case's answer for the person when a call waits for their yes (``Case.confirm``).
+CONFIRM_POLICIES = {"allow": _allow, "deny": _deny}
 
 
 @dataclass(frozen=True)
@@ -256,7 +270,12 @@ async def run_case(
                 chat_model=chat,
                 vision_model=vision,
             )
-            ctx = dataclasses.replace(ctx, summarize=models.summarize, style_note=case.style_note)
+            ctx = dataclasses.replace(
+                ctx,
+                summarize=models.summarize,
+                style_note=case.style_note,
+                confirm=CONFIRM_POLICIES[case.confirm],
+            )
             session_id = f"eval-{case.id}"
             image_path = await seed(store, clock, case, session_id, images)
             started = time.perf_counter()
