@@ -1,43 +1,62 @@
-"""What the web server checks before Gradio sees a request: who is asking, and how often.
+"""What the web server checks before Gradio sees a request: where it comes from, how
+many it sends, who is asking, and whose files it names.
 
-Four pieces of ASGI middleware, handed to Gradio's FastAPI app by ``launch_app``:
+ASGI middleware, handed to Gradio's FastAPI app by ``launch_app`` and moved in front of
+Gradio's own CORS middleware (which would allow any Origin, with credentials, on any
+host name but localhost), outermost first:
 
 - Starlette's ``TrustedHostMiddleware`` answers 400 to any request whose ``Host`` is not
   one of the app's own names (loopback, the address it binds, COMPANION_ALLOWED_HOSTS).
   A DNS-rebinding page reaches the app from the browser with ``Host: evil.example``, so
   without this check it could read every conversation even on 127.0.0.1;
 - ``SecurityHeaders`` serves a Content-Security-Policy under which images and media load
-  only from the app itself, ``data:`` and ``blob:``: a model-written
-  ``![](http://host/?pin=4321)`` is never fetched by the browser;
-- ``LoginThrottle`` counts failed logins per client address: after
-  ``FREE_LOGIN_FAILURES`` of them, that address's logins are refused (429, even with the
-  right password) for a delay that doubles with each further failure;
-- ``MediaOwners`` (with accounts): Gradio serves every allowed folder to anyone logged
-  in, so a file in one person's media folder is answered 404 to everyone else.
-
-And ``SharedLogins``, which takes the place of Gradio's own table of login tokens (an
-in-memory dict per process, under a cookie name random per process): several app
-processes behind a load balancer must all know a login made through any of them.
+  only from the app itself, ``data:`` and ``blob:`` (a model-written
+  ``![](http://host/?pin=4321)`` is never fetched by the browser) and no other site may
+  frame the app (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``);
+- ``CrossOrigin`` answers 403 to a request another site's page makes: an ``Origin`` that
+  is not the app's own (any method, preflights included, so no CORS answer ever names a
+  foreign origin), or, without an Origin, a ``Sec-Fetch-Site`` of another site on
+  anything but a plain read. Login forms posted from elsewhere (login CSRF) and logouts
+  triggered from elsewhere are refused with the rest;
+- ``ConnectionCaps`` caps the requests each client address has in flight, and tighter
+  its streams (heartbeats, the queue's event streams): 429 beyond;
+- ``app.logins.LoginGate`` (with a login) answers /login and /logout itself and lets a
+  request without a login reach the login page and its static files only;
+- ``FileOwners`` (with accounts): a file a request names — in the path of Gradio's file
+  routes (``/file=`` and ``/file/``) or anywhere in the JSON it posts — must be the
+  asker's: one in another person's media folder, or in Gradio's upload folder but not
+  uploaded by the asker, is 404 (403 in a body). Gradio would serve any file of an
+  allowed folder to anyone logged in.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import ipaddress
+import json
 import logging
-import math
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import unquote
+from typing import Any
+from urllib.parse import urlsplit
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.logins import (
+    LOGOUT_PATHS,
+    LoginGate,
+    Logins,
+    client_address,
+    read_body,
+    replay,
+    user_of,
+)
 
 log = logging.getLogger("companion.app")
 
@@ -45,15 +64,33 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 ANY_ADDRESS = ("0.0.0.0", "::", "")  # bind every interface: no name of its own
 # Gradio's own page needs nothing more; everything else keeps the browser's defaults.
 CONTENT_SECURITY_POLICY = (
-    "img-src 'self' data: blob:; media-src 'self' data: blob:; object-src 'none'"
+    "img-src 'self' data: blob:; media-src 'self' data: blob:; object-src 'none'; "
+    "frame-ancestors 'none'"
 )
-LOGIN_PATHS = ("/login", "/login/")
-FILE_ROUTE = "/file="  # Gradio's file route, under /gradio_api
-FREE_LOGIN_FAILURES = 5
-FIRST_LOCK_SECONDS = 2.0
-MAX_LOCK_SECONDS = 300.0
-FORGET_AFTER_SECONDS = 3600.0  # a quiet hour wipes an address's failures
-MAX_TRACKED_ADDRESSES = 10_000
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",  # frame-ancestors for browsers that predate it
+    "X-Content-Type-Options": "nosniff",
+}
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+OTHER_SITES = ("cross-site", "same-site")  # Sec-Fetch-Site values of another origin
+DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_REQUESTS_PER_ADDRESS = 128
+MAX_STREAMS_PER_ADDRESS = 32  # a browser tab holds two (heartbeat, queue)
+STREAM_PREFIXES = (
+    "/gradio_api/heartbeat/",
+    "/gradio_api/queue/data",
+    "/gradio_api/upload_progress",
+    "/gradio_api/stream/",
+    "/gradio_api/dev/reload",
+)
+RESULTS_PREFIX = "/gradio_api/call/"  # GET …/call/<name>/<event>: a result's event stream
+FILE_ROUTES = ("/gradio_api/file=", "/gradio_api/file/")
+UPLOAD_PATHS = ("/gradio_api/upload", "/gradio_api/upload/")
+API_PREFIX = "/gradio_api/"
+MAX_JSON_BODY = 8 * 1024 * 1024  # a message, its settings and file references
+PARSE_ON_LOOP = 64 * 1024  # longer bodies are parsed in a worker thread
+MAX_UPLOADS = 100_000  # uploads whose owner this process remembers
 
 
 def is_loopback(host: str) -> bool:
@@ -88,8 +125,45 @@ def trusted_hosts(bind_host: str, allowed: Iterable[str] = ()) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def own_origin(origin: str, host: str, allowed: Iterable[str] = ()) -> bool:
+    """Is ``origin`` (a request's Origin header) the app's own: the origin of the page the
+    browser addressed as ``host`` (the Host header), or a name in ``allowed``
+    (COMPANION_ALLOWED_HOSTS, for a proxy that rewrites Host)? ``null`` never is."""
+    try:
+        parts = urlsplit(origin)
+        served = urlsplit(f"//{host}")
+        port, host_port = parts.port, served.port
+    except ValueError:  # a port that is no number, an unclosed bracket
+        return False
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return False
+    default = DEFAULT_PORTS[parts.scheme]
+    if (parts.hostname, port or default) == (served.hostname, host_port or default):
+        return True
+    return any(_named(parts.hostname, name.lower()) for name in allowed)
+
+
+def _named(hostname: str, pattern: str) -> bool:
+    if pattern.startswith("*."):
+        return hostname.endswith(pattern[1:])
+    return hostname == pattern
+
+
+def from_another_site(scope: Scope, allowed: Iterable[str] = ()) -> bool:
+    """Did another site's page make this request? Its Origin is not the app's own; or,
+    with no Origin, the browser says another site sent it (Sec-Fetch-Site) and it is not
+    a plain read (a logout is not one)."""
+    headers = Headers(scope=scope)
+    origin = headers.get("origin")
+    if origin is not None:
+        return not own_origin(origin, headers.get("host", ""), allowed)
+    if headers.get("sec-fetch-site") not in OTHER_SITES:
+        return False
+    return scope.get("method", "GET") not in SAFE_METHODS or scope["path"] in LOGOUT_PATHS
+
+
 class SecurityHeaders:
-    """Adds the Content-Security-Policy to every HTTP response."""
+    """Adds ``SECURITY_HEADERS`` (the policy, no framing) to every HTTP response."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -101,229 +175,259 @@ class SecurityHeaders:
 
         async def send_with_policy(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+                MutableHeaders(scope=message).update(SECURITY_HEADERS)
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
 
 
-@dataclass
-class _Failures:
-    """Failed logins of one client address."""
+class CrossOrigin:
+    """Refuses (403) what another site's page sends (``from_another_site``), before Gradio
+    sees it: no credentialed cross-origin call, read, preflight, login or logout."""
 
-    count: int = 0
-    last: float = 0.0  # when the last attempt started (clock seconds)
-    locked_until: float = 0.0
-
-
-class LoginThrottle:
-    """Refuses an address's logins for a growing delay after repeated failures.
-
-    An attempt counts as a failure when it starts (so a burst of parallel guesses cannot
-    all slip in before the first result) and is forgiven when Gradio accepts it.
-    """
-
-    def __init__(self, app: ASGIApp, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = ()) -> None:
         self.app = app
-        self.clock = clock
-        self.failures: dict[str, _Failures] = {}
-
-    def lock_seconds(self, failures: int) -> float:
-        """How long an address waits after ``failures`` failed logins (0 = not locked)."""
-        if failures < FREE_LOGIN_FAILURES:
-            return 0.0
-        return min(FIRST_LOCK_SECONDS * 2 ** (failures - FREE_LOGIN_FAILURES), MAX_LOCK_SECONDS)
-
-    def _entry(self, address: str, now: float) -> _Failures:
-        entry = self.failures.get(address)
-        if entry is None or (now - entry.last > FORGET_AFTER_SECONDS and now >= entry.locked_until):
-            if len(self.failures) >= MAX_TRACKED_ADDRESSES:
-                self._forget_unlocked(now)
-            entry = self.failures[address] = _Failures()
-        return entry
-
-    def _forget_unlocked(self, now: float) -> None:
-        for address in [a for a, e in self.failures.items() if now >= e.locked_until]:
-            del self.failures[address]
-        if len(self.failures) >= MAX_TRACKED_ADDRESSES:  # all locked: drop the oldest
-            oldest = sorted(self.failures, key=lambda a: self.failures[a].last)
-            for address in oldest[: len(oldest) // 2]:
-                del self.failures[address]
+        self.allowed = tuple(allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in LOGIN_PATHS:
+        if scope["type"] not in ("http", "websocket") or not from_another_site(scope, self.allowed):
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        address = str(client[0]) if client else "unknown"
-        now = self.clock()
-        entry = self._entry(address, now)
-        if now < entry.locked_until:
-            wait = math.ceil(entry.locked_until - now)
-            log.warning(
-                "login from %s refused: %d failed attempts, %d s to wait",
-                address,
-                entry.count,
-                wait,
-            )
-            response = JSONResponse(
-                {"detail": f"Too many failed logins: try again in {wait} s."},
-                status_code=429,
-                headers={"Retry-After": str(wait)},
-            )
-            await response(scope, receive, send)
+        origin = Headers(scope=scope).get("origin", "(none)")
+        log.warning("refused %s from another site (Origin %r)", scope["path"], origin[:200])
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
             return
-        entry.count += 1
-        entry.last = now
-        entry.locked_until = now + self.lock_seconds(entry.count)
-        statuses: list[int] = []
-
-        async def watch(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                statuses.append(int(message["status"]))
-            await send(message)
-
-        await self.app(scope, receive, watch)
-        if statuses and 200 <= statuses[0] < 300:
-            self.failures.pop(address, None)
-        else:
-            log.warning("failed login from %s (%d in a row)", address, entry.count)
+        refusal = PlainTextResponse("Cross-origin request refused.", status_code=403)
+        await refusal(scope, receive, send)
 
 
-class MediaOwners:
-    """Serves a file of a person's media folder to that person only (404 to anyone else).
+@dataclass
+class InFlight:
+    """The requests and streams each client address has open (shared by the middleware's
+    instances: Starlette may build the stack again)."""
 
-    ``owners`` maps each person's name (lower case) to their media folder. The user of a
-    request is the one Gradio's login cookie names (the app's ``tokens``).
+    requests: Counter[str] = field(default_factory=Counter)
+    streams: Counter[str] = field(default_factory=Counter)
+
+
+def is_stream(scope: Scope) -> bool:
+    """Does this request stay open (a websocket, an event stream, a heartbeat)?"""
+    path = scope["path"]
+    results = scope.get("method") == "GET" and path.startswith(RESULTS_PREFIX)
+    return scope["type"] == "websocket" or results or path.startswith(STREAM_PREFIXES)
+
+
+class ConnectionCaps:
+    """At most ``MAX_REQUESTS_PER_ADDRESS`` requests in flight per client address, of
+    which ``MAX_STREAMS_PER_ADDRESS`` streams; 429 beyond."""
+
+    def __init__(self, app: ASGIApp, in_flight: InFlight) -> None:
+        self.app = app
+        self.in_flight = in_flight
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        address = client_address(scope)
+        counters = [(self.in_flight.requests, MAX_REQUESTS_PER_ADDRESS)]
+        if is_stream(scope):
+            counters.append((self.in_flight.streams, MAX_STREAMS_PER_ADDRESS))
+        if any(counter[address] >= cap for counter, cap in counters):
+            log.warning("refused %s from %s: too many open requests", scope["path"], address)
+            await _too_many(scope, receive, send)
+            return
+        for counter, _ in counters:
+            counter[address] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            for counter, _ in counters:
+                counter[address] -= 1
+                if counter[address] <= 0:
+                    del counter[address]
+
+
+async def _too_many(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1013})
+        return
+    response = JSONResponse(
+        {"detail": "Too many open requests from your address."},
+        status_code=429,
+        headers={"Retry-After": "5"},
+    )
+    await response(scope, receive, send)
+
+
+class Uploads:
+    """Who uploaded each file of Gradio's upload folder, as this process saw it (at most
+    ``MAX_UPLOADS`` files, the oldest forgotten first)."""
+
+    def __init__(self) -> None:
+        self._owners: dict[Path, set[str]] = {}
+
+    def record(self, path: Path, name: str) -> None:
+        owners = self._owners.pop(path, set())
+        while len(self._owners) >= MAX_UPLOADS:
+            del self._owners[next(iter(self._owners))]
+        self._owners[path] = owners | {name.lower()}
+
+    def owned(self, path: Path, name: str) -> bool:
+        return name.lower() in self._owners.get(path, ())
+
+
+def named_paths(data: Any) -> Iterator[str]:
+    """Every file a request's JSON names (Gradio's FileData: a ``path`` key), at any depth."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            path = item.get("path")
+            if isinstance(path, str):
+                yield path
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+async def parsed_json(body: bytes) -> Any:
+    """A request body's JSON (None when it is none): Gradio reads it with the same parser,
+    so what fails here fails there. A long body is parsed in a worker thread."""
+    try:
+        if len(body) > PARSE_ON_LOOP:
+            return await asyncio.to_thread(json.loads, body)
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
+
+
+class FileOwners:
+    """Lets a request name only files that are the asker's (see the module's docstring).
+
+    ``owners`` maps each person's name (lower case) to their media folder; ``upload_dir``
+    is Gradio's upload folder, whose files belong to whoever ``uploads`` says uploaded them.
+    The asker is the one ``LoginGate`` found (``app.logins.user_of``).
     """
 
-    def __init__(self, app: ASGIApp, owners: Mapping[str, Path]) -> None:
+    def __init__(
+        self, app: ASGIApp, owners: Mapping[str, Path], upload_dir: Path, uploads: Uploads
+    ) -> None:
         self.app = app
         self.owners = {name: folder.resolve() for name, folder in owners.items()}
+        self.upload_dir = upload_dir.resolve()
+        self.uploads = uploads
 
-    def owner_of(self, path: str) -> str | None:
-        """The person whose media folder holds ``path``, or None."""
-        target = Path(unquote(path)).resolve()
+    def owner_of(self, target: Path) -> str | None:
+        """The person whose media folder holds ``target`` (resolved), or None."""
         for name, folder in self.owners.items():
             if target.is_relative_to(folder):
                 return name
         return None
 
-    def user_of(self, scope: Scope) -> str | None:
-        """The logged-in user of the request, from Gradio's session cookie."""
-        app = scope.get("app")
-        tokens = getattr(app, "tokens", None)
-        if tokens is None:
-            tokens = {}
-        cookie_id = getattr(app, "cookie_id", "")
-        cookies: dict[str, str] = {}
-        for key, value in scope.get("headers", []):
-            if key == b"cookie":
-                for part in value.decode("latin-1").split(";"):
-                    name, _, text = part.strip().partition("=")
-                    cookies[name] = text
-        token = cookies.get(f"access-token-{cookie_id}") or cookies.get(
-            f"access-token-unsecure-{cookie_id}"
-        )
-        user = tokens.get(token) if token else None
-        return str(user).lower() if user else None
+    def may_name(self, path: str, user: str | None) -> bool:
+        """May ``user`` have the file at ``path`` (as Gradio would read it) served or used?
+        A URL never: Gradio would fetch it itself."""
+        if "://" in path:
+            return False
+        try:
+            target = Path(path).resolve()
+        except (OSError, ValueError):  # a NUL byte, a loop of links
+            return False
+        owner = self.owner_of(target)
+        if owner is not None:
+            return owner == (user or "").lower()
+        if target.is_relative_to(self.upload_dir):
+            return user is not None and self.uploads.owned(target, user)
+        return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if FILE_ROUTE in path:
-            owner = self.owner_of(path.split(FILE_ROUTE, 1)[1])
-            if owner is not None and owner != self.user_of(scope):
-                await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path, user = scope["path"], user_of(scope)
+        route = next((r for r in FILE_ROUTES if path.startswith(r)), None)
+        if route is not None and not self.may_name(path[len(route) :], user):
+            log.warning("refused %r a file that is not theirs", user)
+            await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+        elif scope["method"] == "POST" and path in UPLOAD_PATHS:
+            recording = send if user is None else self._recording(send, user)
+            await self.app(scope, receive, recording)
+        elif scope["method"] == "POST" and path.startswith(API_PREFIX):
+            await self._checked_body(scope, receive, send, user)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _checked_body(
+        self, scope: Scope, receive: Receive, send: Send, user: str | None
+    ) -> None:
+        body = await read_body(receive, MAX_JSON_BODY)
+        if body is None:
+            await JSONResponse({"detail": "Request too large."}, status_code=413)(
+                scope, receive, send
+            )
+            return
+        data = await parsed_json(body)
+        if any(not self.may_name(named, user) for named in named_paths(data)):
+            log.warning("refused %r a request naming a file that is not theirs", user)
+            await JSONResponse({"detail": "File not allowed."}, status_code=403)(
+                scope, receive, send
+            )
+            return
+        await self.app(scope, replay(body), send)
+
+    def _recording(self, send: Send, user: str) -> Send:
+        """A ``send`` that records ``user`` as the owner of the files Gradio answers an
+        upload with, before the answer (and so the files' names) reaches them."""
+        held: list[Message] = []
+
+        async def record(message: Message) -> None:
+            held.append(message)
+            if message["type"] == "http.response.body" and message.get("more_body", False):
                 return
-        await self.app(scope, receive, send)
+            if message["type"] == "http.response.start":
+                return
+            if held[0].get("status") == 200:
+                self._record_answer(b"".join(m.get("body", b"") for m in held[1:]), user)
+            for message in held:
+                await send(message)
+            held.clear()
 
+        return record
 
-class LoginRegistry(Protocol):
-    """Where logins are kept: memory.accounts.Accounts or memory.pg_accounts.PgAccounts."""
-
-    def add_login(self, token: str, name: str) -> None: ...
-
-    def login_name(self, token: str) -> str | None: ...
-
-    def end_login(self, token: str) -> None: ...
-
-
-class SharedLogins(MutableMapping[str, str]):
-    """Gradio's login tokens (``App.tokens``: token -> user name) kept in the accounts
-    registry, so every process of a Companion knows every login (only hashes are kept).
-
-    A token is looked up in the registry once per ``RECHECK_SECONDS`` per process, then
-    answered from memory (Gradio reads it on every request, on the event loop: one short
-    query a minute per logged-in browser, not one per request); so a logout or a new
-    password reaches the other processes within that time. Iterating gives the tokens
-    this process has seen (Gradio's logout walks them to end a user's sessions).
-    """
-
-    RECHECK_SECONDS = 60.0
-
-    def __init__(self, registry: LoginRegistry, clock: Callable[[], float] = time.monotonic):
-        self.registry = registry
-        self.clock = clock
-        self._seen: dict[str, tuple[str, float]] = {}  # token -> (name, when checked)
-
-    def get(self, token: object, default: str | None = None) -> str | None:  # type: ignore[override]
-        if not isinstance(token, str) or not token:
-            return default
-        seen = self._seen.get(token)
-        if seen is not None and self.clock() - seen[1] < self.RECHECK_SECONDS:
-            return seen[0]
+    def _record_answer(self, answer: bytes, user: str) -> None:
         try:
-            name = self.registry.login_name(token)
-        except Exception:  # the registry is down: nobody is logged in, the app stays up
-            log.exception("could not check a login token")
-            name = None
-        if name is None:
-            self._seen.pop(token, None)
-            return default
-        self._seen[token] = (name, self.clock())
-        return name
-
-    def __getitem__(self, token: str) -> str:
-        name = self.get(token)
-        if name is None:
-            raise KeyError(token)
-        return name
-
-    def __setitem__(self, token: str, name: str) -> None:
-        self.registry.add_login(token, name)
-        self._seen[token] = (name, self.clock())
-
-    def __delitem__(self, token: str) -> None:
-        self.registry.end_login(token)
-        self._seen.pop(token, None)
-
-    def __contains__(self, token: object) -> bool:
-        return self.get(token) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._seen))
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-
-def share_logins(app: Any, registry: LoginRegistry, scope: str) -> None:
-    """Make a launched Gradio app keep its logins in ``registry``, under a cookie name
-    every process of the same Companion (``scope``: its home or database) shares."""
-    app.tokens = SharedLogins(registry)
-    app.cookie_id = hashlib.sha256(f"companion-login:{scope}".encode()).hexdigest()[:32]
+            paths = json.loads(answer)
+        except ValueError:
+            return
+        for path in paths if isinstance(paths, list) else []:
+            if isinstance(path, str):
+                self.uploads.record(Path(path).resolve(), user)
 
 
 def middleware(
-    allowed_hosts: Iterable[str], media_owners: Mapping[str, Path] | None = None
+    trusted: Iterable[str],
+    *,
+    allowed_hosts: Iterable[str] = (),
+    logins: Logins | None = None,
+    media_owners: Mapping[str, Path] | None = None,
+    upload_dir: Path | None = None,
 ) -> list[Middleware]:
-    """The app's middleware, outermost first: Host check, security headers, login
-    throttle, and with accounts (``media_owners``) each person's images to them only."""
+    """The app's middleware, outermost first: Host check, security headers, cross-origin
+    refusal and connection caps; with a login (``logins``) the login gate; with accounts
+    (``media_owners``, and Gradio's ``upload_dir``) each person's files to them only."""
     stack = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(trusted), www_redirect=False),
         Middleware(SecurityHeaders),
-        Middleware(LoginThrottle),
+        Middleware(CrossOrigin, allowed_hosts=tuple(allowed_hosts)),
+        Middleware(ConnectionCaps, in_flight=InFlight()),
     ]
-    if media_owners:
-        stack.append(Middleware(MediaOwners, owners=dict(media_owners)))
+    if logins is not None:
+        stack.append(Middleware(LoginGate, logins=logins))
+        if media_owners and upload_dir is not None:
+            owners = dict(media_owners)
+            stack.append(
+                Middleware(FileOwners, owners=owners, upload_dir=upload_dir, uploads=Uploads())
+            )
     return stack

@@ -12,11 +12,15 @@ Each browser keeps its own session id in a ``gr.State``, handlers are async and 
 runs many at once, so two browsers chat side by side and a running tool never freezes the
 page.
 
-The server trusts no stranger (``app.security``): it answers only to its own Host names,
-serves a Content-Security-Policy, throttles failed logins and caps uploads at
-``MAX_UPLOAD_BYTES``; ``serve`` refuses to listen beyond loopback without a password. With
-accounts (``companion user add``) Gradio's login checks them (scrypt hashes in
-``memory.accounts``); without, COMPANION_PASSWORD is the one password (user ``companion``).
+The server trusts no stranger (``app.security``, ``app.logins``): it answers only to its
+own Host names and its own origin, serves a Content-Security-Policy, caps each address's
+open requests and uploads at ``MAX_UPLOAD_BYTES``, and logs people in itself (throttled,
+off the event loop); ``serve`` refuses to listen beyond loopback without a password. With
+accounts (``companion user add``) the login checks them (scrypt hashes in
+``memory.accounts``) and each person's files are served to them alone; without,
+COMPANION_PASSWORD is the one password (user ``companion``). The media folders are
+Gradio static paths: their images are served where they are, under the owner check, never
+copied into Gradio's cache.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 # Gradio and its client phone home unless told not to; nothing leaves this machine.
@@ -33,10 +38,13 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import gradio as gr
+from gradio.route_utils import CustomCORSMiddleware
+from gradio.utils import get_upload_folder
 
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
-from app.security import exposure_problem, middleware, share_logins, trusted_hosts
+from app.logins import Logins, single_password
+from app.security import exposure_problem, middleware, trusted_hosts
 from config.settings import ConfigError
 from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
@@ -100,8 +108,8 @@ def launch_app(
 
     ``make_context`` is the people using it, or one person's factory. It answers only to
     loopback names, ``host`` and ``allowed_hosts`` (anything else gets 400). With accounts,
-    Gradio's login checks them and ``password`` is not used. Raises ValueError for an
-    empty password or a non-loopback host without a login.
+    the login checks them and ``password`` is not used. Raises ValueError for an empty
+    password or a non-loopback host without a login.
     """
     if password is not None and not password:
         raise ValueError("an empty password would turn the login off")
@@ -109,24 +117,32 @@ def launch_app(
     problem = exposure_problem(host, "accounts" if people.hosted else password)
     if problem:
         raise ValueError(problem)
-    auth: Any = None
+    check: Callable[[str, str], bool] | None = None
     if people.hosted:
-        auth = people.check
+        check = people.check
     elif password:
-        auth = (USER, password)
+        check = single_password(USER, password)
+    logins = None if check is None else Logins.over(people.accounts, check, people.scope)
+    stack = middleware(
+        trusted_hosts(host, allowed_hosts),
+        allowed_hosts=allowed_hosts,
+        logins=logins,
+        media_owners=people.media_owners(),
+        upload_dir=Path(get_upload_folder()),
+    )
+    media = [str(folder) for folder in people.media_dirs()]
+    gr.set_static_paths(media)  # shown where they are (under FileOwners), never copied
     demo = build_app(people)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     server_app, url, _ = demo.launch(
         server_name=host,
         server_port=port,
-        auth=auth,
+        auth=check,  # Gradio then asks for a login; LoginGate answers /login itself
         prevent_thread_lock=prevent_thread_lock,
         # The media folders only, never the home (it holds the databases).
-        allowed_paths=[str(folder) for folder in people.media_dirs()],
+        allowed_paths=media,
         max_file_size=MAX_UPLOAD_BYTES,
-        app_kwargs={
-            "middleware": middleware(trusted_hosts(host, allowed_hosts), people.media_owners())
-        },
+        app_kwargs={"middleware": stack},
         num_workers=0,  # static-file workers (GRADIO_NUM_WORKERS) would bypass the middleware
         quiet=True,
         show_error=True,
@@ -134,9 +150,22 @@ def launch_app(
         css=CSS,
         footer_links=[],
     )
-    if auth is not None:  # several processes behind a load balancer share their logins
-        share_logins(server_app, people.accounts, people.scope)
+    if logins is not None:  # several processes behind a load balancer share their logins
+        logins.install(server_app)
+    behind_our_middleware(server_app)
     return demo, str(url)
+
+
+def behind_our_middleware(app: Any) -> None:
+    """Move Gradio's CORS middleware behind ours. Gradio puts it in front of the app's own
+    middleware, and it answers another site's preflight itself, allowing any Origin with
+    credentials on every host name but localhost; behind ours, such requests are refused
+    before it sees them. Starlette built the stack when the server started: build it again
+    (the middleware keep their state in the objects ``middleware`` gave them)."""
+    rest = [m for m in app.user_middleware if m.cls is not CustomCORSMiddleware]
+    cors = [m for m in app.user_middleware if m.cls is CustomCORSMiddleware]
+    app.user_middleware = rest + cors
+    app.middleware_stack = app.build_middleware_stack()
 
 
 def serve(

@@ -8,6 +8,13 @@ be lost — and later people get ``people/<id>/``. The default stays one person 
 login; accounts are enabled once a first person is added. The registry lives in
 ``<home>/accounts.db`` and is read rarely (a login, the CLI), so every call opens its own
 short-lived connection.
+
+It also keeps what every app process of the home must agree on: the logins (token hashes,
+at most ``MAX_LOGINS_PER_PERSON`` each) and the login throttle. Failed logins are counted
+per name tried and client address (``login_failures``); three budgets are read from those
+rows — one name from one address, every name from one address, one name from every
+address it never logged in from — and a success forgives only its own name from its own
+address, so nobody's login resets the count of guesses at someone else.
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ import hmac
 import re
 import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from memory.db import connect, migrate, owner_only
 from memory.store import format_time, utc_now
@@ -67,8 +75,37 @@ MIGRATIONS: tuple[str, ...] = (
         created_at TEXT NOT NULL
     );
     """,
+    # 3: the login throttle, shared by every app process: failed logins per name tried
+    # (lower case, as typed: it need not be anyone's) and client address, and when that
+    # name last logged in from that address (epoch seconds).
+    """
+    CREATE TABLE login_failures (
+        name     TEXT NOT NULL,
+        address  TEXT NOT NULL,
+        failures INTEGER NOT NULL,
+        last_at  REAL NOT NULL,
+        known_at REAL,
+        PRIMARY KEY (name, address)
+    );
+    CREATE INDEX login_failures_address ON login_failures (address);
+    """,
 )
 LOGIN_DAYS = 30  # a login lasts this long, then the person logs in again
+MAX_LOGINS_PER_PERSON = 20  # a new login beyond these ends the person's oldest
+
+# The login throttle. An attempt counts as a failure when it starts (a burst of parallel
+# guesses cannot slip in before the first result) and a success forgives it. A budget
+# spent locks for FIRST_LOCK_SECONDS, doubling with each further failure.
+LOGIN_FREE_FAILURES = 5  # one name from one address
+ADDRESS_FREE_FAILURES = 20  # every name from one address (people behind one router)
+# One name from every address that it never logged in from: a lock here shuts out
+# strangers only, so guessing from many addresses cannot lock its owner out at home.
+ACCOUNT_FREE_FAILURES = 50
+FIRST_LOCK_SECONDS = 2.0
+MAX_LOCK_SECONDS = 300.0
+FORGET_FAILURES_SECONDS = 3600.0  # a failure older than this no longer counts
+KNOWN_ADDRESS_SECONDS = LOGIN_DAYS * 86_400.0  # a login from an address makes it known
+MAX_KEY_CHARS = 64  # of a name tried or an address, as kept (both come from outside)
 
 
 @dataclass(frozen=True)
@@ -82,6 +119,50 @@ class Person:
     def home(self, root: Path) -> Path:
         """This person's own home folder (their companion.db and media/) under ``root``."""
         return root / self.folder if self.folder else root
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Failed logins counted against one budget, and when the latest began (epoch s)."""
+
+    count: int = 0
+    last: float = 0.0
+
+    def locked_until(self, free: int) -> float:
+        """When this budget's lock ends (the past when it is not spent)."""
+        return self.last + lock_seconds(self.count, free)
+
+
+def lock_seconds(failures: int, free: int) -> float:
+    """How long a budget of ``free`` failures locks after ``failures`` (0: not locked)."""
+    if failures < free:
+        return 0.0
+    return min(FIRST_LOCK_SECONDS * 2.0 ** min(failures - free, 16), MAX_LOCK_SECONDS)
+
+
+@dataclass(frozen=True)
+class LoginRecord:
+    """What the registry holds about a login attempt's name and address."""
+
+    pair: Failures  # this name from this address
+    address: Failures  # every name from this address
+    account: Failures  # this name from every address
+    known: bool  # this name has logged in from this address lately
+
+    def wait(self, now: float) -> float:
+        """Seconds before the attempt may be made (0: now)."""
+        ends = [
+            self.pair.locked_until(LOGIN_FREE_FAILURES),
+            self.address.locked_until(ADDRESS_FREE_FAILURES),
+        ]
+        if not self.known:
+            ends.append(self.account.locked_until(ACCOUNT_FREE_FAILURES))
+        return max(0.0, max(ends) - now)
+
+
+def throttle_key(text: str) -> str:
+    """How a name tried or an address is kept in ``login_failures``."""
+    return text.strip().lower()[:MAX_KEY_CHARS]
 
 
 class AccountError(Exception):
@@ -217,7 +298,8 @@ class Accounts:
             conn.execute("DELETE FROM logins WHERE name = ?", (name,))  # log everyone out
 
     def add_login(self, token: str, name: str) -> None:
-        """Keep a login (Gradio's cookie token) for every process; drop expired ones."""
+        """Keep a login (its cookie's token) for every process; drop expired ones, and
+        the person's oldest beyond ``MAX_LOGINS_PER_PERSON``."""
         now = utc_now()
         with self._connection() as conn:
             conn.execute(
@@ -227,6 +309,11 @@ class Accounts:
             conn.execute(
                 "INSERT INTO logins (token_hash, name, created_at) VALUES (?, ?, ?)",
                 (token_hash(token), name, format_time(now)),
+            )
+            conn.execute(  # rowids grow with every insert: the newest are the largest
+                "DELETE FROM logins WHERE name = ? AND rowid NOT IN "
+                "(SELECT rowid FROM logins WHERE name = ? ORDER BY rowid DESC LIMIT ?)",
+                (name, name, MAX_LOGINS_PER_PERSON),
             )
 
     def login_name(self, token: str) -> str | None:
@@ -246,6 +333,69 @@ class Accounts:
         if self.path.exists():
             with self._connection() as conn:
                 conn.execute("DELETE FROM logins WHERE token_hash = ?", (token_hash(token),))
+
+    def end_logins(self, name: str) -> None:
+        """Forget every login of a person (logging out everywhere)."""
+        if self.path.exists():
+            with self._connection() as conn:
+                conn.execute("DELETE FROM logins WHERE name = ?", (name,))
+
+    def claim_login(self, name: str, address: str, now: float) -> float:
+        """Count a login attempt of ``name`` from ``address`` as a failure, unless the
+        throttle holds it back: then nothing is counted and the seconds to wait are
+        returned (0 when counted). ``now`` is the clock in epoch seconds."""
+        name, address = throttle_key(name), throttle_key(address)
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")  # read, decide and count as one step
+            try:
+                conn.execute(
+                    "DELETE FROM login_failures WHERE last_at < ? "
+                    "AND (known_at IS NULL OR known_at < ?)",
+                    (now - FORGET_FAILURES_SECONDS, now - KNOWN_ADDRESS_SECONDS),
+                )
+                wait = self._login_record(conn, name, address, now).wait(now)
+                if wait == 0:
+                    conn.execute(
+                        "INSERT INTO login_failures (name, address, failures, last_at) "
+                        "VALUES (?, ?, 1, ?) ON CONFLICT (name, address) DO UPDATE SET "
+                        "failures = CASE WHEN last_at >= ? THEN failures + 1 ELSE 1 END, "
+                        "last_at = excluded.last_at",
+                        (name, address, now, now - FORGET_FAILURES_SECONDS),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return wait
+
+    def forgive_login(self, name: str, address: str, now: float) -> None:
+        """A claimed attempt succeeded: forget this name's failures from this address
+        (no one else's) and remember the address as one it logs in from."""
+        with self._connection() as conn:
+            conn.execute(
+                "UPDATE login_failures SET failures = 0, known_at = ? "
+                "WHERE name = ? AND address = ?",
+                (now, throttle_key(name), throttle_key(address)),
+            )
+
+    @staticmethod
+    def _login_record(conn: sqlite3.Connection, name: str, address: str, now: float) -> LoginRecord:
+        since = now - FORGET_FAILURES_SECONDS
+        pair = conn.execute(
+            "SELECT failures, last_at, known_at FROM login_failures WHERE name = ? AND address = ?",
+            (name, address),
+        ).fetchone()
+        by_address = conn.execute(
+            "SELECT COALESCE(SUM(failures), 0), COALESCE(MAX(last_at), 0) FROM login_failures "
+            "WHERE address = ? AND failures > 0 AND last_at >= ?",
+            (address, since),
+        ).fetchone()
+        by_name = conn.execute(
+            "SELECT COALESCE(SUM(failures), 0), COALESCE(MAX(last_at), 0) FROM login_failures "
+            "WHERE name = ? AND failures > 0 AND last_at >= ?",
+            (name, since),
+        ).fetchone()
+        return login_record(pair, by_address, by_name, now)
 
     def _find(self, name: str) -> sqlite3.Row | None:
         if not self.path.exists():
@@ -270,6 +420,24 @@ class Accounts:
             yield conn
         finally:
             conn.close()
+
+
+def login_record(
+    pair: Sequence[Any] | None,
+    by_address: Sequence[Any],
+    by_name: Sequence[Any],
+    now: float,
+) -> LoginRecord:
+    """A ``LoginRecord`` from the rows both registries read: the pair's (failures,
+    last_at, known_at) or None, and the (sum, latest) of failures by address and by name."""
+    fresh = pair is not None and pair[1] >= now - FORGET_FAILURES_SECONDS
+    known = pair is not None and pair[2] is not None and pair[2] >= now - KNOWN_ADDRESS_SECONDS
+    return LoginRecord(
+        pair=Failures(int(pair[0]), float(pair[1])) if pair is not None and fresh else Failures(),
+        address=Failures(int(by_address[0]), float(by_address[1])),
+        account=Failures(int(by_name[0]), float(by_name[1])),
+        known=known,
+    )
 
 
 def _check_name(name: str) -> None:

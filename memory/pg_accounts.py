@@ -2,9 +2,10 @@
 a ``users`` table that every app process sharing the database reads.
 
 ``PgAccounts`` answers like ``memory.accounts.Accounts`` (``enabled``, ``add``, ``check``,
-``get``, ``people``, ``set_password``, ``root``), with the same name rules, the same
-scrypt hashes (``memory.accounts``' own functions) and the same errors, so the CLI and the
-app's login need not know which one they hold. What differs:
+``get``, ``people``, ``set_password``, ``root``, and the logins and login throttle of
+``add_login``, ``claim_login`` and the rest), with the same name rules, the same scrypt
+hashes and throttle budgets (``memory.accounts``' own functions) and the same errors, so
+the CLI and the app's login need not know which one they hold. What differs:
 
 - **The person key.** Every row of memory.pg_store belongs to ``app.person``; a person's
   key is ``person_key(person)``, their ``id`` as text. The id comes from an identity
@@ -30,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import errors, sql
@@ -38,13 +40,19 @@ from psycopg.rows import DictRow, dict_row
 from memory.accounts import (
     DUMMY_HASH,
     FOLDER_MODE,
+    FORGET_FAILURES_SECONDS,
+    KNOWN_ADDRESS_SECONDS,
     LOGIN_DAYS,
+    MAX_LOGINS_PER_PERSON,
     AccountError,
+    LoginRecord,
     Person,
     _check_name,  # memory.accounts' own rules: both registries refuse alike
     _check_password,
     _make_folder,
     hash_password,
+    login_record,
+    throttle_key,
     token_hash,
     verify_password,
 )
@@ -75,6 +83,19 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX logins_name ON logins (lower(name));
     """,
+    # 3: the login throttle (memory.accounts' migration 3): failed logins per name tried
+    # (lower case) and client address, and when that name last logged in from there.
+    """
+    CREATE TABLE login_failures (
+        name     text NOT NULL,
+        address  text NOT NULL,
+        failures integer NOT NULL,
+        last_at  double precision NOT NULL,
+        known_at double precision,
+        PRIMARY KEY (name, address)
+    );
+    CREATE INDEX login_failures_address ON login_failures (address);
+    """,
 )
 
 
@@ -104,8 +125,13 @@ def migrate_accounts(admin_url: str, app_role: str) -> int:
             conn.execute("INSERT INTO accounts_schema_version (version) VALUES (%s)", (version,))
         # Exactly these privileges: take back anything granted before (to anyone), then
         # grant. Not UPDATE of id or name: a person's key and name never change.
-        conn.execute(sql.SQL("REVOKE ALL ON users, logins FROM PUBLIC, {}").format(role))
+        conn.execute(
+            sql.SQL("REVOKE ALL ON users, logins, login_failures FROM PUBLIC, {}").format(role)
+        )
         conn.execute(sql.SQL("GRANT SELECT, INSERT, DELETE ON logins TO {}").format(role))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON login_failures TO {}").format(role)
+        )
         conn.execute(
             sql.SQL(
                 "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash) ON users TO {}"
@@ -185,7 +211,8 @@ class PgAccounts:
             conn.execute("DELETE FROM logins WHERE lower(name) = lower(%s)", (name,))
 
     def add_login(self, token: str, name: str) -> None:
-        """Keep a login (Gradio's cookie token) for every process; drop expired ones."""
+        """Keep a login (its cookie's token) for every process; drop expired ones, and
+        the person's oldest beyond ``MAX_LOGINS_PER_PERSON``."""
         with self._connection() as conn, conn.transaction():
             conn.execute(
                 "DELETE FROM logins WHERE created_at < now() - make_interval(days => %s)",
@@ -193,6 +220,12 @@ class PgAccounts:
             )
             conn.execute(  # a token is random: a second use of one is an error
                 "INSERT INTO logins (token_hash, name) VALUES (%s, %s)", (token_hash(token), name)
+            )
+            conn.execute(  # each login is its own transaction: now() tells them apart
+                """DELETE FROM logins WHERE lower(name) = lower(%(name)s) AND token_hash NOT IN
+                   (SELECT token_hash FROM logins WHERE lower(name) = lower(%(name)s)
+                    ORDER BY created_at DESC LIMIT %(keep)s)""",
+                {"name": name, "keep": MAX_LOGINS_PER_PERSON},
             )
 
     def login_name(self, token: str) -> str | None:
@@ -209,6 +242,80 @@ class PgAccounts:
         """Forget a login (logging out)."""
         with self._connection() as conn:
             conn.execute("DELETE FROM logins WHERE token_hash = %s", (token_hash(token),))
+
+    def end_logins(self, name: str) -> None:
+        """Forget every login of a person (logging out everywhere)."""
+        with self._connection() as conn:
+            conn.execute("DELETE FROM logins WHERE lower(name) = lower(%s)", (name,))
+
+    def claim_login(self, name: str, address: str, now: float) -> float:
+        """Count a login attempt of ``name`` from ``address`` as a failure, unless the
+        throttle holds it back: then nothing is counted and the seconds to wait are
+        returned (0 when counted). ``now`` is the clock in epoch seconds."""
+        keys = {
+            "name": throttle_key(name),
+            "address": throttle_key(address),
+            "now": now,
+            "since": now - FORGET_FAILURES_SECONDS,
+            "known": now - KNOWN_ADDRESS_SECONDS,
+        }
+        with self._connection() as conn, conn.transaction():
+            # Every process reads, decides and counts one attempt at a time.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.login_throttle'))")
+            conn.execute(
+                """DELETE FROM login_failures WHERE last_at < %(since)s
+                   AND (known_at IS NULL OR known_at < %(known)s)""",
+                keys,
+            )
+            wait = self._login_record(conn, keys).wait(now)
+            if wait == 0:
+                conn.execute(
+                    """INSERT INTO login_failures (name, address, failures, last_at)
+                       VALUES (%(name)s, %(address)s, 1, %(now)s)
+                       ON CONFLICT (name, address) DO UPDATE SET
+                       failures = CASE WHEN login_failures.last_at >= %(since)s
+                                  THEN login_failures.failures + 1 ELSE 1 END,
+                       last_at = excluded.last_at""",
+                    keys,
+                )
+        return wait
+
+    def forgive_login(self, name: str, address: str, now: float) -> None:
+        """A claimed attempt succeeded: forget this name's failures from this address
+        (no one else's) and remember the address as one it logs in from."""
+        with self._connection() as conn:
+            conn.execute(
+                """UPDATE login_failures SET failures = 0, known_at = %s
+                   WHERE name = %s AND address = %s""",
+                (now, throttle_key(name), throttle_key(address)),
+            )
+
+    @staticmethod
+    def _login_record(conn: psycopg.Connection[DictRow], keys: dict[str, Any]) -> LoginRecord:
+        pair = conn.execute(
+            """SELECT failures, last_at, known_at FROM login_failures
+               WHERE name = %(name)s AND address = %(address)s""",
+            keys,
+        ).fetchone()
+        by_address = conn.execute(
+            """SELECT COALESCE(SUM(failures), 0) AS n, COALESCE(MAX(last_at), 0) AS last
+               FROM login_failures
+               WHERE address = %(address)s AND failures > 0 AND last_at >= %(since)s""",
+            keys,
+        ).fetchone()
+        by_name = conn.execute(
+            """SELECT COALESCE(SUM(failures), 0) AS n, COALESCE(MAX(last_at), 0) AS last
+               FROM login_failures
+               WHERE name = %(name)s AND failures > 0 AND last_at >= %(since)s""",
+            keys,
+        ).fetchone()
+        assert by_address is not None and by_name is not None  # aggregates return a row
+        return login_record(
+            None if pair is None else list(pair.values()),
+            list(by_address.values()),
+            list(by_name.values()),
+            keys["now"],
+        )
 
     def _find(self, name: str) -> DictRow | None:
         with self._connection() as conn:

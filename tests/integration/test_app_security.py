@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from app.security import CONTENT_SECURITY_POLICY, FIRST_LOCK_SECONDS, FREE_LOGIN_FAILURES
+from app.security import CONTENT_SECURITY_POLICY
 from app.ui import MAX_UPLOAD_BYTES
+from memory.accounts import FIRST_LOCK_SECONDS, LOGIN_FREE_FAILURES
 
 EVIL = "evil.example"
 PASSWORD = "s3cret"
@@ -78,8 +79,8 @@ def login(client: httpx.Client, password: str) -> httpx.Response:
 def test_failed_logins_lock_the_address_even_for_the_right_password(launch) -> None:
     app = launch(password=PASSWORD)
     with http(app.url) as client:
-        failures = [login(client, "guess").status_code for _ in range(FREE_LOGIN_FAILURES)]
-        assert failures == [400] * FREE_LOGIN_FAILURES
+        failures = [login(client, "guess").status_code for _ in range(LOGIN_FREE_FAILURES)]
+        assert failures == [400] * LOGIN_FREE_FAILURES
         refused = login(client, PASSWORD)  # the sixth attempt, well within the lock
         assert refused.status_code == 429
         assert "Too many failed logins" in refused.json()["detail"]

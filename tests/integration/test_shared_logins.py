@@ -2,7 +2,7 @@
 
 Gradio keeps login tokens in a dict of its own process, under a cookie name random per
 process: a person logged in through one process would meet the login form on the next
-request the balancer sends to the other. ``app.security.SharedLogins`` keeps them in the
+request the balancer sends to the other. ``app.logins.SharedLogins`` keeps them in the
 accounts registry instead (accounts.db, or Postgres's ``logins``). Here two apps, each
 with its own ``People`` as two processes would have, serve one home (or one database).
 """
@@ -21,7 +21,7 @@ import httpx
 import psycopg
 import pytest
 
-from app.security import SharedLogins
+from app.logins import SharedLogins
 from app.ui import launch_app
 from graph.setup import People
 from tests.e2e.harness import free_port

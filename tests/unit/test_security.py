@@ -1,20 +1,11 @@
-"""The server's guards and their settings: Host names, exposure, login throttle, size limit."""
+"""The server's guards and their settings: Host names, exposure, size limit (the login
+throttle: tests/unit/test_logins.py)."""
 
 from __future__ import annotations
 
 import pytest
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-from starlette.testclient import TestClient
 
 from app.security import (
-    FIRST_LOCK_SECONDS,
-    FREE_LOGIN_FAILURES,
-    MAX_LOCK_SECONDS,
-    LoginThrottle,
     exposure_problem,
     is_loopback,
     trusted_hosts,
@@ -78,57 +69,6 @@ def test_only_loopback_may_go_without_a_password(host: str, loopback: bool) -> N
     assert is_loopback(host) is loopback
     assert (exposure_problem(host, None) is None) is loopback
     assert exposure_problem(host, PASSWORD) is None
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def login_app(clock: Clock) -> Starlette:
-    """A login route that answers like Gradio's: 200 for the password, 400 otherwise."""
-
-    async def login(request: Request) -> JSONResponse:
-        form = await request.form()
-        ok = form.get("password") == PASSWORD
-        return JSONResponse({"success": ok}, status_code=200 if ok else 400)
-
-    return Starlette(
-        routes=[Route("/login", login, methods=["POST"])],
-        middleware=[Middleware(LoginThrottle, clock=clock)],
-    )
-
-
-def attempt(client: TestClient, password: str) -> int:
-    return client.post("/login", data={"username": "companion", "password": password}).status_code
-
-
-def test_after_five_failures_even_the_right_password_waits_and_the_wait_grows() -> None:
-    clock = Clock()
-    client = TestClient(login_app(clock))
-    assert [attempt(client, "guess") for _ in range(FREE_LOGIN_FAILURES)] == [400] * 5
-    refused = client.post("/login", data={"username": "companion", "password": PASSWORD})
-    assert refused.status_code == 429
-    assert refused.headers["retry-after"] == str(int(FIRST_LOCK_SECONDS))
-    clock.now += FIRST_LOCK_SECONDS
-    assert attempt(client, "guess") == 400  # sixth failure: locked twice as long
-    clock.now += FIRST_LOCK_SECONDS
-    assert attempt(client, PASSWORD) == 429
-    clock.now += FIRST_LOCK_SECONDS
-    assert attempt(client, PASSWORD) == 200
-    assert attempt(client, "typo") == 400  # a success forgives the earlier failures
-
-
-def test_the_lock_is_capped() -> None:
-    throttle = LoginThrottle(app=login_app(Clock()))
-    assert throttle.lock_seconds(FREE_LOGIN_FAILURES - 1) == 0
-    assert throttle.lock_seconds(FREE_LOGIN_FAILURES + 1) == 2 * FIRST_LOCK_SECONDS
-    assert throttle.lock_seconds(1000) == MAX_LOCK_SECONDS
 
 
 async def test_a_too_long_message_is_refused_before_anything_is_stored(make_context) -> None:

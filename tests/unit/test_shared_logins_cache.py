@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.security import SharedLogins
+from app.logins import SharedLogins
 from memory.accounts import Accounts
 
 
