@@ -14,7 +14,6 @@ operations only (a backtracking pattern over a long run of ``http://`` took seco
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ import httpx
 from config.settings import Settings
 from graph.context import Context
 from tools.image_analyze import image_analyze
-from tools.images import NotAnImage, inspect_image, write_image
+from tools.images import NotAnImage, inspect_image, media_path, write_image
 from tools.net import describe_http_error, guarded_client, request_timeout, url_problem
 
 log = logging.getLogger("companion.attachments")
@@ -101,7 +100,8 @@ async def serves_image(url: str, settings: Settings) -> bool:
 
 
 def save_upload(upload: str | Path, media_dir: Path) -> str:
-    """Copy an uploaded image into the media folder (named by its content); its path."""
+    """Copy an uploaded image into the media folder (named by its content, keyed by the
+    person's secret); its path."""
     try:
         data = Path(upload).read_bytes()
     except OSError as exc:
@@ -111,7 +111,7 @@ def save_upload(upload: str | Path, media_dir: Path) -> str:
     except NotAnImage as exc:
         log.info("refused the upload %s: %s", Path(upload).name, exc)
         raise AttachmentError(NOT_AN_IMAGE.format(name=Path(upload).name, why=exc)) from exc
-    path = media_dir / f"{hashlib.sha256(data).hexdigest()}.{info.extension}"
+    path = media_path(data, media_dir, info.extension)
     if not path.is_file():
         write_image(data, path)
     return str(path)

@@ -2,19 +2,39 @@
 
 The CLI and the app call ``configure_logging`` once at start. Everything Companion logs
 goes under the ``companion`` logger; the file is ``Settings.log_file``
-(``COMPANION_HOME/logs/companion.log``).
+(``COMPANION_HOME/logs/companion.log``), in a 0700 folder, and it and its rotated copies
+are 0600: a log names people, chats and errors. ``keep_files_private`` does the same for
+everything a serving process writes: a umask of 077, and Gradio's cache of uploaded and
+displayed files under the home.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
+import os
+from collections.abc import MutableMapping
 from pathlib import Path
+
+from memory.db import DB_FILE_MODE, owner_only, owner_only_folder
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MAX_BYTES = 2_000_000
 BACKUPS = 3
 HANDLER_NAMES = ("companion-stderr", "companion-file")
+PRIVATE_UMASK = 0o077
+GRADIO_CACHE = "gradio-cache"  # under the home: Gradio's copies of uploads and shown images
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log whose every file (the first and each after a rollover) is 0600."""
+
+    def _open(self) -> io.TextIOWrapper:
+        descriptor = os.open(
+            self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, DB_FILE_MODE
+        )
+        return open(descriptor, "a", encoding=self.encoding, errors=self.errors)
 
 
 def configure_logging(path: Path, level: str = "WARNING") -> Path:
@@ -23,7 +43,8 @@ def configure_logging(path: Path, level: str = "WARNING") -> Path:
     Calling it again (tests, a second app in one process) replaces the handlers it added
     rather than stacking them.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    owner_only_folder(path.parent)
+    owner_only(path)  # made 0600, or made so
     root = logging.getLogger("companion")
     for handler in [h for h in root.handlers if h.get_name() in HANDLER_NAMES]:
         root.removeHandler(handler)
@@ -31,7 +52,7 @@ def configure_logging(path: Path, level: str = "WARNING") -> Path:
     stderr = logging.StreamHandler()
     stderr.setLevel(level.upper())
     stderr.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    file = logging.handlers.RotatingFileHandler(
+    file = PrivateRotatingFileHandler(
         path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"
     )
     file.setLevel(min(logging.INFO, logging.getLevelName(level.upper())))
@@ -42,3 +63,15 @@ def configure_logging(path: Path, level: str = "WARNING") -> Path:
     root.addHandler(file)
     root.setLevel(min(logging.INFO, logging.getLevelName(level.upper())))
     return path
+
+
+def keep_files_private(home: Path, env: MutableMapping[str, str]) -> Path:
+    """Make what this process writes from now on its owner's alone: a umask of 077 (so
+    a folder is 0700 and a file 0600 whoever creates it), and Gradio's cache of uploads
+    and shown images (GRADIO_TEMP_DIR in ``env``, unless the operator set one) under
+    ``home`` instead of the machine's shared temporary folder. Returns the cache folder.
+    For the process that serves (the CLI), never for a library caller."""
+    os.umask(PRIVATE_UMASK)
+    if not env.get("GRADIO_TEMP_DIR"):
+        env["GRADIO_TEMP_DIR"] = str(home / GRADIO_CACHE)
+    return Path(env["GRADIO_TEMP_DIR"])

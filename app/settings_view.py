@@ -20,13 +20,18 @@ A field a flag or the environment fixes (``fixed_fields``) is shown disabled wit
 variable's name, and a save that tries to change it is refused: "✅ Saved" is said only
 for values that are in effect.
 
+With accounts on, the connection (base URLs and keys) is the operator's: the fields are
+shown read-only, saying so, unless the operator sets COMPANION_ALLOW_PERSONAL_ENDPOINTS.
+Verify then checks the endpoint in effect, never a URL sent with the request; whenever
+the base URL is fixed it does the same. A URL a person may type (personal endpoints
+allowed) is verified as theirs: only at public addresses (``tools.net``).
+
 With no vision model (and a provider that isn't local), the vision-model field has the
 chat's no-vision notice under it (``vision_warning``) until one is saved.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +41,7 @@ import gradio as gr
 from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
+    OPERATOR_ONLY,
     PROFILE_KEYS,
     TOOL_MODES,
     ConfigError,
@@ -142,10 +148,12 @@ def profile_update(
     shown = form_values(current)
     values = {k: _blank(form.get(k)) for k in FORM_KEYS if not _same(shown[k], form.get(k))}
     for key in values:
+        name = LABELS[key].split(" (")[0].lower()
+        if fixed.get(key) == OPERATOR_ONLY:
+            raise ConfigError(f"{name} is set by {OPERATOR_ONLY}")
         if key in fixed:
             raise ConfigError(
-                f"{LABELS[key].split(' (')[0].lower()} is fixed by {fixed[key]}; change that "
-                "instead (it wins over Settings)"
+                f"{name} is fixed by {fixed[key]}; change that instead (it wins over Settings)"
             )
     if "chat_model" in values and values["chat_model"] is None and not current.is_local:
         raise ConfigError("the chat model cannot be empty")
@@ -200,20 +208,29 @@ def vision_warning(settings: Settings) -> dict[str, Any]:
     return {"value": f"⚠️ {NO_VISION_NOTICE}." if missing else "", "visible": missing}
 
 
-def verify_target(form: Mapping[str, Any], current: Settings) -> Settings:
+def verify_target(
+    form: Mapping[str, Any], current: Settings, fixed: Mapping[str, str] | None = None
+) -> Settings:
     """The settings Verify checks: the form's base URL and models, unsaved. The saved key
-    goes along only to the origin it was saved for; a typed key goes to the typed URL."""
+    goes along only to the origin it was saved for; a typed key goes to the typed URL.
+
+    A base URL that ``fixed`` holds (a flag, the environment, the operator) is verified as
+    it is in effect, whatever the request says. With accounts on, a typed URL is the
+    person's: the address guard trusts it nowhere."""
     url = _blank(form.get("base_url"))
-    if url is None:
+    if url is None or "base_url" in (fixed or {}):
         return current
     typed = _blank(form.get("api_key"))
     same = origin(str(url)) is not None and origin(str(url)) == origin(current.base_url)
+    mine = {"base_url"} if current.hosted else set()
+    personal = current.personal_endpoints | mine
     return dataclasses.replace(
         current,
         provider="openai-compatible",
         base_url=str(url),
         api_key=typed or (current.api_key if same else None),
         chat_model=_blank(form.get("chat_model")),
+        personal_endpoints=personal,
     )
 
 
@@ -235,7 +252,7 @@ def build(people: People, load: Any, opened: Any) -> None:
     overwrite what the user is typing); the endpoint is checked on both. Every handler
     reads and saves the logged-in person's profile (``people.factory``).
     """
-    fixed = fixed_fields(people.flags, people.env)
+    fixed = fixed_fields(people.flags, people.env, hosted=people.hosted)
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
         base_url = gr.Textbox(label=LABELS["base_url"], elem_id="set-base-url")
@@ -336,8 +353,8 @@ def build(people: People, load: Any, opened: Any) -> None:
 
     async def on_verify(request: gr.Request, *fields: Any) -> list[Any]:
         current = (await people.factory(request.username)()).settings
-        target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current)
-        verified: Verified = await asyncio.to_thread(verify_endpoint, target)
+        target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current, fixed)
+        verified: Verified = await verify_endpoint(target)
         choices = list(verified.models)
         return [
             f"**Endpoint:** {verified.text}",
@@ -347,7 +364,7 @@ def build(people: People, load: Any, opened: Any) -> None:
 
     async def on_check(request: gr.Request) -> str:
         settings = (await people.factory(request.username)()).settings
-        return f"**Endpoint:** {await asyncio.to_thread(endpoint_status, settings)}"
+        return f"**Endpoint:** {await endpoint_status(settings)}"
 
     saved = gr.State(False)
     save.click(

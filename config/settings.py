@@ -30,6 +30,10 @@ NO_CHAT_MODEL = (
 Provider = Literal["local", "openai-compatible"]
 ToolMode = Literal["native", "commands"]
 ImageBackend = Literal["openai", "openrouter", "url"]
+# The Settings fields that name an endpoint Companion sends requests to.
+EndpointField = Literal[
+    "base_url", "image_base_url", "web_search_url", "weather_url", "geocoding_url"
+]
 PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 TOOL_MODES: tuple[ToolMode, ...] = get_args(ToolMode)
 IMAGE_BACKENDS: tuple[ImageBackend, ...] = get_args(ImageBackend)
@@ -38,6 +42,15 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 DATABASE_URL_ENV = "COMPANION_DATABASE_URL"
 DATABASE_ADMIN_URL_ENV = "COMPANION_DATABASE_ADMIN_URL"
+# The profile keys that choose where requests go and which key goes with them. With
+# accounts on they are the operator's (flags, environment) unless the operator lets each
+# person choose (COMPANION_ALLOW_PERSONAL_ENDPOINTS).
+CONNECTION_KEYS = ("base_url", "api_key", "image_base_url", "image_api_key")
+PERSONAL_ENDPOINT_KEYS: tuple[EndpointField, ...] = ("base_url", "image_base_url")
+OPERATOR_ONLY = (
+    "the operator: with accounts on, connections are set in the environment or on the "
+    "command line (COMPANION_ALLOW_PERSONAL_ENDPOINTS=1 lets each person choose)"
+)
 
 
 class ConfigError(ValueError):
@@ -70,6 +83,12 @@ class Settings:
     persona: str = "yuzuki"
     identity: str | None = None  # the user's edited identity block, in the persona's place
     allow_private_urls: bool = False
+    # With accounts on, may each person choose their own endpoints (CONNECTION_KEYS)?
+    allow_personal_endpoints: bool = False
+    hosted: bool = False  # accounts are on: several people, each a stranger to the operator
+    # The endpoint fields whose URL a person chose in Settings while accounts are on: the
+    # address guard trusts them nowhere (tools.net).
+    personal_endpoints: frozenset[str] = frozenset()
     allowed_image_dir: Path | None = None
     request_timeout: float = 60.0
     tool_timeout: float = 30.0
@@ -101,8 +120,8 @@ class Settings:
 
 # Keys a user may edit in the Settings tab (persisted to the profile table); the only
 # keys load_settings reads from the profile. The chat endpoint and its key are a pair
-# (see load_settings); the tool endpoints and allow_private_urls come from flags and the
-# environment alone.
+# (see load_settings); the tool endpoints, allow_private_urls and
+# allow_personal_endpoints come from flags and the environment alone.
 PROFILE_KEYS = (
     "base_url",
     "api_key",
@@ -139,6 +158,7 @@ _ENV = {
     "timezone": "COMPANION_TIMEZONE",
     "persona": "COMPANION_PERSONA",
     "allow_private_urls": "COMPANION_ALLOW_PRIVATE_URLS",
+    "allow_personal_endpoints": "COMPANION_ALLOW_PERSONAL_ENDPOINTS",
     "allowed_image_dir": "COMPANION_ALLOWED_IMAGE_DIR",
     "request_timeout": "COMPANION_REQUEST_TIMEOUT",
     "tool_timeout": "COMPANION_TOOL_TIMEOUT",
@@ -168,7 +188,7 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         if name == "allowed_hosts":
             return _host_names(value)
-        if name == "allow_private_urls":
+        if name in ("allow_private_urls", "allow_personal_endpoints"):
             return str(value).lower() in ("1", "true", "yes", "on")
         if name in ("home", "allowed_image_dir"):
             return Path(str(value)).expanduser()
@@ -244,13 +264,17 @@ def validate_profile(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fixed_fields(
-    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    hosted: bool = False,
 ) -> dict[str, str]:
     """The settings a flag or the environment fixes, each with what fixes it (a
     variable's name or a flag), so Settings can show them disabled and never save them.
 
     A key from the environment fixes the endpoint too: it goes only to the endpoint the
-    environment names (see load_settings).
+    environment names (see load_settings). With accounts on (``hosted``) the connection
+    is the operator's (OPERATOR_ONLY) unless the operator allows personal endpoints.
     """
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
@@ -264,6 +288,10 @@ def fixed_fields(
     if "api_key" in fixed or "base_url" in fixed:
         fixed.setdefault("base_url", fixed.get("api_key", ""))
         fixed.setdefault("api_key", fixed["base_url"])
+    allowed = flags.get("allow_personal_endpoints", env.get(_ENV["allow_personal_endpoints"]))
+    if hosted and not _coerce("allow_personal_endpoints", allowed):
+        for name in CONNECTION_KEYS:
+            fixed.setdefault(name, OPERATOR_ONLY)
     return fixed
 
 
@@ -320,8 +348,16 @@ def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     profile: Mapping[str, str] | None = None,
+    *,
+    hosted: bool = False,
 ) -> Settings:
-    """Resolve settings from flags > environment > profile > defaults."""
+    """Resolve settings from flags > environment > profile > defaults.
+
+    ``hosted``: accounts are on and ``profile`` is one person's. Their connection
+    (CONNECTION_KEYS) is then ignored unless the operator allows personal endpoints, and
+    an endpoint they chose is named in ``personal_endpoints``. Without accounts the one
+    person is the operator, and the profile's endpoints are theirs.
+    """
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     profile = profile or {}
@@ -339,6 +375,10 @@ def load_settings(
             values[name] = _coerce(name, profile[name])
             from_profile.add(name)
     values = {k: v for k, v in values.items() if v is not None}
+    if hosted and not values.get("allow_personal_endpoints"):
+        for name in from_profile.intersection(CONNECTION_KEYS):
+            values.pop(name, None)
+        from_profile.difference_update(CONNECTION_KEYS)
 
     # The endpoint and its key are a pair, taken from one place: a key goes only to the
     # base URL it was given with. A flag or the environment naming either one fixes both,
@@ -354,6 +394,12 @@ def load_settings(
         api_key = outside_key
     else:
         api_key = profile_key if "base_url" in from_profile else None
+    # A person's endpoint: from their profile (hosted), and not replaced by the operator's.
+    personal = frozenset(
+        name
+        for name in PERSONAL_ENDPOINT_KEYS
+        if hosted and name in from_profile and name in values
+    )
     base_url = values.get("base_url")
     if base_url is None and env.get("OPENROUTER_API_KEY") and not env.get("COMPANION_API_KEY"):
         base_url = OPENROUTER_BASE_URL
@@ -370,7 +416,7 @@ def load_settings(
         values.setdefault("tool_mode", "native")
         values.setdefault("chat_model", None)  # no hidden default: the person chooses
     values["image_api_key"] = image_key(values, from_profile, api_key)
-    return Settings(**values)
+    return Settings(**values, hosted=hosted, personal_endpoints=personal)
 
 
 def database_url(

@@ -3,10 +3,17 @@
 Both go through langchain-openai's ChatOpenAI (streaming, native tool calls, retries with
 backoff on 429/5xx and connection errors, timeouts). The local provider reaches the
 bundled model through ``graph.local_server``, started on the first call.
+
+Requests to a configured endpoint, Verify's included, go through the address guard of
+``tools.net`` (``model_clients``, ``endpoint_client``): the operator's endpoint is reached
+as configured, a person's (accounts on) only at public addresses, and every redirect hop
+to another origin is checked.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,6 +23,7 @@ import httpx
 from config.settings import LOCAL_MODEL_NAME, NO_CHAT_MODEL, ConfigError, Settings
 from graph.errors import ProviderError
 from graph.local_server import local_server
+from tools.net import Refused, TooLarge, endpoint_client, model_clients, read_limited
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -26,6 +34,7 @@ LOCAL_BANNER = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for
 LOCAL_MAX_TOKENS = 512
 DEATH_GRACE = 1.0  # seconds a failed local request waits to learn whether the server died
 PLACEHOLDER_KEY = "not-needed"  # ChatOpenAI refuses to start without a key, even locally
+MODELS_BYTES = 8_000_000  # a /models answer (OpenRouter lists hundreds of models)
 
 
 def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatModel:
@@ -57,7 +66,18 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
         # SmolLM2 can repeat itself until its context is full; llama.cpp's server reads
         # max_tokens (not max_completion_tokens, which ChatOpenAI sends).
         extra_body={"max_tokens": LOCAL_MAX_TOKENS} if settings.is_local else None,
+        **_http_clients(settings),
     )
+
+
+def _http_clients(settings: Settings) -> dict[str, Any]:
+    """ChatOpenAI's HTTP clients: the address guard's (``tools.net``) for an endpoint; the
+    OpenAI client's own for the bundled server, whose loopback URL is Companion's."""
+    if settings.is_local:
+        return {}
+    sync, asynchronous = model_clients(settings)
+    # No socket options: langchain would set them on a transport of its own, not ours.
+    return {"http_client": sync, "http_async_client": asynchronous, "http_socket_options": ()}
 
 
 def make_vision_model(settings: Settings) -> BaseChatModel | None:
@@ -117,12 +137,24 @@ def describe_provider_error(exc: BaseException) -> str:
         return f"the provider answered HTTP {exc.status_code}"
     if isinstance(exc, openai.APITimeoutError):
         return "the provider timed out"
+    refused = _refusal(exc)
+    if refused is not None:
+        return f"the endpoint was not contacted: {refused}"
     if isinstance(exc, openai.APIConnectionError):
         return "the provider could not be reached"
     if isinstance(exc, ProviderError | ConfigError):
         return str(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+def _refusal(exc: BaseException) -> Refused | None:
+    """The address guard's refusal behind a failed call (the OpenAI client and langchain
+    wrap it in their connection errors), or None."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, Refused):
+        cause = cause.__cause__
+    return cause
 
 
 @dataclass(frozen=True)
@@ -134,24 +166,31 @@ class Verified:
     ok: bool = False
 
 
-def verify_endpoint(settings: Settings, timeout: float = 5.0) -> Verified:
+async def verify_endpoint(settings: Settings, timeout: float = 5.0) -> Verified:
     """Ask the endpoint's ``/models`` with the key in effect and tell the causes apart:
-    unreachable, key refused (401/403), wrong URL (404), or OK with or without the chat
-    model in the list. Never shows the key."""
+    refused by the address guard (a person's endpoint on a private address), unreachable,
+    key refused (401/403), wrong URL (404), or OK with or without the chat model in the
+    list. Never shows the key."""
     if settings.is_local:
-        return Verified(endpoint_status(settings), ok=True)
+        return Verified(await endpoint_status(settings), ok=True)
     if not settings.base_url:
         return Verified("❌ no base URL is set: enter one (and its API key) above")
     base = settings.base_url.rstrip("/")
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     try:
-        response = httpx.get(f"{base}/models", headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
+        async with (
+            endpoint_client(settings, "base_url", timeout=httpx.Timeout(timeout)) as client,
+            client.stream("GET", f"{base}/models", headers=headers) as response,
+        ):
+            status = response.status_code
+            body = await read_limited(response, MODELS_BYTES) if status < 400 else b""
+    except Refused as exc:
+        return Verified(f"❌ {base} was not contacted: {exc}")
+    except (httpx.HTTPError, TooLarge) as exc:
         return Verified(
             f"❌ {base} is unreachable ({type(exc).__name__}): check the base URL and that "
             "the server is running"
         )
-    status = response.status_code
     if status in (401, 403):
         given = "the API key was refused" if settings.api_key else "it needs an API key"
         return Verified(f"❌ {base}: {given} (HTTP {status}); check the key")
@@ -161,7 +200,7 @@ def verify_endpoint(settings: Settings, timeout: float = 5.0) -> Verified:
         )
     if status >= 400:
         return Verified(f"❌ {base} answered HTTP {status}; try again in a moment")
-    models = _model_ids(response)
+    models = await asyncio.to_thread(_model_ids, body)
     model = settings.chat_model
     if not model:
         return Verified(f"⚠️ {base}: OK, but no chat model is chosen yet", models, ok=True)
@@ -176,23 +215,23 @@ def verify_endpoint(settings: Settings, timeout: float = 5.0) -> Verified:
     return Verified(f"✅ {base}: OK, chat model `{model}` ({listed})", models, ok=True)
 
 
-def _model_ids(response: httpx.Response) -> tuple[str, ...]:
+def _model_ids(body: bytes) -> tuple[str, ...]:
     """The model ids of an OpenAI-style ``/models`` answer (none if it is not one)."""
     try:
-        data = response.json().get("data") or []
+        data = json.loads(body).get("data") or []
         return tuple(sorted(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")))
     except (ValueError, AttributeError, TypeError):
         return ()
 
 
-def endpoint_status(settings: Settings) -> str:
+async def endpoint_status(settings: Settings) -> str:
     """The endpoint's state for the Settings tab, by cause (never shows the key)."""
     if settings.is_local:
         server = local_server()
         running = server.process is not None and server.process.poll() is None
         state = f"running at {server.url}" if running else "starts on the first message"
         return f"local llama.cpp server: {state}"
-    return verify_endpoint(settings).text
+    return (await verify_endpoint(settings)).text
 
 
 def _lazy_model_class() -> Any:

@@ -131,12 +131,14 @@ class ContextFactory:
         vision_model: Any = None,
         registry: ToolRegistry | None = None,
         person: str = OWNER,
+        hosted: bool = False,
     ) -> None:
         self.flags, self.env = flags, os.environ if env is None else env
         self.person = person
+        self.hosted = hosted  # accounts are on: the profile is a person's, not the operator's
         self.models = {"chat_model": chat_model, "vision_model": vision_model}
         self.registry = registry
-        self._built: tuple[tuple[tuple[str, str], ...], Context] | None = None
+        self._built: tuple[tuple[bool, tuple[tuple[str, str], ...]], Context] | None = None
 
     @functools.cached_property
     def store(self) -> AsyncStore:
@@ -145,9 +147,9 @@ class ContextFactory:
 
     async def __call__(self) -> Context:
         profile = await self.store.profile()
-        key = tuple(sorted(profile.items()))
+        key = (self.hosted, tuple(sorted(profile.items())))
         if self._built is None or self._built[0] != key:
-            settings = load_settings(self.flags, self.env, profile)
+            settings = load_settings(self.flags, self.env, profile, hosted=self.hosted)
             context = context_for(settings, self.store, registry=self.registry, **self.models)
             self._built = (key, context)
         return self._built[1]
@@ -195,6 +197,7 @@ class People:
 
             self.accounts = PgAccounts(self.url, self.root)
         self.hosted = self.accounts.enabled()
+        self.default.hosted = self.hosted  # before its first call: settings follow from it
         self._people: dict[str, Person] = {}  # by login name: a request asks the registry once
         self._first_id: int | None = None
         self._factories: dict[int, ContextFactory] = {}
@@ -256,7 +259,7 @@ class People:
         if factory is None:
             flags = {**self.flags, "home": str(person.home(self.root))}
             key = OWNER if self.url is None else str(person.id)  # pg_accounts.person_key
-            factory = ContextFactory(flags, self.env, person=key, **self.models)
+            factory = ContextFactory(flags, self.env, person=key, hosted=True, **self.models)
             self._factories[person.id] = factory
         return factory
 

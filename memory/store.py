@@ -21,7 +21,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memory.db import BUSY_TIMEOUT_MS, connect, migrate, owner_only
+from memory.db import (
+    BUSY_TIMEOUT_MS,
+    connect,
+    migrate,
+    owner_only,
+    owner_only_folder,
+    private_folder,
+)
 
 ToolRole = Literal["web_tool", "weather_tool", "memory_tool", "image_tool"]
 Role = Literal[
@@ -153,7 +160,7 @@ class Store:
 
     def __init__(self, path: Path | str, *, clock: Clock = utc_now) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(self.path.parent)
         owner_only(self.path)
         self.clock = clock
         self._wait_ms = BUSY_TIMEOUT_MS
@@ -176,16 +183,14 @@ class Store:
     @classmethod
     def open_home(cls, home: Path | str, *, clock: Clock = utc_now) -> Store:
         """Open (creating if needed) the store of a COMPANION_HOME folder."""
-        home = Path(home).expanduser()
-        (home / "media").mkdir(parents=True, exist_ok=True)
+        home = private_folder(Path(home).expanduser())
+        owner_only_folder(home / "media")
         return cls(home / "companion.db", clock=clock)
 
     @functools.cached_property
     def media_dir(self) -> Path:
         """Folder for images beside the database (created on first use)."""
-        path = self.path.parent / "media"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return owner_only_folder(self.path.parent / "media")
 
     @property
     def conn(self) -> sqlite3.Connection:

@@ -7,15 +7,15 @@ a path outside them gets the same answer as a missing file, so the tool cannot b
 learn which paths exist. URLs are fetched through ``tools.net.guarded_client`` with size,
 type and time limits, never from private, loopback or link-local addresses (every
 redirect hop included) unless ``allow_private_urls`` is set; downloads are saved under
-media/ as ``<sha256>.<ext>`` so the same content is stored once, and a URL already fetched
-in this process is not fetched again while its file exists.
+media/ under a name keyed by the person's secret (``tools.images.media_path``) so the same
+content is stored once, and a URL already fetched in this process is not fetched again
+while its file exists.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import logging
 import re
 from collections import OrderedDict
@@ -26,7 +26,14 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from tools.base import ToolContext, ToolSpec
-from tools.images import MAX_IMAGE_BYTES, NotAnImage, human_size, inspect_image, write_image
+from tools.images import (
+    MAX_IMAGE_BYTES,
+    NotAnImage,
+    human_size,
+    inspect_image,
+    media_path,
+    write_image,
+)
 from tools.net import (
     TooLarge,
     describe_http_error,
@@ -149,7 +156,7 @@ async def _load_url(url: str, ctx: ToolContext) -> tuple[bytes, Path, bool]:
     except httpx.HTTPError as exc:
         raise ImageLoadError(describe_http_error(exc, "the image URL")) from exc
     info = inspect_image(data)
-    path = media_dir / f"{hashlib.sha256(data).hexdigest()}.{info.extension}"
+    path = media_path(data, media_dir, info.extension)
     if not path.is_file():
         write_image(data, path)
     _URL_CACHE[(media_dir, url)] = path

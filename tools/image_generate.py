@@ -11,10 +11,12 @@ Backends (``Settings.image_backend``), never swapped for one another:
   ``GET {image_base_url}/prompt/{prompt}?model={model}`` answers with the image bytes.
 
 Every generation logs the model and endpoint on the ``companion.image`` logger. The bytes
-are checked to be a real image under the size cap before they are saved. An image URL the
-backend answers with is downloaded through ``tools.net.guarded_client``: the backend's own
-origin is trusted as configured, any other host must resolve to public addresses only
-(every redirect hop included), and no key is sent with it.
+are checked to be a real image under the size cap before they are saved. Every request —
+to the backend, and to an image URL it answers with — goes through
+``tools.net.endpoint_client``: the backend's own origin is trusted when the operator
+configured it, any other host (a redirect's, an image URL's, or a backend a person chose
+with accounts on) must resolve to public addresses only, every hop included. The key is
+sent with the generation request only, never with a download.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import httpx
 from config.settings import IMAGE_BACKENDS, Settings
 from tools.base import ToolContext, ToolSpec
 from tools.images import MAX_IMAGE_BYTES, NotAnImage, inspect_image, write_image
-from tools.net import TooLarge, describe_http_error, guarded_client, read_limited
+from tools.net import TooLarge, describe_http_error, endpoint_client, read_limited
 
 logger = logging.getLogger("companion.image")
 
@@ -137,13 +139,9 @@ async def _post_json(
         raise GenerationError("the image backend answered with something that is not JSON") from exc
 
 
-async def _download(client: httpx.AsyncClient, url: str, settings: Settings) -> bytes:
-    """A backend-supplied image URL, fetched like any outside URL (the backend's timeouts)."""
-    trusted = [settings.image_base_url] if settings.image_base_url else []
-    guarded = guarded_client(
-        settings, timeout=client.timeout, headers={"Accept": "image/*"}, trusted=trusted
-    )
-    async with guarded, guarded.stream("GET", url) as response:
+async def _download(client: httpx.AsyncClient, url: str) -> bytes:
+    """A backend-supplied image URL, fetched through the backend's guarded client (no key)."""
+    async with client.stream("GET", url, headers={"Accept": "image/*"}) as response:
         if response.status_code != 200:
             # The error body is not read: it comes from wherever the URL points.
             raise GenerationError(f"the image URL answered HTTP {response.status_code}")
@@ -174,7 +172,7 @@ async def _openai(
         except binascii.Error as exc:
             raise GenerationError("the image backend returned invalid base64 data") from exc
     if item.get("url"):
-        return await _download(client, str(item["url"]), settings)
+        return await _download(client, str(item["url"]))
     raise GenerationError(NO_IMAGE.format(detail=""))
 
 
@@ -194,7 +192,7 @@ async def _openrouter(
         if url.startswith("data:"):
             return decode_data_url(url)
         if url.startswith(("http://", "https://")):
-            return await _download(client, url, settings)
+            return await _download(client, url)
     text = str(message.get("content") or "").strip()
     raise GenerationError(NO_IMAGE.format(detail=f" (it said: {text[:200]})" if text else ""))
 
@@ -233,7 +231,7 @@ async def image_generate(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
         min(settings.request_timeout, GENERATION_TIMEOUT * 0.9), connect=CONNECT_TIMEOUT
     )
     try:
-        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+        async with endpoint_client(settings, "image_base_url", timeout=timeout) as client:
             data = await BACKENDS[backend](client, endpoint, prompt, settings)
         info = inspect_image(data)
     except GenerationError as exc:

@@ -1,17 +1,33 @@
-"""Image bytes checked for what they are: the format is read from the bytes, never trusted
-from a file extension or a Content-Type header, and the size is capped.
+"""Image bytes checked for what they are, and kept where only their person finds them.
+
+The format is read from the bytes, never trusted from a file extension or a Content-Type
+header, and the size is capped. A kept image is named by a keyed hash of its bytes
+(``media_path``): HMAC-SHA-256 under a secret of the person's own (``media.salt`` beside
+their media folder, 0600, made on first use), so the same picture is stored once per
+person, and someone who has the picture cannot compute where another person keeps it.
+Images are written 0600 into a 0700 folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import io
+import os
+import secrets
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from memory.db import owner_only_folder
+
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
+FILE_MODE = 0o600  # owner only
+SALT_FILE = "media.salt"  # beside media/, never in it: the media folder is served
+SALT_BYTES = 32
 MIME_BY_FORMAT = {
     "PNG": "image/png",
     "JPEG": "image/jpeg",
@@ -82,10 +98,40 @@ def human_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist) readable by its owner alone, holding ``data``."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as f:
+        f.write(data)
+
+
 def write_image(data: bytes, path: Path) -> Path:
-    """Write image bytes atomically (a reader never sees half a file); returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.part")
-    partial.write_bytes(data)
+    """Write image bytes atomically (a reader never sees half a file), owner-only; returns
+    the path."""
+    owner_only_folder(path.parent)
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+    _write_private(partial, data)
     partial.replace(path)
     return path
+
+
+def media_salt(media_dir: Path) -> bytes:
+    """The secret of the person whose images ``media_dir`` holds, made on first use.
+
+    A new salt is written to a file of its own and linked into place, so two processes
+    making it at once agree on one, and a reader never sees it half written.
+    """
+    path = media_dir.parent / SALT_FILE
+    if not path.exists():
+        owner_only_folder(media_dir)
+        fresh = path.with_name(f".{SALT_FILE}.{secrets.token_hex(4)}")
+        _write_private(fresh, secrets.token_bytes(SALT_BYTES))
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            os.link(fresh, path)
+        fresh.unlink()
+    return path.read_bytes()
+
+
+def media_path(data: bytes, media_dir: Path, extension: str) -> Path:
+    """Where image bytes are kept in a person's ``media_dir`` (see the module's note)."""
+    digest = hmac.new(media_salt(media_dir), data, hashlib.sha256).hexdigest()
+    return media_dir / f"{digest}.{extension}"

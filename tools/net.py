@@ -1,20 +1,30 @@
-"""HTTP helpers shared by the tools that reach outside the machine.
+"""HTTP helpers shared by everything that reaches outside the machine.
 
 Each request gets a time limit that ends before the tool's own limit, so the tool reports
 what went wrong instead of being cut off by the registry. Bodies are streamed under a size
 cap that counts decoded bytes: gzip and deflate are decoded here, in steps no larger than
 the room left, so a small compression bomb never grows past the cap in memory.
 
-URLs a user, a model or a backend supplies are fetched through ``guarded_client``: its
-transport resolves each request's host once, refuses the request when any resolved
+Every outbound request goes through the address guard (``GuardedTransport``, and
+``SyncGuardedTransport`` for blocking clients): URLs a user, a model or a backend
+supplies (``guarded_client``) and the configured endpoints (``endpoint_client``,
+``model_clients``: the chat endpoint and Verify, the image backend, web search, weather).
+The guard resolves each request's host once, refuses the request when any resolved
 address is not public (loopback, private, link-local, multicast, reserved, unspecified,
 or an IPv4 address carried inside IPv6 that is one of these), and then connects to that
 checked address itself — the URL is rewritten to the IP while the Host header and the TLS
 name (SNI and certificate check) stay the original host. A second lookup that answers
 differently (DNS rebinding) is never made, and every redirect hop is a new request through
-the same transport, so it is checked too. ``Settings.allow_private_urls`` lifts the address
-rule (tests, a home network); origins the user configured (an image backend) can be
-trusted as configured.
+the same transport, so it is checked too.
+
+Two things lift the address rule. An endpoint the operator configured (a flag, the
+environment, or the profile of a Companion without accounts) is trusted at its own
+origin — scheme, host and port — so a llama.cpp server on 127.0.0.1 works; a redirect
+from it to any other origin is checked like any outside URL. An endpoint a person chose
+in Settings while accounts are on (``Settings.personal_endpoints``) is trusted nowhere.
+``Settings.allow_private_urls`` (the operator's: tests, a home network) lifts the rule
+for everything. Guarded clients ignore proxy variables: a proxy resolves names itself,
+out of the guard's sight.
 """
 
 from __future__ import annotations
@@ -25,10 +35,11 @@ import ipaddress
 import socket
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import httpx
 
-from config.settings import Settings
+from config.settings import EndpointField, Settings
 
 REQUEST_TIMEOUT = 10.0
 MAX_REDIRECTS = 3
@@ -152,10 +163,16 @@ def is_public(address: str) -> bool:
     )
 
 
+def _distinct(infos: Iterable[tuple[Any, ...]]) -> list[str]:
+    """The addresses of ``getaddrinfo`` answers, each once, in the resolver's order."""
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
 async def resolve_host(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to, in the system resolver's order (off the loop)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+    return _distinct(
+        await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    )
 
 
 def url_problem(url: str) -> str | None:
@@ -178,6 +195,57 @@ def origin_of(url: httpx.URL | str) -> Origin:
     return parsed.scheme, parsed.host, parsed.port or default
 
 
+class AddressRule:
+    """Which requests go out as they are, and which addresses the others may reach.
+
+    A request to a trusted origin (an endpoint the operator configured) is sent as it is;
+    any other request must name an http(s) URL whose every resolved address is public,
+    unless private addresses are allowed (``Settings.allow_private_urls``).
+    """
+
+    def __init__(self, *, allow_private: bool = False, trusted: Iterable[str] = ()) -> None:
+        self.allow_private = allow_private
+        self.trusted = frozenset(origin_of(url) for url in trusted)
+
+    def trusts(self, request: httpx.Request) -> bool:
+        """True to send ``request`` unchanged; Refused when its URL cannot be fetched at all."""
+        problem = url_problem(str(request.url))
+        if problem:
+            raise Refused(problem, request=request)
+        return origin_of(request.url) in self.trusted
+
+    def vetted(self, request: httpx.Request, addresses: list[str]) -> list[str]:
+        """``addresses`` (the host's, in order) when every one may be reached, else raise."""
+        host = request.url.host
+        if not addresses:
+            raise httpx.ConnectError(UNRESOLVED.format(host=host), request=request)
+        if not self.allow_private:
+            for address in addresses:
+                if not is_public(address):
+                    raise Refused(REFUSED.format(host=host, address=address), request=request)
+        return addresses
+
+
+def literal_address(host: str) -> list[str] | None:
+    """The host as its one address when it is an IP literal (no lookup), else None."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return None
+
+
+def _unresolved(request: httpx.Request, exc: OSError) -> httpx.ConnectError:
+    error = httpx.ConnectError(UNRESOLVED.format(host=request.url.host), request=request)
+    error.__cause__ = exc
+    return error
+
+
+def _no_keepalive() -> httpx.Limits:
+    # A pooled connection is keyed by the IP, and must not carry a request for another
+    # host name than the one its TLS session checked.
+    return httpx.Limits(max_keepalive_connections=0)
+
+
 class GuardedTransport(httpx.AsyncBaseTransport):
     """Sends each request to an address that passed the check, never to a second lookup's."""
 
@@ -189,52 +257,80 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         resolver: Resolver | None = None,
         inner: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._allow_private = allow_private
-        self._trusted = frozenset(origin_of(url) for url in trusted)
+        self._rule = AddressRule(allow_private=allow_private, trusted=trusted)
         self._resolver = resolver
-        # No kept-alive connections: a pooled connection is keyed by the IP, and must not
-        # carry a request for another host name than the one its TLS session checked.
-        self._inner = inner or httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_keepalive_connections=0)
-        )
+        self._inner = inner or httpx.AsyncHTTPTransport(limits=_no_keepalive())
+        # A trusted origin is reached by its name, so its connections may be kept alive.
+        self._direct = inner or httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Check the request's host, then send it to the checked address."""
-        problem = url_problem(str(request.url))
-        if problem:
-            raise Refused(problem, request=request)
-        origin = origin_of(request.url)
-        if origin in self._trusted:
-            return await self._inner.handle_async_request(request)
-        *others, last = await self._checked_addresses(request, origin)
+        if self._rule.trusts(request):
+            return await self._direct.handle_async_request(request)
+        *others, last = self._rule.vetted(request, await self._addresses(request))
         for address in others:
             with contextlib.suppress(httpx.ConnectError):
                 # Nothing was sent yet: the next checked address may answer (IPv6, then IPv4).
                 return await self._inner.handle_async_request(_pinned(request, address))
         return await self._inner.handle_async_request(_pinned(request, last))
 
-    async def _checked_addresses(self, request: httpx.Request, origin: Origin) -> list[str]:
-        _, host, port = origin
+    async def _addresses(self, request: httpx.Request) -> list[str]:
+        _, host, port = origin_of(request.url)
+        literal = literal_address(host)
+        if literal is not None:
+            return literal
+        # Looked up at call time, so a test can stand in for the system resolver.
         try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            # Looked up at call time, so a test can stand in for the system resolver.
-            resolver = self._resolver or resolve_host
-            try:
-                addresses = await resolver(host, port)
-            except OSError as exc:
-                raise httpx.ConnectError(UNRESOLVED.format(host=host), request=request) from exc
-        if not addresses:
-            raise httpx.ConnectError(UNRESOLVED.format(host=host), request=request)
-        if not self._allow_private:
-            for address in addresses:
-                if not is_public(address):
-                    raise Refused(REFUSED.format(host=host, address=address), request=request)
-        return addresses
+            return await (self._resolver or resolve_host)(host, port)
+        except OSError as exc:
+            raise _unresolved(request, exc) from exc
 
     async def aclose(self) -> None:
-        """Close the connections of the inner transport."""
+        """Close the connections of the inner transports."""
         await self._inner.aclose()
+        if self._direct is not self._inner:
+            await self._direct.aclose()
+
+
+class SyncGuardedTransport(httpx.BaseTransport):
+    """``GuardedTransport`` for blocking clients (the chat model's synchronous calls)."""
+
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        trusted: Iterable[str] = (),
+        inner: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._rule = AddressRule(allow_private=allow_private, trusted=trusted)
+        self._inner = inner or httpx.HTTPTransport(limits=_no_keepalive())
+        self._direct = inner or httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Check the request's host, then send it to the checked address."""
+        if self._rule.trusts(request):
+            return self._direct.handle_request(request)
+        *others, last = self._rule.vetted(request, self._addresses(request))
+        for address in others:
+            with contextlib.suppress(httpx.ConnectError):
+                return self._inner.handle_request(_pinned(request, address))
+        return self._inner.handle_request(_pinned(request, last))
+
+    def _addresses(self, request: httpx.Request) -> list[str]:
+        _, host, port = origin_of(request.url)
+        literal = literal_address(host)
+        if literal is not None:
+            return literal
+        try:
+            return _distinct(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            raise _unresolved(request, exc) from exc
+
+    def close(self) -> None:
+        """Close the connections of the inner transports."""
+        self._inner.close()
+        if self._direct is not self._inner:
+            self._direct.close()
 
 
 def _pinned(request: httpx.Request, address: str) -> httpx.Request:
@@ -248,6 +344,19 @@ def _pinned(request: httpx.Request, address: str) -> httpx.Request:
     )
 
 
+def _options(timeout: httpx.Timeout | float, headers: dict[str, str] | None) -> dict[str, Any]:
+    """What every guarded client shares: redirects followed (each hop a new, checked
+    request), at most MAX_REDIRECTS of them, and no proxy from the environment (a proxy
+    resolves names itself, out of the guard's sight)."""
+    return {
+        "timeout": timeout,
+        "headers": headers,
+        "follow_redirects": True,
+        "max_redirects": MAX_REDIRECTS,
+        "trust_env": False,
+    }
+
+
 def guarded_client(
     settings: Settings,
     *,
@@ -256,19 +365,46 @@ def guarded_client(
     trusted: Iterable[str] = (),
     resolver: Resolver | None = None,
 ) -> httpx.AsyncClient:
-    """A client for URLs from outside: every hop address-checked and pinned (see above).
-
-    Proxies from the environment are not used: a proxy resolves names itself, out of the
-    guard's sight.
-    """
+    """A client for URLs from outside: every hop address-checked and pinned (see above)."""
     transport = GuardedTransport(
         allow_private=settings.allow_private_urls, trusted=trusted, resolver=resolver
     )
-    return httpx.AsyncClient(
-        transport=transport,
-        timeout=timeout,
-        headers={"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **(headers or {})},
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
-        trust_env=False,
+    browser = {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
+    return httpx.AsyncClient(transport=transport, **_options(timeout, browser))
+
+
+def operator_urls(settings: Settings, fields: Iterable[EndpointField]) -> list[str]:
+    """The URLs among the endpoint ``fields`` that the operator configured (flags, the
+    environment, or the profile of a Companion without accounts), not a person."""
+    urls = ((field, getattr(settings, field)) for field in fields)
+    return [url for field, url in urls if url and field not in settings.personal_endpoints]
+
+
+def endpoint_client(
+    settings: Settings,
+    *fields: EndpointField,
+    timeout: httpx.Timeout,
+    headers: dict[str, str] | None = None,
+) -> httpx.AsyncClient:
+    """A client for configured endpoints (``fields`` of Settings: the image backend, the
+    search and weather services, the chat endpoint). The origin of an endpoint the
+    operator configured is reached as configured, loopback and private networks
+    included; a person's endpoint, and every other origin a redirect leads to, must
+    resolve to public addresses."""
+    trusted = operator_urls(settings, fields)
+    return guarded_client(settings, timeout=timeout, headers=headers, trusted=trusted)
+
+
+def model_clients(settings: Settings) -> tuple[httpx.Client, httpx.AsyncClient]:
+    """The chat endpoint's clients (blocking and async, for the OpenAI client), under the
+    rule of ``endpoint_client``; the OpenAI client sends its own headers and time limits."""
+    private, trusted = settings.allow_private_urls, operator_urls(settings, ("base_url",))
+    options = _options(settings.request_timeout, None)
+    return (
+        httpx.Client(
+            transport=SyncGuardedTransport(allow_private=private, trusted=trusted), **options
+        ),
+        httpx.AsyncClient(
+            transport=GuardedTransport(allow_private=private, trusted=trusted), **options
+        ),
     )

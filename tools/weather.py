@@ -19,7 +19,13 @@ from typing import Any
 import httpx
 
 from tools.base import ToolContext, ToolSpec
-from tools.net import USER_AGENT, TooLarge, describe_http_error, read_limited, request_timeout
+from tools.net import (
+    TooLarge,
+    describe_http_error,
+    endpoint_client,
+    read_limited,
+    request_timeout,
+)
 
 MAX_BODY_BYTES = 1_000_000  # an Open-Meteo answer is a few kB; anything bigger is not one
 
@@ -217,8 +223,8 @@ async def weather(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"error": LOCATION_NOT_SET}
     settings = ctx.settings
     try:
-        async with httpx.AsyncClient(
-            timeout=request_timeout(settings), headers={"User-Agent": USER_AGENT}
+        async with endpoint_client(
+            settings, "geocoding_url", "weather_url", timeout=request_timeout(settings)
         ) as client:
             if target is None:
                 place = await _geocode(client, settings.geocoding_url, location)

@@ -21,10 +21,9 @@ from bs4 import BeautifulSoup, Tag
 
 from tools.base import ToolContext, ToolSpec
 from tools.net import (
-    ACCEPT_ENCODING,
-    USER_AGENT,
     TooLarge,
     describe_http_error,
+    endpoint_client,
     read_limited,
     request_timeout,
 )
@@ -158,15 +157,11 @@ def _charset(response: httpx.Response) -> str:
 
 async def _fetch_page(ctx: ToolContext, query: str) -> tuple[int, str]:
     """The endpoint's HTTP status and, for a 200, its page read under the size cap."""
-    headers = {
-        "User-Agent": USER_AGENT,
-        "Accept": "text/html",
-        "Accept-Language": "en",
-        "Accept-Encoding": ACCEPT_ENCODING,
-    }
+    # The guarded client sends a browser's User-Agent and the encodings read_limited reads.
+    headers = {"Accept": "text/html", "Accept-Language": "en"}
     async with (
-        httpx.AsyncClient(
-            timeout=request_timeout(ctx.settings), headers=headers, follow_redirects=True
+        endpoint_client(
+            ctx.settings, "web_search_url", timeout=request_timeout(ctx.settings), headers=headers
         ) as client,
         client.stream("POST", ctx.settings.web_search_url, data={"q": query}) as response,
     ):

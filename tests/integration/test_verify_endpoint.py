@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 
 from config.settings import Settings
-from graph.providers import verify_endpoint
+from graph.providers import Verified, verify_endpoint
 from tests.support.fake_openai import FakeOpenAIServer
 
 
@@ -15,6 +16,10 @@ from tests.support.fake_openai import FakeOpenAIServer
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as fake:
         yield fake
+
+
+def run(settings: Settings) -> Verified:
+    return asyncio.run(verify_endpoint(settings))
 
 
 def remote(url: str, model: str | None = "fake-model", key: str | None = "sk-secret") -> Settings:
@@ -32,7 +37,7 @@ def remote(url: str, model: str | None = "fake-model", key: str | None = "sk-sec
 )
 def test_each_refusal_names_its_cause(server, status, expected) -> None:
     server.models_status = status
-    verified = verify_endpoint(remote(server.url))
+    verified = run(remote(server.url))
     assert expected in verified.text and not verified.ok
     assert "reachable (HTTP" not in verified.text
     assert "sk-secret" not in verified.text
@@ -40,26 +45,26 @@ def test_each_refusal_names_its_cause(server, status, expected) -> None:
 
 def test_no_key_refused_says_a_key_is_needed(server) -> None:
     server.models_status = 401
-    assert "it needs an API key" in verify_endpoint(remote(server.url, key=None)).text
+    assert "it needs an API key" in run(remote(server.url, key=None)).text
 
 
 def test_unreachable() -> None:
-    verified = verify_endpoint(remote("http://127.0.0.1:9/v1"))
+    verified = run(remote("http://127.0.0.1:9/v1"))
     assert "unreachable" in verified.text and not verified.ok
 
 
 def test_ok_with_the_model_listed(server) -> None:
     server.model_ids = ["a-model", "fake-model"]
-    verified = verify_endpoint(remote(server.url))
+    verified = run(remote(server.url))
     assert verified.ok and verified.text.startswith("✅") and "`fake-model`" in verified.text
     assert verified.models == ("a-model", "fake-model")
 
 
 def test_ok_but_the_model_is_not_listed(server) -> None:
-    verified = verify_endpoint(remote(server.url, model="typo-model"))
+    verified = run(remote(server.url, model="typo-model"))
     assert verified.ok and "`typo-model` is not in its list" in verified.text
 
 
 def test_ok_but_no_model_chosen(server) -> None:
-    verified = verify_endpoint(remote(server.url, model=None))
+    verified = run(remote(server.url, model=None))
     assert "no chat model is chosen" in verified.text and verified.models == ("fake-model",)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from tools.image_analyze import (
     format_loaded,
     image_analyze,
 )
+from tools.images import media_path
 from tools.registry import ToolRegistry
 
 SESSION = "s1"
@@ -102,7 +102,7 @@ async def test_markdown_url_is_downloaded_sniffed_and_saved_by_hash(tmp_path, im
     data = decoded(result)
     assert result["mime"] == "image/jpeg", "from the bytes, not the octet-stream header"
     assert (result["source"], result["url"], result["cached"]) == ("reference", url, False)
-    expected = tmp_path / "media" / f"{hashlib.sha256(data).hexdigest()}.jpg"
+    expected = media_path(data, tmp_path / "media", "jpg")  # keyed by the person's salt
     assert result["image_path"] == str(expected)
     assert expected.read_bytes() == data
 

@@ -240,3 +240,37 @@ async def test_a_flooding_backend_is_cut_off_at_the_cap(tmp_path):
         result = await image_generate({"prompt": "a cat"}, make_ctx(tmp_path, flood))
     assert result == {"error": "the generated image is larger than 10485760 bytes"}
     assert media_files(tmp_path) == []
+
+
+class RedirectingBackend(ImageFixture):
+    """An OpenAI-style image backend that answers a generation with a 302 to ``target``."""
+
+    target = ""
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.path == "/v1/images/generations":
+            return Reply(302, headers={"Location": self.target})
+        return super().handle(request)
+
+
+@pytest.mark.parametrize("where", ["metadata", "internal"])
+async def test_a_redirect_off_the_backend_is_refused_at_the_hop(tmp_path, images, where):
+    """The operator's backend on 127.0.0.1 is reached; where it redirects is checked."""
+    internal = images.image_url("cat.png").replace("127.0.0.1", "localhost")  # other origin
+    with RedirectingBackend(api_key=API_KEY) as backend:
+        backend.target = (
+            "http://169.254.169.254/latest/meta-data/" if where == "metadata" else internal
+        )
+        result = await image_generate({"prompt": "a cat"}, make_ctx(tmp_path, backend))
+        assert backend.requests_to("/v1/images/generations"), "the backend itself was asked"
+    assert result["error"].startswith("refused: ")
+    assert "resolves to a private or local address" in result["error"]
+    assert images.requests == [], "the internal service was never reached"
+    assert media_files(tmp_path) == []
+
+
+async def test_a_backend_a_person_chose_is_not_contacted(tmp_path, images):
+    ctx = make_ctx(tmp_path, images, hosted=True, personal_endpoints=frozenset({"image_base_url"}))
+    result = await image_generate({"prompt": "a cat"}, ctx)
+    assert result["error"].startswith("refused: 127.0.0.1 resolves to a private or local address")
+    assert images.requests == []

@@ -1,7 +1,9 @@
 """tools.net: which addresses are public, the pinned transport, and bounded body reads.
 
 The transport tests put httpx's own ``MockTransport`` where the sockets would be, so
-they see exactly which address a request was sent to, without leaving the machine.
+they see exactly which address a request was sent to, without leaving the machine. The
+endpoint tests use real loopback services: the operator's endpoint on 127.0.0.1 is
+reached, a person's is not, and a redirect off the operator's origin is checked.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import threading
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -20,12 +23,16 @@ import httpx
 import pytest
 
 from config.settings import Settings
+from evals.fixtures import FixtureServer, RecordedRequest, Reply
 from tools.net import (
     GuardedTransport,
     Refused,
     TooLarge,
+    endpoint_client,
     guarded_client,
     is_public,
+    model_clients,
+    operator_urls,
     read_limited,
 )
 
@@ -313,3 +320,100 @@ async def test_https_to_the_pinned_address_still_checks_the_certificate_for_the_
     async with unpinned:
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             await unpinned.get(f"https://127.0.0.1:{port}/cat.png")
+
+
+class Service(FixtureServer):
+    """A loopback HTTP service: ``/ok`` answers 200, ``/redirect?to=URL`` answers 302 to URL."""
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.path == "/redirect":
+            return Reply(302, headers={"Location": request.param("to") or "/"})
+        return Reply(200, b"ok", "text/plain")
+
+
+@pytest.fixture
+def services() -> Iterator[tuple[Service, Service]]:
+    """The operator's endpoint, and an internal service nobody configured."""
+    with Service() as endpoint, Service() as internal:
+        yield endpoint, internal
+
+
+def by_name(service: Service) -> str:
+    """``service``'s ``/ok`` named as localhost: another origin than its 127.0.0.1 URL."""
+    return f"{service.url.replace('127.0.0.1', 'localhost')}/ok"
+
+
+def chat_endpoint(url: str, *, personal: bool = False) -> Settings:
+    """Settings with ``url`` as the chat endpoint: the operator's, or a person's."""
+    mine = frozenset({"base_url"}) if personal else frozenset()
+    return Settings(provider="openai-compatible", base_url=url, personal_endpoints=mine)
+
+
+async def test_the_operators_loopback_endpoint_is_reached_and_a_persons_is_not(services):
+    endpoint, _ = services
+    timeout = httpx.Timeout(5.0)
+    async with endpoint_client(chat_endpoint(endpoint.url), "base_url", timeout=timeout) as c:
+        assert (await c.get(f"{endpoint.url}/ok")).text == "ok"
+    personal = chat_endpoint(endpoint.url, personal=True)
+    async with endpoint_client(personal, "base_url", timeout=timeout) as client:
+        with pytest.raises(Refused, match=r"127\.0\.0\.1 resolves to a private or local address"):
+            await client.get(f"{endpoint.url}/ok")
+    assert len(endpoint.requests) == 1, "the person's request never left"
+
+
+@pytest.mark.parametrize("where", ["http://169.254.169.254/latest/meta-data/", "internal"])
+async def test_a_redirect_off_the_operators_endpoint_is_checked(services, where):
+    endpoint, internal = services
+    target = (
+        f"http://localhost:{internal.url.rsplit(':', 1)[1]}/ok" if where == "internal" else where
+    )
+    settings = chat_endpoint(endpoint.url)
+    async with endpoint_client(settings, "base_url", timeout=httpx.Timeout(5.0)) as client:
+        with pytest.raises(Refused, match="private or local address"):
+            await client.get(f"{endpoint.url}/redirect", params={"to": target})
+    assert internal.requests == []
+
+
+def test_the_chat_models_blocking_client_follows_the_same_rule(services):
+    endpoint, internal = services
+    sync, _ = model_clients(chat_endpoint(endpoint.url))
+    with sync:
+        assert sync.get(f"{endpoint.url}/ok").text == "ok"
+        with pytest.raises(Refused):
+            sync.get(f"{endpoint.url}/redirect", params={"to": by_name(internal)})
+    personal, _ = model_clients(chat_endpoint(endpoint.url, personal=True))
+    with personal, pytest.raises(Refused):
+        personal.get(f"{endpoint.url}/ok")
+    assert internal.requests == []
+
+
+async def test_the_chat_models_async_client_follows_the_same_rule(services):
+    endpoint, _ = services
+    _, operators = model_clients(chat_endpoint(endpoint.url))
+    async with operators:
+        assert (await operators.get(f"{endpoint.url}/ok")).text == "ok"
+    _, persons = model_clients(chat_endpoint(endpoint.url, personal=True))
+    async with persons:
+        with pytest.raises(Refused):
+            await persons.get(f"{endpoint.url}/ok")
+
+
+def test_private_urls_allowed_by_the_operator_open_a_persons_endpoint_too(services):
+    endpoint, _ = services
+    settings = replace(chat_endpoint(endpoint.url, personal=True), allow_private_urls=True)
+    sync, _ = model_clients(settings)
+    with sync:
+        assert sync.get(f"{endpoint.url}/ok").text == "ok"
+
+
+def test_operator_urls_leave_out_a_persons_endpoints() -> None:
+    settings = Settings(
+        base_url="http://127.0.0.1:1/v1",
+        image_base_url="http://127.0.0.1:2/v1",
+        personal_endpoints=frozenset({"image_base_url"}),
+    )
+    fields = ("base_url", "image_base_url", "web_search_url")
+    assert operator_urls(settings, fields) == [
+        "http://127.0.0.1:1/v1",
+        "https://html.duckduckgo.com/html/",
+    ]
