@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from config.settings import PROVIDERS, TOOL_MODES, ConfigError
 
 if TYPE_CHECKING:
+    from graph.events import ConfirmationAsked, Decision
     from memory.accounts import Accounts
     from memory.pg_accounts import PgAccounts
 
@@ -208,10 +209,33 @@ async def _chat(args: argparse.Namespace, factory: Any) -> int:
     return await _chat_loop(args, ctx, None)
 
 
+async def _ask_on_terminal(asked: ConfirmationAsked) -> Decision:
+    """``Context.confirm`` at a terminal: the question, exactly what would be sent or
+    saved, and y/N (anything but y or yes declines)."""
+    ending = "Allow?" if asked.kind == "outbound" else "Save?"
+    print(f"companion> {asked.question}\n    {asked.sent}", file=sys.stderr)
+    try:
+        answer = await asyncio.to_thread(input, f"{ending} [y/N] ")
+    except EOFError:
+        return "declined"
+    return "allowed" if answer.strip().lower() in ("y", "yes") else "declined"
+
+
 async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
+    """A terminal conversation, or one message with ``-m``. A call that needs the
+    person's yes (the lethal trifecta, a memory change after outside content) is asked
+    as y/N when a person is at the terminal; with ``-m`` or piped input nobody is asked,
+    and it does not run (the question and that it was declined go to stderr)."""
     import dataclasses
 
-    from graph.events import Answer, ToolEnd, ToolStart, TurnError
+    from graph.events import (
+        Answer,
+        ConfirmationAsked,
+        ConfirmationDecided,
+        ToolEnd,
+        ToolStart,
+        TurnError,
+    )
     from graph.runner import catch_up_once, stream_turn
 
     if ctx.settings.is_local:
@@ -229,6 +253,8 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
     messages = [args.message] if args.message is not None else None
     if messages is None:  # a conversation, not a one-shot: summarise what was left open
         catch_up_once(ctx)
+    asking = messages is None and sys.stdin.isatty()
+    ctx = dataclasses.replace(ctx, confirm=_ask_on_terminal if asking else None)
     while True:
         if messages is not None:
             if not messages:
@@ -253,6 +279,10 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
                 case ToolEnd(name=name, ok=ok, duration_ms=ms):
                     status = "ok" if ok else "error"
                     print(f"[tool] {name} {status} ({ms:.0f} ms)", file=sys.stderr)
+                case ConfirmationAsked(question=question, sent=sent) if not asking:
+                    print(f"[confirm] {question} {sent!r}: nobody to ask", file=sys.stderr)
+                case ConfirmationDecided(decision=decision):
+                    print(f"[confirm] {decision}", file=sys.stderr)
                 case TurnError():
                     failed = True
                 case Answer():
