@@ -180,6 +180,7 @@ async def _ask(outcome: Outcome, asked: ConfirmationAsked, runtime: Runtime[Cont
             log.exception("asking the person about %s failed; not run", asked.tool)
     runtime.stream_writer(ConfirmationDecided(asked.id, decision))
     if decision == "allowed":
+        log.info("%s allowed by the person (%s)", asked.tool, asked.kind)
         return replace(outcome, verdict="run", decision=decision)
     log.warning("%s not run: %s (%s)", asked.tool, decision, asked.kind)
     note = not_confirmed(decision, asked.kind, asked.tool, asked.sent)
