@@ -215,11 +215,13 @@ def verify_target(
     goes along only to the origin it was saved for; a typed key goes to the typed URL.
 
     A base URL that ``fixed`` holds (a flag, the environment, the operator) is verified as
-    it is in effect, whatever the request says. With accounts on, a typed URL is the
-    person's: the address guard trusts it nowhere."""
+    it is in effect, with its key, whatever the request says. With accounts on, a typed
+    URL is the person's: the address guard trusts it nowhere."""
     url = _blank(form.get("base_url"))
-    if url is None or "base_url" in (fixed or {}):
+    if url is None:
         return current
+    if "base_url" in (fixed or {}):
+        return dataclasses.replace(current, chat_model=_blank(form.get("chat_model")))
     typed = _blank(form.get("api_key"))
     same = origin(str(url)) is not None and origin(str(url)) == origin(current.base_url)
     mine = {"base_url"} if current.hosted else set()

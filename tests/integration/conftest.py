@@ -1,7 +1,9 @@
-"""Integration fixtures: the app launched on a free port around a scripted policy."""
+"""Integration fixtures: the app launched on a free port around a scripted policy (one
+person, or ``hosted``: accounts on, ann the first and bob)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,8 +16,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from app.settings_view import FORM_KEYS
 from app.ui import launch_app
+from config.settings import Settings
 from evals.fixtures import OpenMeteoFixture
-from graph.setup import ContextFactory
+from graph.setup import ContextFactory, People
+from memory.accounts import Accounts
 from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 from tests.support.chat_model import ScriptedChatModel, tool_call
@@ -89,6 +93,48 @@ def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..
         )
         demos.append(demo)
         return Running(url, model, store, home, make.store)
+
+    yield start
+    for demo in demos:
+        demo.close()
+
+
+HOSTED_PASSWORDS = {"ann": "ann's long password", "bob": "bob's long password"}
+
+
+@dataclass
+class Hosted:
+    """A running app with accounts (ann, the first, and bob) and their stores."""
+
+    url: str
+    people: People
+
+    def client(self, name: str) -> Client:
+        auth = (name, HOSTED_PASSWORDS[name])
+        return Client(self.url, auth=auth, analytics_enabled=False, verbose=False)
+
+    def profile(self, name: str) -> dict[str, str]:
+        return asyncio.run(self.people.factory(name).store.profile())
+
+    def settings(self, name: str) -> Settings:
+        return asyncio.run(self.people.factory(name)()).settings
+
+
+@pytest.fixture
+def hosted(tmp_path: Path) -> Iterator[Callable[..., Hosted]]:
+    """Start the app with accounts on, with the given flags and environment."""
+    demos: list[Any] = []
+
+    def start(env: dict[str, str] | None = None, **flags: Any) -> Hosted:
+        root = tmp_path / "home"
+        accounts = Accounts.open_home(root)
+        for name, password in HOSTED_PASSWORDS.items():
+            accounts.add(name, password)
+        model = ScriptedChatModel(script=policy, name_="scripted-chat")
+        people = People({"home": root, **flags}, env=env or {}, chat_model=model)
+        demo, url = launch_app(people, port=free_port())
+        demos.append(demo)
+        return Hosted(url, people)
 
     yield start
     for demo in demos:

@@ -3,7 +3,8 @@
 A key saved in Settings is never sent back to the browser and goes only to the base URL
 it was saved with; a field fixed by a flag or the environment cannot be saved; an unknown
 persona is refused; with no chat model the first message says to choose one, and the
-CLI names COMPANION_CHAT_MODEL and exits 2.
+CLI names COMPANION_CHAT_MODEL and exits 2. With accounts on, the connection is the
+operator's: a person cannot save a base URL unless the operator allows personal endpoints.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import httpx
 import pytest
 from gradio_client.exceptions import AppError
 
+from config.settings import LOCAL_MODEL_NAME
 from tests.integration.conftest import settings_form
 from tests.integration.test_app_client import send, text_of
 from tests.support.fake_openai import FakeOpenAIServer
@@ -117,3 +119,34 @@ def test_the_cli_names_the_variable_and_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "COMPANION_CHAT_MODEL" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["ann", "bob"])
+def test_with_accounts_a_person_cannot_set_a_base_url(hosted, name) -> None:
+    app = hosted()
+    client = app.client(name)
+    status, _ = client.predict(
+        *form(base_url="http://127.0.0.1:5432/v1", api_key=SECRET),
+        "",
+        api_name="/save_settings",
+    )
+    assert status.startswith("❌ Not saved: base url is set by the operator")
+    assert "COMPANION_ALLOW_PERSONAL_ENDPOINTS" in status
+    assert "base_url" not in app.profile(name) and "api_key" not in app.profile(name)
+    local = form(chat_model=LOCAL_MODEL_NAME, latitude=12.5)
+    status, _ = client.predict(*local, "", api_name="/save_settings")
+    assert status.startswith("✅ Saved"), "the rest of Settings stays each person's"
+
+
+def test_the_operator_can_let_each_person_choose_an_endpoint(hosted, server) -> None:
+    app = hosted(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
+    status, _ = app.client("bob").predict(
+        *form(base_url="https://models.example/v1", tool_mode="native"),
+        "",
+        api_name="/save_settings",
+    )
+    assert status.startswith("✅ Saved"), status
+    settings = app.settings("bob")
+    assert settings.base_url == "https://models.example/v1"
+    assert settings.personal_endpoints == {"base_url"}
+    assert "base_url" not in app.profile("ann")

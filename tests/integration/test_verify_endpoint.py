@@ -1,4 +1,7 @@
-"""Settings' Verify tells the causes apart against a real loopback endpoint."""
+"""Settings' Verify tells the causes apart against a real loopback endpoint, and never
+probes this machine for a person: with accounts on, a URL a person sends is checked by
+the address guard before any request (or ignored, when the operator fixed the endpoint),
+while the operator's own loopback endpoint still verifies."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from config.settings import Settings
+from evals.fixtures import FixtureServer, RecordedRequest, Reply
 from graph.providers import Verified, verify_endpoint
+from tests.integration.test_connections import form
 from tests.support.fake_openai import FakeOpenAIServer
 
 
@@ -68,3 +73,64 @@ def test_ok_but_the_model_is_not_listed(server) -> None:
 def test_ok_but_no_model_chosen(server) -> None:
     verified = run(remote(server.url, model=None))
     assert "no chat model is chosen" in verified.text and verified.models == ("fake-model",)
+
+
+class Internal(FixtureServer):
+    """A service on this machine nobody configured as an endpoint; it answers anyone."""
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        return Reply.json({"data": [{"id": "internal-admin"}]})
+
+
+@pytest.fixture
+def internal() -> Iterator[Internal]:
+    with Internal() as service:
+        yield service
+
+
+def admin_url(service: Internal) -> str:
+    return f"{service.url}/internal-admin?token=1&x="
+
+
+@pytest.mark.parametrize(
+    "where", ["loopback", "http://169.254.169.254/latest", "http://10.1.2.3:5432", "http://[::1]:9"]
+)
+def test_a_persons_url_on_a_local_address_is_refused_before_any_request(internal, where) -> None:
+    url = admin_url(internal) if where == "loopback" else where
+    persons = Settings(
+        provider="openai-compatible",
+        base_url=url,
+        chat_model="fake-model",
+        hosted=True,
+        personal_endpoints=frozenset({"base_url"}),
+    )
+    verified = run(persons)
+    assert not verified.ok and verified.models == ()
+    assert "was not contacted: refused:" in verified.text
+    assert "resolves to a private or local address" in verified.text
+    assert internal.requests == []
+
+
+def test_the_operators_loopback_endpoint_still_verifies_with_accounts_on(server) -> None:
+    operators = Settings(
+        provider="openai-compatible", base_url=server.url, chat_model="fake-model", hosted=True
+    )
+    verified = run(operators)
+    assert verified.ok and verified.text.startswith("✅")
+
+
+def test_verify_in_the_app_checks_the_operators_endpoint_whatever_is_sent(
+    hosted, server, internal
+) -> None:
+    app = hosted(provider="openai-compatible", base_url=server.url)
+    sent = form(base_url=admin_url(internal), chat_model="fake-model")
+    verified = app.client("bob").predict(*sent, api_name="/verify")
+    assert verified[0] == f"**Endpoint:** ✅ {server.url}: OK, chat model `fake-model` (listed)"
+    assert internal.requests == [], "the internal service was never asked"
+
+
+def test_verify_in_the_app_refuses_a_persons_local_url(hosted, internal) -> None:
+    app = hosted(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
+    verified = app.client("bob").predict(*form(base_url=admin_url(internal)), api_name="/verify")
+    assert "was not contacted: refused: 127.0.0.1 resolves to a private" in verified[0]
+    assert internal.requests == []

@@ -74,8 +74,10 @@ def test_hosted_settings_cannot_save_a_persons_base_url() -> None:
 def test_verify_checks_a_fixed_base_url_as_it_is_whatever_the_request_says() -> None:
     current = load_settings({}, OPERATORS, {}, hosted=True)
     typed = {"base_url": "http://127.0.0.1:5432/internal-admin?token=1&x="}
-    assert verify_target(typed, current, fixed_fields({}, OPERATORS, hosted=True)) is current
-    assert verify_target(typed, current, fixed_fields({}, OPERATORS)) is current
+    for fixed in (fixed_fields({}, OPERATORS, hosted=True), fixed_fields({}, OPERATORS)):
+        target = verify_target({**typed, "chat_model": "m"}, current, fixed)
+        assert (target.base_url, target.api_key) == ("http://127.0.0.1:8080/v1", "sk-op")
+        assert target.chat_model == "m" and target.personal_endpoints == frozenset()
 
 
 def test_verify_takes_a_typed_url_as_the_persons_with_accounts_on() -> None:
