@@ -428,7 +428,9 @@ def _user_command(
 
 def _db_migrate(args: argparse.Namespace) -> int:
     """``companion db migrate``: the store's schema, memory_sql's role and the users
-    table, as the admin, granted to the role of COMPANION_DATABASE_URL."""
+    table, as the admin, granted to the role of COMPANION_DATABASE_URL; then checks that
+    every privilege memory_sql relies on holds (exit 1 naming each one that does not)
+    and notes, on stderr, what every role may do that only a superuser could revoke."""
     import os
 
     from config.settings import database_admin_url, database_url, database_user
@@ -455,7 +457,7 @@ def _db_migrate(args: argparse.Namespace) -> int:
         import psycopg
 
         from memory.pg_accounts import migrate_accounts
-        from memory.pg_sql_guard import SQL_ROLE, prepare
+        from memory.pg_sql_guard import SQL_ROLE, prepare, verify
         from memory.pg_store import migrate
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
@@ -464,8 +466,21 @@ def _db_migrate(args: argparse.Namespace) -> int:
         version = asyncio.run(migrate(admin_url, app_role))
         asyncio.run(prepare(admin_url, SQL_ROLE, app_role))
         accounts_version = migrate_accounts(admin_url, app_role)
+        report = asyncio.run(verify(admin_url, app_role, url))
     except psycopg.Error as exc:
         print(f"companion: the migration failed: {exc}", file=sys.stderr)
+        return 1
+    for note in report.notes:
+        print(f"companion: note: {note}", file=sys.stderr)
+    if report.problems:
+        print(
+            "companion: the migration ran, but memory_sql's isolation does not hold:",
+            *(f"  - {problem}" for problem in report.problems),
+            "Fix these as a superuser (or the roles' owner) and run `companion db migrate` "
+            "again; memory_sql must not be used until it passes.",
+            sep="\n",
+            file=sys.stderr,
+        )
         return 1
     print(
         f"Schema at version {version}, accounts at version {accounts_version}; "

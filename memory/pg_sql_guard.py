@@ -1,82 +1,89 @@
-"""memory_sql on Postgres (issue 15): model-written SQL over one person's rows of a shared
-database, held by the database itself rather than by string pasting.
+"""memory_sql on Postgres (issues 15, 19): model-written SQL over one person's rows of a
+shared database, held by the database itself rather than by string pasting.
 
 On SQLite (memory.sql_guard) each person has a file of their own and the guard shadows
 tables with views and watches every compiled step. On Postgres every person's rows share
-the tables, so the statement runs where the database enforces the limits:
+the tables, so each layer below holds even if the ones before it fail:
 
-1. **Parse** — the same pre-check as SQLite, ``sql_guard.check_sql`` itself: one
-   statement, SELECT (``WITH … SELECT`` included) or UPDATE, none of the forbidden
-   keywords (INSERT, DELETE, DROP, RETURNING — so no data-modifying CTE —, BEGIN, …).
-   It is backend-neutral; its SQLite-only words (PRAGMA, ATTACH, load_extension) simply
-   never match here. Nothing else SQLite-specific is reused: the authorizer, TEMP views
-   and function allow-list are replaced by the layers below.
-2. **A restricted role** — the statement runs after ``SET LOCAL ROLE companion_sql``, a
-   NOLOGIN role the app role may become (``prepare``), which may SELECT what SQLite's
+1. **Parse** (memory.pg_sql_parse): Postgres's own grammar (pglast), one SELECT or
+   UPDATE, allow-lists of relations, functions and casts; what runs is the checked tree
+   deparsed, never the model's text.
+2. **A login of its own.** The statement runs on a new connection whose *login* role is
+   ``companion_sql``: LOGIN, NOINHERIT, no superuser, BYPASSRLS, CREATEROLE or
+   CREATEDB, and a member of no role at all, so nothing it runs (not a DO block, not
+   ``SET ROLE``) can become the app's role or anyone else. It may SELECT what SQLite's
    memory_sql shows (sessions, messages, memories, segments, profile) and UPDATE only
    ``messages.content``, ``memories.value`` and ``sessions.title``: no other table
-   (schema_version, running_turns, job_leases, the journal sql_edits, …), no INSERT or
-   DELETE, no sequence, no server files (``pg_read_file``, ``COPY`` need roles it lacks).
-3. **Row-level security** — the tables' person policy (memory.pg_store) applies to it,
-   scoped to the person through ``app.person``, set for this transaction alone; and a
-   restrictive policy for companion_sql drops ``role = 'memory_tool'`` messages from
-   everything it reads or updates, whatever the spelling (CTE named messages,
-   ``public.messages``, subqueries, UNION), and another keeps only the profile keys
-   of ``sql_guard.READABLE_SETTINGS`` (never an API key). Because the person policy
-   trusts a setting, ``prepare`` takes ``set_config`` from PUBLIC (the app role keeps
-   it): otherwise a SELECT could set ``app.person`` to someone else in the middle of
-   its own scan.
-   ``SET``/``RESET`` statements are refused by the parse and are not allowed inside the
-   functions that run SQL text (``query_to_xml``), which are not volatile.
-4. **Read-only SELECTs** — a SELECT runs in a ``READ ONLY`` transaction, so whatever
-   it calls cannot write tables, and the transaction is rolled back, never committed,
-   which also undoes what READ ONLY lets through (``lo_create``, ``pg_notify``).
-
+   (sql_bindings, sql_login, the journal sql_edits, users, logins, …), no INSERT or
+   DELETE, no sequence, no schema to create objects in. ``prepare`` (run by
+   ``companion db migrate``) makes the role with a random password, kept in
+   ``sql_login`` for the app role alone to read, so operators configure nothing new;
+   ``run_sql`` connects with the app URL's host, port and database as companion_sql.
+   *pg_hba.conf* must let companion_sql log in with a password from the app's machines
+   (a ``host … scram-sha-256`` line): peer or ident authentication on a unix socket
+   would need an operating-system user of that name. ``verify`` tries the login from
+   where ``companion db migrate`` runs and says so when it fails.
+3. **Whose rows, from something no statement can change.** Before the statement the
+   app role writes a binding ``(backend_pid, person, batch, edit_at)`` for the
+   companion_sql connection's backend into ``sql_bindings`` (memory.pg_store's
+   migration 5) and deletes it after. A RESTRICTIVE row-level-security policy for
+   companion_sql on every readable table keeps ``person = memory_sql_person()``: a
+   SECURITY DEFINER function reading the binding of ``pg_backend_pid()``. companion_sql
+   cannot write sql_bindings, and ``app.person`` (the app's own setting, which
+   ``set_config`` can change: it is granted to PUBLIC and only a superuser could take it
+   back) plays no part in what it sees. No binding, no rows. Two more restrictive
+   policies drop ``role = 'memory_tool'`` messages and keep only the profile keys of
+   ``sql_guard.READABLE_SETTINGS`` (never an API key), whatever the spelling.
+4. **Read-only SELECTs** — a SELECT runs in a ``READ ONLY`` transaction that is rolled
+   back, never committed, which also undoes what READ ONLY lets through.
 5. **The journal** — every UPDATE as companion_sql fires a statement-level AFTER UPDATE
-   trigger (``WHEN current_user = companion_sql``, so the app's own writes are not
-   journalled) whose function runs as the admin (SECURITY DEFINER): from the statement's
-   transition tables it records each changed text with the text it replaced in
-   ``sql_edits`` (memory.pg_store's migration 3), in the changed rows' own person, under
-   the batch id and time ``run_sql`` set with ``set_config`` before becoming
-   companion_sql (which may not call it). companion_sql has no privilege on sql_edits
-   and cannot call a trigger function; the app role reads it and marks batches undone
-   but cannot insert. The same function refuses what SQLite's guard refuses of the new
-   text (over ``MAX_WRITE_CHARS`` unless it shrinks, an empty memory value or title)
-   and an edit of more than ``MAX_ROWS_CHANGED`` rows, and keeps the last
-   ``KEPT_BATCHES`` batches. ``PgStore.undo_last_sql_edit`` undoes the newest batch; it
-   writes through fixed statements under the undoer's row-level security, never on a
-   memory_tool message and only where the row still holds the journalled new text, so
-   a forged entry cannot reach another person's row or a hidden one.
+   trigger whose function runs as the admin (SECURITY DEFINER): from the transition
+   tables it records each changed text with the text it replaced in ``sql_edits``,
+   under the person, batch and time of the connection's binding. companion_sql has no
+   privilege on sql_edits and cannot call a trigger function; the app role reads it and
+   marks batches undone but cannot insert. The function refuses what SQLite's guard
+   refuses of the new text (over ``MAX_WRITE_CHARS`` unless it shrinks, an empty memory
+   value or title) and an edit of more than ``MAX_ROWS_CHANGED`` rows, and keeps the
+   last ``KEPT_BATCHES`` batches. ``PgStore.undo_last_sql_edit`` undoes the newest batch
+   through fixed statements under the undoer's row-level security.
 
-SQLite's dialect where it matters: the model writes memory_sql as for SQLite, whose
-LIKE ignores case, so a LIKE (or NOT LIKE) operator runs as ILIKE (``sqlite_like``: the
-operator tokens only, never a string or a quoted name).
+``verify`` (run by ``companion db migrate`` after everything else) checks that all of
+this holds in the database as it is — role attributes, no membership, every privilege
+companion_sql has on every relation, sequence, schema and SECURITY DEFINER function, row
+security and the policies, and that the login cannot ``SET ROLE`` to the app — and
+migrate fails when it does not. Built-ins granted to PUBLIC that a database owner who is
+not a superuser cannot revoke (set_config, lo_*, pg_notify, the statistics views) are
+reported, not relied on: the parse refuses them, and the layers above hold without it.
 
-Limits: ``statement_timeout`` for the transaction (``timeout_ms``; also set on the role,
-though a role's settings only apply to logins); at most ``max_rows`` rows fetched
-(``max_rows + 1`` read to report truncation), cells, column names and the whole result
-capped as on SQLite; an UPDATE changing more than ``sql_guard.MAX_ROWS_CHANGED`` rows is
-rolled back. ``run_sql`` never raises: every failure is ``{"error": ...}``.
-
-Not covered yet: a general function allow-list: Postgres functions granted to PUBLIC
-stay callable, except set_config and the large-object writers, which ``prepare`` takes
-back (time is bounded by statement_timeout); and SQLite's own catalog
-(``sqlite_master``, ``schema_version``): here the schema is read from
-``information_schema``. An UPDATE reports the rows it matched (SQLite: the rows whose
-text changed); only changed texts are journalled.
+Limits: ``statement_timeout`` (``timeout_ms``, set when connecting; the role's own
+setting is the default); at most ``max_rows`` rows fetched (``max_rows + 1`` read to
+report truncation), cells, column names and the whole result capped as on SQLite; an
+UPDATE changing more than ``sql_guard.MAX_ROWS_CHANGED`` rows is rolled back. Postgres
+has no per-value length limit like SQLite's: a value is bounded by its own 1 GB limit
+and the time limit. ``run_sql`` never raises: every failure is ``{"error": ...}``; the
+log says its kind and SQLSTATE, never its text, which may quote rows. An UPDATE reports
+the rows it matched (SQLite: the rows whose text changed); only changed texts are
+journalled. Every person's statements share the one login role, so what Postgres keeps
+per role rather than per row (a large object, the statements in pg_stat_activity) is
+reachable only past the parse.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import logging
+import secrets
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlparse
 from psycopg import AsyncConnection, Rollback, errors
-from psycopg.sql import SQL, Identifier, Literal
-from sqlparse import tokens as T
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
+from memory.pg_sql_parse import READABLE, PgChecked, check_pg_sql
 from memory.sql_guard import (
     CELL_CAP,
     COLUMN_NAME_CAP,
@@ -91,7 +98,6 @@ from memory.sql_guard import (
     TOO_LONG,
     TOO_MANY_ROWS,
     SqlRefused,
-    check_sql,
 )
 from memory.sql_journal import EDITABLE_COLUMNS, HIDDEN_ROLE, KEPT_BATCHES, new_batch_id
 from memory.store import format_time, utc_now
@@ -100,27 +106,43 @@ log = logging.getLogger("companion.memory_sql")
 
 SQL_ROLE = "companion_sql"
 APP_ROLE = "companion"
-# What memory_sql may read: SQLite's visible schema (memory.sql_guard), with the profile
-# cut to sql_guard.READABLE_SETTINGS and memory_tool messages dropped by policies.
-READABLE: tuple[str, ...] = ("sessions", "messages", "memories", "segments", "profile")
 # The app's other tables, named so ``prepare`` takes back anything granted on them before.
-UNREADABLE: tuple[str, ...] = ("running_turns", "job_leases", "sql_edits")
-# Server-side large-object functions that create or change one (granted to PUBLIC by
-# default); ``prepare`` takes them back.
-LARGE_OBJECT_WRITERS = (
-    "pg_catalog.lo_create(oid)",
-    "pg_catalog.lo_creat(integer)",
-    "pg_catalog.lo_from_bytea(oid, bytea)",
-    "pg_catalog.lo_put(oid, bigint, bytea)",
-    "pg_catalog.lo_unlink(oid)",
-    "pg_catalog.lo_truncate(integer, integer)",
-    "pg_catalog.lo_truncate64(integer, bigint)",
-    "pg_catalog.lowrite(integer, bytea)",
-    "pg_catalog.lo_open(oid, integer)",
+UNREADABLE: tuple[str, ...] = (
+    "running_turns",
+    "job_leases",
+    "sql_edits",
+    "schema_version",
+    "sql_login",
+    "sql_bindings",
 )
 EDITABLE: dict[str, str] = dict(EDITABLE_COLUMNS)  # messages.content, memories.value, …
 JOURNAL_TRIGGER = "companion_sql_journal"  # also the name of its function
+PERSON_FUNCTION = "memory_sql_person"  # the person of the calling connection's binding
+LOGINS = "sql_login"
+BINDINGS = "sql_bindings"
 ROLE_TIMEOUT = f"{TIME_LIMIT_SECONDS:g}s"
+CONNECT_SECONDS = 10
+SCRAM_ITERATIONS = 4096
+# Built-ins granted to PUBLIC that only a superuser could take back: reported by
+# ``verify``, refused by the parse, relied on by nothing.
+OPEN_BUILT_INS = (
+    "pg_catalog.set_config(text, text, boolean)",
+    "pg_catalog.current_setting(text)",
+    "pg_catalog.pg_notify(text, text)",
+    "pg_catalog.lo_from_bytea(oid, bytea)",
+    "pg_catalog.lo_create(oid)",
+    "pg_catalog.pg_advisory_lock(bigint)",
+)
+OPEN_VIEWS = (
+    "pg_catalog.pg_stat_activity",
+    "pg_catalog.pg_stat_user_tables",
+    "pg_catalog.pg_locks",
+)
+# Privileges checked on every relation and sequence outside the system schemas.
+TABLE_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+COLUMN_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "REFERENCES")
+SEQUENCE_PRIVILEGES = ("USAGE", "SELECT", "UPDATE")
+SYSTEM_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'"
 
 PERMISSION_DENIED = (
     "refused: {detail} — memory_sql reads sessions, messages, memories, segments and "
@@ -131,83 +153,41 @@ TIME_LIMIT = (
     "query stopped: it ran longer than {seconds:g} s (time limit); add a LIMIT or a narrower WHERE"
 )
 NO_DATABASE = "could not reach the database: {detail}"
+NOT_SET_UP = "memory_sql is not set up on this database: run `companion db migrate`"
+
+
+class _Unreachable(Exception):
+    """memory_sql could not connect (as the app, or as companion_sql)."""
+
+
+@dataclass(frozen=True)
+class SetupReport:
+    """What ``verify`` found: problems break a guarantee (migrate fails on any); notes
+    are open doors memory_sql does not rely on."""
+
+    problems: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+# the admin's side: companion db migrate -------------------------------------------
 
 
 async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_ROLE) -> None:
-    """Create (or bring up to date) the restricted role memory_sql runs as, its grants and
-    its row-level security policies; run as the admin after ``pg_store.migrate``."""
-    role, app = Identifier(sql_role), Identifier(app_role)
+    """Create (or bring up to date) memory_sql's login role, its password, grants, row
+    security policies and journal trigger; run as the admin after ``pg_store.migrate``."""
     connecting = AsyncConnection.connect(admin_url, autocommit=True)
     async with await connecting as conn, conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.sql_guard'))")
-        cursor = await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (sql_role,))
-        if await cursor.fetchone() is None:
-            await conn.execute(
-                SQL(
-                    "CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS"
-                ).format(role)
-            )
-        await conn.execute(SQL("GRANT {} TO {}").format(role, app))
-        await conn.execute(
-            SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, Literal(ROLE_TIMEOUT))
-        )
-        tables = SQL(", ").join(map(Identifier, READABLE))
-        # Exactly these privileges: take back anything granted before, then grant.
-        await conn.execute(
-            SQL("REVOKE ALL ON {} FROM {}").format(
-                SQL(", ").join(map(Identifier, READABLE + UNREADABLE)), role
-            )
-        )
-        await conn.execute(SQL("GRANT SELECT ON {} TO {}").format(tables, role))
-        for table, column in EDITABLE.items():
-            await conn.execute(
-                SQL("GRANT UPDATE ({}) ON {} TO {}").format(
-                    Identifier(column), Identifier(table), role
-                )
-            )
-        # The person policy trusts app.person, so the role must not be able to set it.
-        await conn.execute(
-            "REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC"
-        )
-        await conn.execute(
-            SQL(
-                "GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO {}"
-            ).format(app)
-        )
-        # Large objects live outside every table's row-level security, and an UPDATE
-        # commits: nobody but the owner may make or change one.
-        for function in LARGE_OBJECT_WRITERS:
-            await conn.execute(
-                SQL("REVOKE EXECUTE ON FUNCTION {} FROM PUBLIC").format(SQL(function))
-            )
-        policy = Identifier(f"messages_{sql_role}_hidden")
-        await conn.execute(SQL("DROP POLICY IF EXISTS {} ON messages").format(policy))
-        # The app role is a member of sql_role, and a policy for a role also binds its
-        # members: the condition holds only while the current user is sql_role itself.
-        await conn.execute(
-            SQL(
-                "CREATE POLICY {policy} ON messages AS RESTRICTIVE FOR ALL TO {role} "
-                "USING (role <> {hidden} OR current_user <> {name}) "
-                "WITH CHECK (role <> {hidden} OR current_user <> {name})"
-            ).format(policy=policy, role=role, hidden=Literal(HIDDEN_ROLE), name=Literal(sql_role))
-        )
-        # The profile as memory_sql sees it on SQLite: the readable settings only (never
-        # an API key), bound the same way.
-        policy = Identifier(f"profile_{sql_role}_readable")
-        await conn.execute(SQL("DROP POLICY IF EXISTS {} ON profile").format(policy))
-        await conn.execute(
-            SQL(
-                "CREATE POLICY {policy} ON profile AS RESTRICTIVE FOR ALL TO {role} "
-                "USING (key IN ({keys}) OR current_user <> {name})"
-            ).format(
-                policy=policy,
-                role=role,
-                keys=SQL(", ").join(map(Literal, READABLE_SETTINGS)),
-                name=Literal(sql_role),
-            )
-        )
-        # The journal: every text an UPDATE as sql_role changes, by the trigger alone.
+        await _login_role(conn, sql_role, await _password(conn, sql_role))
+        await _no_memberships(conn, sql_role, app_role)
+        await _grants(conn, Identifier(sql_role), Identifier(app_role))
+        await _policies(conn, sql_role)
         await conn.execute(_journal_function())
+        await conn.execute(
+            SQL("REVOKE ALL ON FUNCTION public.{}() FROM PUBLIC").format(
+                Identifier(JOURNAL_TRIGGER)
+            )
+        )
         for table in EDITABLE:
             trigger = Identifier(JOURNAL_TRIGGER)
             await conn.execute(
@@ -228,12 +208,163 @@ async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_
             )
 
 
+async def _password(conn: AsyncConnection[Any], sql_role: str) -> str:
+    """The login role's password: the one kept in sql_login, or a new random one."""
+    cursor = await conn.execute(
+        SQL("SELECT password FROM {} WHERE role = %s").format(Identifier(LOGINS)), (sql_role,)
+    )
+    row = await cursor.fetchone()
+    if row is not None:
+        return str(row[0])
+    password = secrets.token_urlsafe(32)
+    await conn.execute(
+        SQL("INSERT INTO {} (role, password) VALUES (%s, %s)").format(Identifier(LOGINS)),
+        (sql_role, password),
+    )
+    return password
+
+
+def scram_verifier(password: str, salt: bytes | None = None) -> str:
+    """``password`` as Postgres stores a SCRAM-SHA-256 one (RFC 5803), so ``ALTER ROLE
+    … PASSWORD`` never carries the password itself (a server log may keep statements)."""
+    salt = salt or secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, SCRAM_ITERATIONS)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+    stored_key = hashlib.sha256(client_key).digest()
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return f"SCRAM-SHA-256${SCRAM_ITERATIONS}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
+async def _login_role(conn: AsyncConnection[Any], sql_role: str, password: str) -> None:
+    """The role the model's statement logs in as: LOGIN, NOINHERIT, nothing else. (Only
+    a superuser may even name SUPERUSER, BYPASSRLS or REPLICATION in ALTER ROLE: those
+    are set when the role is made and checked by ``verify``.)"""
+    role, verifier = Identifier(sql_role), Literal(scram_verifier(password))
+    cursor = await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (sql_role,))
+    if await cursor.fetchone() is None:
+        await conn.execute(
+            SQL(
+                "CREATE ROLE {} LOGIN NOINHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                "NOBYPASSRLS NOREPLICATION PASSWORD {}"
+            ).format(role, verifier)
+        )
+        await conn.execute(
+            SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, Literal(ROLE_TIMEOUT))
+        )
+        return
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                SQL("ALTER ROLE {} LOGIN NOINHERIT NOCREATEDB NOCREATEROLE PASSWORD {}").format(
+                    role, verifier
+                )
+            )
+            await conn.execute(
+                SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, Literal(ROLE_TIMEOUT))
+            )
+    except errors.InsufficientPrivilege:  # a superuser made it a superuser: verify says so
+        log.warning("could not alter the role %r (verify reports why)", sql_role)
+
+
+async def _no_memberships(conn: AsyncConnection[Any], sql_role: str, app_role: str) -> None:
+    """Take back every role granted to sql_role (its login must lead nowhere) and
+    sql_role from the app role (granted by earlier versions, which switched to it);
+    what cannot be taken back here, ``verify`` reports."""
+    cursor = await conn.execute(
+        """SELECT g.rolname, m.rolname FROM pg_auth_members a
+           JOIN pg_roles g ON g.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
+           WHERE m.rolname = %s OR (g.rolname = %s AND m.rolname = %s)""",
+        (sql_role, sql_role, app_role),
+    )
+    for granted, member in await cursor.fetchall():
+        try:
+            async with conn.transaction():
+                await conn.execute(
+                    SQL("REVOKE {} FROM {}").format(Identifier(granted), Identifier(member))
+                )
+        except errors.InsufficientPrivilege:
+            log.warning("could not revoke role %r from %r (verify reports it)", granted, member)
+
+
+async def _grants(conn: AsyncConnection[Any], role: Identifier, app: Identifier) -> None:
+    """Exactly these privileges: take back anything granted before, then grant."""
+    every = SQL(", ").join(map(Identifier, READABLE + UNREADABLE))
+    await conn.execute(SQL("REVOKE ALL ON {} FROM {}").format(every, role))
+    await conn.execute(
+        SQL("GRANT SELECT ON {} TO {}").format(SQL(", ").join(map(Identifier, READABLE)), role)
+    )
+    for table, column in EDITABLE.items():
+        await conn.execute(
+            SQL("GRANT UPDATE ({}) ON {} TO {}").format(Identifier(column), Identifier(table), role)
+        )
+    # The password and the bindings: the app role's alone.
+    private = SQL(", ").join(map(Identifier, (LOGINS, BINDINGS)))
+    await conn.execute(SQL("REVOKE ALL ON {} FROM PUBLIC").format(private))
+    await conn.execute(SQL("GRANT SELECT ON {} TO {}").format(Identifier(LOGINS), app))
+    await conn.execute(
+        SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(Identifier(BINDINGS), app)
+    )
+    # Nothing to create objects in (PUBLIC kept CREATE on public before Postgres 15).
+    await conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+
+
+async def _policies(conn: AsyncConnection[Any], sql_role: str) -> None:
+    """The policies that bind companion_sql (and anyone who ever inherits it): its
+    connection's person only, no memory_tool message, readable settings only."""
+    role = Identifier(sql_role)
+    function = Identifier(PERSON_FUNCTION)
+    await conn.execute(
+        SQL(
+            "CREATE OR REPLACE FUNCTION public.{function}() RETURNS text "
+            "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS "
+            "$$ SELECT person FROM public.{bindings} "
+            "WHERE backend_pid = pg_catalog.pg_backend_pid() $$"
+        ).format(function=function, bindings=Identifier(BINDINGS))
+    )
+    await conn.execute(SQL("REVOKE ALL ON FUNCTION public.{}() FROM PUBLIC").format(function))
+    await conn.execute(SQL("GRANT EXECUTE ON FUNCTION public.{}() TO {}").format(function, role))
+    person = SQL("person = (SELECT public.{}())").format(function)
+    for table in READABLE:
+        # Its rows are the binding's person's (the tables' own policy, for everyone, is
+        # app.person's: permissive policies add up, so this one alone would not do) …
+        await _policy(conn, table, f"{table}_{sql_role}_bound", "PERMISSIVE", role, person)
+        # … and only those, whatever app.person says.
+        await _policy(conn, table, f"{table}_{sql_role}_person", "RESTRICTIVE", role, person)
+    hidden = SQL("role <> {}").format(Literal(HIDDEN_ROLE))
+    await _policy(conn, "messages", f"messages_{sql_role}_hidden", "RESTRICTIVE", role, hidden)
+    readable = SQL("key IN ({})").format(SQL(", ").join(map(Literal, READABLE_SETTINGS)))
+    await _policy(conn, "profile", f"profile_{sql_role}_readable", "RESTRICTIVE", role, readable)
+
+
+async def _policy(
+    conn: AsyncConnection[Any],
+    table: str,
+    name: str,
+    kind: str,
+    role: Identifier,
+    condition: Composable,
+) -> None:
+    policy = Identifier(name)
+    await conn.execute(SQL("DROP POLICY IF EXISTS {} ON {}").format(policy, Identifier(table)))
+    await conn.execute(
+        SQL(
+            "CREATE POLICY {policy} ON {table} AS {kind} FOR ALL TO {role} "
+            "USING ({condition}) WITH CHECK ({condition})"
+        ).format(
+            policy=policy, table=Identifier(table), kind=SQL(kind), role=role, condition=condition
+        )
+    )
+
+
 def _journal_function() -> str:
     """The journal trigger's function: as the admin (SECURITY DEFINER: companion_sql
     cannot write sql_edits itself), record each text the statement changed with what it
-    replaced, under the batch and time ``run_sql`` set before becoming companion_sql
-    (which may not call set_config), in the rows' own person; refuse the new text
-    SQLite's guard would refuse, and an edit past the row cap; keep the last
+    replaced, under the person, batch and time of the connection's binding; refuse the
+    new text SQLite's guard would refuse, and an edit past the row cap; keep the last
     ``KEPT_BATCHES`` batches. A trigger function cannot be called directly."""
 
     def quoted(text: str) -> str:
@@ -267,17 +398,20 @@ def _journal_function() -> str:
 CREATE OR REPLACE FUNCTION public.{JOURNAL_TRIGGER}() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $journal$
 DECLARE
-    v_batch  text := current_setting('app.sql_batch', true);
-    v_person text := current_setting('app.person', true);
+    v_person text;
+    v_batch  text;
     v_at     timestamptz;
     e        record;
     changed  integer;
 BEGIN
-    IF coalesce(v_batch, '') = '' OR coalesce(v_person, '') = '' THEN
+    SELECT b.person, b.batch, b.edit_at INTO v_person, v_batch, v_at
+    FROM public.{BINDINGS} b WHERE b.backend_pid = pg_backend_pid();
+    IF v_person IS NULL THEN
         RAISE EXCEPTION 'refused: a memory_sql edit needs its journal batch'
             USING ERRCODE = 'check_violation';
     END IF;
-    v_at := current_setting('app.sql_edit_at')::timestamptz;
+    -- The journal's row security (forced, on its owner too) is the binding's person's.
+    PERFORM set_config('app.person', v_person, true);
     IF {inserts}
     END IF;
     FOR e IN SELECT table_name, old_value, new_value FROM public.sql_edits
@@ -306,6 +440,285 @@ END $journal$"""
     return body
 
 
+# the admin's side: what holds, checked ---------------------------------------------
+
+
+async def verify(
+    admin_url: str, app_role: str, app_url: str | None = None, sql_role: str = SQL_ROLE
+) -> SetupReport:
+    """Check, as the admin, that every guarantee above holds in the database as it is;
+    with ``app_url``, also log in as sql_role where the app connects and try to leave it."""
+    problems: list[str] = []
+    connecting = AsyncConnection.connect(admin_url, autocommit=True)
+    async with await connecting as conn:
+        problems += await _role_problems(conn, sql_role, app_role)
+        problems += await _privilege_problems(conn, sql_role)
+        problems += await _security_problems(conn, sql_role)
+        notes = await _open_doors(conn, sql_role)
+        password = await _password_kept(conn, sql_role)
+        admin = (await _rows(conn, "SELECT current_user::text"))[0][0]
+    if app_url is not None and password is not None:
+        leave_for = (app_role, admin)
+        login_problems, login_notes = await _login_problems(app_url, password, leave_for)
+        problems += login_problems
+        notes += login_notes
+    if password is None:
+        problems.append(f"{sql_role} has no password in {LOGINS}: run `companion db migrate`")
+    return SetupReport(tuple(problems), tuple(notes))
+
+
+async def _rows(
+    conn: AsyncConnection[Any], query: str | SQL | Composed, *params: Any
+) -> list[tuple[Any, ...]]:
+    cursor = await conn.execute(query, params)
+    return await cursor.fetchall()
+
+
+async def _role_problems(conn: AsyncConnection[Any], sql_role: str, app_role: str) -> list[str]:
+    problems: list[str] = []
+    roles = {
+        row[0]: row[1:]
+        for row in await _rows(
+            conn,
+            """SELECT rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb,
+                      rolreplication, rolcanlogin, rolinherit
+               FROM pg_roles WHERE rolname IN (%s, %s)""",
+            sql_role,
+            app_role,
+        )
+    }
+    names = ("SUPERUSER", "BYPASSRLS", "CREATEROLE", "CREATEDB", "REPLICATION")
+    if sql_role not in roles:
+        return [f"the role {sql_role} does not exist"]
+    *powers, can_login, inherits = roles[sql_role]
+    problems += [f"{sql_role} has {name}" for name, on in zip(names, powers, strict=True) if on]
+    if not can_login:
+        problems.append(f"{sql_role} cannot log in (memory_sql connects as it)")
+    if inherits:
+        problems.append(f"{sql_role} has INHERIT (it must be NOINHERIT)")
+    if app_role not in roles:
+        problems.append(f"the app role {app_role} does not exist")
+    else:
+        app_powers = roles[app_role][:2]
+        problems += [
+            f"the app role {app_role} has {name}"
+            for name, on in zip(names[:2], app_powers, strict=True)
+            if on
+        ]
+    for (granted,) in await _rows(
+        conn,
+        """SELECT g.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
+           JOIN pg_roles m ON m.oid = a.member WHERE m.rolname = %s ORDER BY 1""",
+        sql_role,
+    ):
+        problems.append(f"{sql_role} is a member of {granted} (it must be a member of no role)")
+    for (other,) in await _rows(
+        conn,
+        "SELECT r FROM unnest(ARRAY[%s, current_user::text]) r WHERE pg_has_role(%s, r, 'MEMBER')",
+        app_role,
+        sql_role,
+    ):
+        problems.append(f"{sql_role} can become {other}")
+    return problems
+
+
+async def _privilege_problems(conn: AsyncConnection[Any], sql_role: str) -> list[str]:
+    """Every privilege sql_role has on every relation and sequence outside the system
+    schemas, against exactly what it should have."""
+    granted = await _rows(
+        conn,
+        f"""SELECT n.nspname, c.relname, p.privilege
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            CROSS JOIN unnest(%s::text[]) p(privilege)
+            WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND {SYSTEM_SCHEMAS}
+              AND has_table_privilege(%s, c.oid, p.privilege)
+            UNION ALL
+            SELECT n.nspname, c.relname, p.privilege || ' (' || a.attname || ')'
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            CROSS JOIN unnest(%s::text[]) p(privilege)
+            WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND {SYSTEM_SCHEMAS}
+              AND has_column_privilege(%s, c.oid, a.attnum, p.privilege)
+            UNION ALL
+            SELECT n.nspname, c.relname, p.privilege
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            CROSS JOIN unnest(%s::text[]) p(privilege)
+            WHERE c.relkind = 'S' AND {SYSTEM_SCHEMAS}
+              AND has_sequence_privilege(%s, c.oid, p.privilege)""",
+        list(TABLE_PRIVILEGES),
+        sql_role,
+        list(COLUMN_PRIVILEGES),
+        sql_role,
+        list(SEQUENCE_PRIVILEGES),
+        sql_role,
+    )
+    has = {(schema, table, privilege) for schema, table, privilege in granted}
+    needed = {("public", table, "SELECT") for table in READABLE} | {
+        ("public", table, f"UPDATE ({column})") for table, column in EDITABLE.items()
+    }
+    extra = sorted(
+        f"{sql_role} may {privilege} on {schema}.{table}"
+        for schema, table, privilege in has - needed
+        if not (schema == "public" and table in READABLE and privilege.startswith("SELECT ("))
+    )
+    missing = sorted(f"{sql_role} lacks {p} on {s}.{t}" for s, t, p in needed - has)
+    return extra + missing
+
+
+async def _security_problems(conn: AsyncConnection[Any], sql_role: str) -> list[str]:
+    """Row security on the readable tables with the binding policies; no schema to
+    create in; no SECURITY DEFINER function but the binding's own within reach."""
+    problems: list[str] = []
+    secured = await _rows(
+        conn,
+        """SELECT c.relname, c.relrowsecurity AND c.relforcerowsecurity,
+                  EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid
+                          AND p.polname = c.relname || '_' || %s || '_person'
+                          AND NOT p.polpermissive
+                          AND p.polroles = ARRAY[(SELECT oid FROM pg_roles WHERE rolname = %s)]
+                          AND pg_get_expr(p.polqual, p.polrelid) LIKE %s)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relname = ANY(%s)""",
+        sql_role,
+        sql_role,
+        f"%{PERSON_FUNCTION}()%",
+        list(READABLE),
+    )
+    found = {table: (forced, bound) for table, forced, bound in secured}
+    for table in READABLE:
+        forced, bound = found.get(table, (False, False))
+        if not forced:
+            problems.append(f"row-level security is not enabled and forced on {table}")
+        if not bound:
+            problems.append(f"{table} has no restrictive policy binding {sql_role} to a person")
+    for (schema,) in await _rows(
+        conn,
+        """SELECT n.nspname FROM pg_namespace n WHERE NOT (n.nspname = 'information_schema'
+           OR n.nspname ~ '^pg_') AND has_schema_privilege(%s, n.oid, 'CREATE') ORDER BY 1""",
+        sql_role,
+    ):
+        problems.append(f"{sql_role} may create objects in schema {schema}")
+    for (function,) in await _rows(
+        conn,
+        f"""SELECT p.oid::regprocedure::text FROM pg_proc p
+            JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE p.prosecdef AND {SYSTEM_SCHEMAS} AND p.prorettype <> 'trigger'::regtype
+              AND has_function_privilege(%s, p.oid, 'EXECUTE')
+              AND p.oid <> %s::regprocedure ORDER BY 1""",
+        sql_role,
+        f"public.{PERSON_FUNCTION}()",
+    ):
+        problems.append(f"{sql_role} may call the SECURITY DEFINER function {function}")
+    rows = await _rows(
+        conn,
+        "SELECT has_function_privilege(%s, %s::regprocedure, 'EXECUTE'), "
+        "has_database_privilege(%s, current_database(), 'CREATE')",
+        sql_role,
+        f"public.{PERSON_FUNCTION}()",
+        sql_role,
+    )
+    calls_person, creates_schemas = rows[0]
+    if not calls_person:
+        problems.append(f"{sql_role} may not call public.{PERSON_FUNCTION}()")
+    if creates_schemas:
+        problems.append(f"{sql_role} may create schemas in the database")
+    return problems
+
+
+async def _open_doors(conn: AsyncConnection[Any], sql_role: str) -> list[str]:
+    """What every role may do that only a superuser could take away: reported, since
+    memory_sql refuses it in the parse and relies on it nowhere."""
+    calls = [
+        function
+        for function in OPEN_BUILT_INS
+        if (
+            await _rows(
+                conn,
+                "SELECT has_function_privilege(%s, %s::regprocedure, 'EXECUTE')",
+                sql_role,
+                function,
+            )
+        )[0][0]
+    ]
+    reads = [
+        view
+        for view in OPEN_VIEWS
+        if (await _rows(conn, "SELECT has_table_privilege(%s, %s, 'SELECT')", sql_role, view))[0][0]
+    ]
+    notes = []
+    if calls:
+        notes.append(
+            f"{sql_role} may call {', '.join(calls)} (granted to PUBLIC; only a superuser "
+            "can revoke them): memory_sql's parse refuses them, and whose rows it sees "
+            f"comes from {BINDINGS}, not a setting"
+        )
+    if reads:
+        notes.append(
+            f"{sql_role} may read {', '.join(reads)} (granted to PUBLIC): memory_sql's "
+            "parse refuses every catalog"
+        )
+    return notes
+
+
+async def _password_kept(conn: AsyncConnection[Any], sql_role: str) -> str | None:
+    try:
+        query = SQL("SELECT password FROM {} WHERE role = %s").format(Identifier(LOGINS))
+        rows = await _rows(conn, query, sql_role)
+    except errors.UndefinedTable:
+        return None
+    return str(rows[0][0]) if rows else None
+
+
+async def _login_problems(
+    app_url: str, password: str, leave_for: tuple[str, ...]
+) -> tuple[list[str], list[str]]:
+    """Log in as memory_sql does and try to leave the role: problems if it becomes any
+    of ``leave_for`` or sees a row without a binding; a note if it cannot log in."""
+    try:
+        conn = await AsyncConnection.connect(_login_conninfo(app_url, password, ROLE_TIMEOUT))
+    except errors.OperationalError as exc:
+        return [], [
+            f"memory_sql could not log in as {SQL_ROLE} from here ({str(exc)!r}): "
+            f"pg_hba.conf must let {SQL_ROLE} log in with a password from the app's machines"
+        ]
+    problems: list[str] = []
+    async with conn:
+        for role in leave_for:
+            try:
+                async with conn.transaction():
+                    await conn.execute(SQL("SET LOCAL ROLE {}").format(Identifier(role)))
+                problems.append(f"{SQL_ROLE}'s login can SET ROLE {role}")
+            except errors.InsufficientPrivilege:
+                pass  # as it must be
+        for table in READABLE:
+            cursor = await conn.execute(SQL("SELECT count(*) FROM {}").format(Identifier(table)))
+            row = await cursor.fetchone()
+            if row and row[0]:
+                problems.append(f"{SQL_ROLE} sees rows of {table} without a binding")
+    return problems, []
+
+
+# the app's side: run one statement -------------------------------------------------
+
+
+def _login_conninfo(url: str, password: str, timeout: str) -> str:
+    """The app URL's server and database, as companion_sql, with the settings the
+    checked text relies on (standard strings, the public schema) fixed at login."""
+    params = conninfo_to_dict(url)
+    params.update(
+        user=SQL_ROLE,
+        password=password,
+        options=(
+            f"-c statement_timeout={timeout} -c search_path=public "
+            "-c standard_conforming_strings=on"
+        ),
+        application_name="companion memory_sql",
+        connect_timeout=str(CONNECT_SECONDS),
+    )
+    params.pop("passfile", None)
+    return make_conninfo("", **params)
+
+
 def _cell(value: Any) -> Any:
     """A value as the tool returns it: JSON-friendly, long text cut like on SQLite."""
     if value is None or isinstance(value, bool | int | float):
@@ -316,10 +729,9 @@ def _cell(value: Any) -> Any:
     return text if len(text) <= CELL_CAP else text[:CELL_CAP] + "…"
 
 
-def _error(exc: Exception, timeout_ms: int) -> str:
+def _error(exc: errors.Error, timeout_ms: int) -> str:
     """What the model is told about a statement Postgres refused or stopped."""
-    detail = exc.diag.message_primary if isinstance(exc, errors.Error) else None
-    detail = detail or str(exc)
+    detail = exc.diag.message_primary or str(exc)
     if isinstance(exc, errors.QueryCanceled):
         return TIME_LIMIT.format(seconds=timeout_ms / 1000)
     if isinstance(exc, errors.InsufficientPrivilege):
@@ -328,22 +740,7 @@ def _error(exc: Exception, timeout_ms: int) -> str:
         return READ_ONLY.format(detail=detail)
     if isinstance(exc, errors.CheckViolation) and detail.startswith("refused:"):
         return detail  # the journal trigger's refusal, written for the model
-    if isinstance(exc, errors.OperationalError):
-        return NO_DATABASE.format(detail=detail)
     return f"SQL error: {detail}"
-
-
-def sqlite_like(sql: str) -> str:
-    """``sql`` with its LIKE operators made ILIKE: SQLite's LIKE ignores case, and the
-    model writes memory_sql as it would for SQLite (``LIKE '%kopi%'`` must find "Kopi").
-    Only the operator tokens change, never a string or a quoted name."""
-    parts = []
-    for token in sqlparse.parse(sql)[0].flatten():
-        if token.ttype is T.Operator.Comparison and token.value.split()[-1].upper() == "LIKE":
-            parts.append(token.value[: -len("LIKE")] + "ILIKE")
-        else:
-            parts.append(token.value)
-    return "".join(parts)
 
 
 async def run_sql(
@@ -359,57 +756,106 @@ async def run_sql(
     truncated}, UPDATE -> {updated}, journalled as one batch at ``now`` (default: the
     real clock); any refusal or failure -> {"error": ...}. Never raises."""
     try:
-        checked = check_sql(sql)
+        checked = check_pg_sql(sql)
+        if not person:
+            raise SqlRefused("memory_sql needs a person", "input")
+        edit_at = (now or utc_now()).replace(microsecond=0)
+        return await _run_bound(url, person, checked, max_rows, timeout_ms, edit_at)
     except SqlRefused as exc:
-        log.info("memory_sql refused: %s", exc)
+        log.info("memory_sql refused (%s)", exc.kind)
         return {"error": str(exc)}
-    if not person:
-        return {"error": "memory_sql needs a person"}
-    try:
-        connecting = AsyncConnection.connect(url, autocommit=True)
-        async with await connecting as conn, conn.transaction():
-            cursor = conn.cursor()
-            if checked.kind == "SELECT":
-                await cursor.execute("SET TRANSACTION READ ONLY")
-            await cursor.execute(
-                """SELECT set_config('app.person', %s, true),
-                              set_config('statement_timeout', %s, true)""",
-                (person, str(max(1, timeout_ms))),
-            )
-            if checked.kind == "UPDATE":
-                # What the journal trigger files this statement's edits under.
-                edited_at = (now or utc_now()).replace(microsecond=0)
-                await cursor.execute(
-                    """SELECT set_config('app.sql_batch', %s, true),
-                              set_config('app.sql_edit_at', %s, true)""",
-                    (new_batch_id(), edited_at.isoformat()),
-                )
-            await cursor.execute(SQL("SET LOCAL ROLE {}").format(Identifier(SQL_ROLE)))
-            # Parameters (none) make psycopg use the extended protocol, which runs one
-            # statement only, whatever the parse above concluded; % is then escaped.
-            await cursor.execute(sqlite_like(checked.sql).replace("%", "%%"), ())
-            if checked.kind == "UPDATE":
-                changed = cursor.rowcount
-                if changed > MAX_ROWS_CHANGED:
-                    raise SqlRefused(TOO_MANY_ROWS.format(cap=MAX_ROWS_CHANGED))
-                return {"updated": changed}
-            columns = [
-                str(_cell(column.name))[:COLUMN_NAME_CAP] for column in cursor.description or ()
-            ]
-            fetched = await cursor.fetchmany(max_rows + 1)
-            # A SELECT never needs to commit: whatever it did (a large object, a NOTIFY:
-            # the few writes a READ ONLY transaction allows) is undone.
-            raise Rollback
-    except SqlRefused as exc:  # raised inside the transaction, which rolled back
-        log.info("memory_sql refused: %s", exc)
-        return {"error": str(exc)}
-    except Exception as exc:  # the guard must answer with data whatever happened
+    except _Unreachable as exc:
+        return {"error": NO_DATABASE.format(detail=exc)}
+    except errors.Error as exc:  # the statement's own failure: its text may quote rows
         error = _error(exc, timeout_ms)
-        if isinstance(exc, errors.CheckViolation) and error == exc.diag.message_primary:
-            log.info("memory_sql refused: %s", error)  # the journal trigger's refusal
+        if isinstance(exc, errors.CheckViolation) and error.startswith("refused:"):
+            log.info("memory_sql refused (journal)")
         else:
-            log.exception("memory_sql statement failed on Postgres")
+            log.warning(
+                "memory_sql statement failed on Postgres (%s, SQLSTATE %s)",
+                type(exc).__name__,
+                exc.sqlstate,
+            )
         return {"error": error}
+    except Exception as exc:  # a bug of ours: the guard must still answer with data
+        log.exception("memory_sql failed")
+        return {"error": f"memory_sql failed: {type(exc).__name__}"}
+
+
+async def _run_bound(
+    url: str, person: str, checked: PgChecked, max_rows: int, timeout_ms: int, edit_at: datetime
+) -> dict[str, Any]:
+    """Connect as companion_sql, bind the connection to ``person`` (as the app), run the
+    statement, and unbind once the connection is closed."""
+    async with await _connect(url) as app:
+        password = await _sql_password(app)
+        conn = await _connect(_login_conninfo(url, password, str(max(1, timeout_ms))))
+        pid, batch = conn.info.backend_pid, new_batch_id()
+        try:
+            await app.execute(
+                SQL(
+                    "INSERT INTO {} (backend_pid, person, batch, edit_at) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (backend_pid) DO UPDATE SET person = excluded.person, "
+                    "batch = excluded.batch, edit_at = excluded.edit_at"
+                ).format(Identifier(BINDINGS)),
+                (pid, person, batch, edit_at),
+            )
+            return await _execute(conn, checked, max_rows)
+        finally:
+            await conn.close()
+            await app.execute(
+                SQL("DELETE FROM {} WHERE backend_pid = %s AND batch = %s").format(
+                    Identifier(BINDINGS)
+                ),
+                (pid, batch),
+            )
+
+
+async def _connect(conninfo: str) -> AsyncConnection[Any]:
+    try:
+        return await AsyncConnection.connect(
+            conninfo, autocommit=True, connect_timeout=CONNECT_SECONDS
+        )
+    except errors.OperationalError as exc:
+        # No row data here; repr keeps libpq's newlines from forging a log line.
+        log.warning("memory_sql could not connect (%s): %r", exc.sqlstate, str(exc))
+        raise _Unreachable(exc.diag.message_primary or str(exc)) from exc
+
+
+async def _sql_password(app: AsyncConnection[Any]) -> str:
+    """companion_sql's password, which the app role alone may read."""
+    try:
+        cursor = await app.execute(
+            SQL("SELECT password FROM {} WHERE role = %s").format(Identifier(LOGINS)),
+            (SQL_ROLE,),
+        )
+    except errors.UndefinedTable:
+        raise SqlRefused(NOT_SET_UP, "setup") from None
+    row = await cursor.fetchone()
+    if row is None:
+        raise SqlRefused(NOT_SET_UP, "setup")
+    return str(row[0])
+
+
+async def _execute(conn: AsyncConnection[Any], checked: PgChecked, max_rows: int) -> dict[str, Any]:
+    """The checked statement in one transaction: a SELECT read-only and rolled back, an
+    UPDATE committed unless it changed more than MAX_ROWS_CHANGED rows."""
+    async with conn.transaction():
+        cursor = conn.cursor()
+        if checked.kind == "SELECT":
+            await cursor.execute("SET TRANSACTION READ ONLY")
+        # Parameters (none) make psycopg use the extended protocol, which runs one
+        # statement only; % is then escaped.
+        await cursor.execute(checked.sql.replace("%", "%%"), ())
+        if checked.kind == "UPDATE":
+            changed = cursor.rowcount
+            if changed > MAX_ROWS_CHANGED:
+                raise SqlRefused(TOO_MANY_ROWS.format(cap=MAX_ROWS_CHANGED), "edit")
+            return {"updated": changed}
+        columns = [str(_cell(column.name))[:COLUMN_NAME_CAP] for column in cursor.description or ()]
+        fetched = await cursor.fetchmany(max_rows + 1)
+        # A SELECT never needs to commit: whatever it did is undone.
+        raise Rollback
     return _result(columns, fetched, max_rows)
 
 

@@ -290,6 +290,25 @@ PG_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_person_id ON messages (person, id);
     CREATE INDEX messages_person_time ON messages (person, created_at, id);
     """,
+    # 5: memory_sql's own login (issue 19; memory.pg_sql_guard). The model's statement
+    # runs on a connection whose login role is companion_sql: sql_login keeps that
+    # role's password (made by `companion db migrate`) for the app role alone to read,
+    # and sql_bindings names, for each such connection by its backend pid, whose rows it
+    # sees and which journal batch and time its edits go under. Only the app role
+    # writes bindings; companion_sql reads its own through a SECURITY DEFINER function,
+    # so no statement can change whose rows it sees. Neither table is a person's.
+    """
+    CREATE TABLE sql_login (
+        role     text PRIMARY KEY,
+        password text NOT NULL
+    );
+    CREATE TABLE sql_bindings (
+        backend_pid integer PRIMARY KEY,
+        person      text NOT NULL CHECK (person <> ''),
+        batch       text NOT NULL,
+        edit_at     timestamptz NOT NULL
+    );
+    """,
 )
 
 

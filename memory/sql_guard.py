@@ -35,15 +35,24 @@ value's length, LIKE/GLOB pattern length, result columns, function arguments and
 size of the compiled program, which bounds the work done within one row); at most
 ``MAX_COSTLY_CALLS`` calls of the functions whose cost grows with a whole message
 (LIKE, GLOB, instr, replace, trim), the last four replaced by linear-time versions that
-also watch the clock; no aggregates that build an unbounded value (json_group_array,
-json_group_object); and results capped in rows, columns, cell length and total
-characters, so what the tool returns (and the store keeps in ``meta``) stays small.
-``run_sql`` never raises: every failure is ``{"error": ...}``.
+also watch the clock; printf (and its alias format) whose widths and precisions add up
+to at most ``MAX_VALUE_BYTES`` (SQLite's own printf pads one character at a time, past
+its length limit too, and never looks at the clock: ``%.2147483647c`` took 13.8 s);
+no aggregates that build an unbounded value (json_group_array, json_group_object); and
+results capped in rows, columns, cell length and total characters, so what the tool
+returns (and the store keeps in ``meta``) stays small. Every other allowed built-in
+makes a value no longer than its arguments allow (and SQLite's length limit refuses
+the rest); zeroblob and randomblob, which take a size, are not allowed.
+
+``run_sql`` never raises: every failure is ``{"error": ...}``. The log says what kind of
+refusal or failure it was (and SQLite's error code), never the error's text, which can
+quote the person's rows or the model's SQL (and a newline in it would forge a log line).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import sqlite3
 import threading
@@ -110,6 +119,10 @@ CONNECTION_LIMITS = {
 # checks the time limit only between rows, so their number per statement is capped.
 COSTLY_FUNCTIONS = frozenset({"like", "glob", "instr", "replace", "trim", "ltrim", "rtrim"})
 MAX_COSTLY_CALLS = 8
+# One conversion of printf's format: flags, widths, precisions, a size (``l``), then the
+# conversion letter. Every number in it counts towards the call's budget (SQLite keeps
+# the last of each, so adding them all over-counts, never under-counts).
+PRINTF_SPEC = re.compile(r"%([-+ #!0,l*.0-9]*)")
 
 # What an UPDATE may write: at most this many rows per call, text only, this long.
 MAX_ROWS_CHANGED = 20
@@ -201,6 +214,13 @@ REFUSED_COSTLY = (
     "refused: at most {cap} calls of like/glob/instr/replace/trim per statement (each may "
     "scan a whole message); combine the conditions or narrow the rows first"
 )
+REFUSED_PRINTF_STAR = (
+    "refused: {name}() widths and precisions must be written as numbers, not taken from "
+    "an argument (*)"
+)
+REFUSED_PRINTF_WIDTH = (
+    "refused: {name}() widths and precisions may add up to at most {cap:,} characters per call"
+)
 REFUSED_TOO_COMPLEX = (
     "refused: the statement is too complex (more than {ops} SQLite program steps); "
     "split it into simpler questions"
@@ -233,7 +253,12 @@ LIMIT_HINTS = (
 
 
 class SqlRefused(Exception):
-    """The SQL was refused before running; the message names what was refused."""
+    """The SQL was refused (before running, or its edits before they were written); the
+    message names what was refused, for the model; ``kind`` says which rule, for the log."""
+
+    def __init__(self, message: str, kind: str = "statement") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class _Stopped(Exception):
@@ -248,17 +273,24 @@ class Checked:
     kind: str  # "SELECT" or "UPDATE"
 
 
-def check_sql(sql: object) -> Checked:
-    """The parse layer: one SELECT or UPDATE statement, or SqlRefused naming the problem."""
+def sql_text(sql: object) -> str:
+    """The model's SQL, stripped, if it is text a parser should see at all (both
+    backends): not empty, not too long, no NUL; else SqlRefused."""
     if not isinstance(sql, str):
-        raise SqlRefused("refused: the SQL must be text")
+        raise SqlRefused("refused: the SQL must be text", "input")
     text = sql.strip()
     if not text:
-        raise SqlRefused("refused: no SQL given")
+        raise SqlRefused("refused: no SQL given", "input")
     if len(text) > MAX_SQL_CHARS:
-        raise SqlRefused(f"refused: SQL longer than {MAX_SQL_CHARS} characters")
+        raise SqlRefused(f"refused: SQL longer than {MAX_SQL_CHARS} characters", "input")
     if "\x00" in text:
-        raise SqlRefused("refused: the SQL contains a NUL character")
+        raise SqlRefused("refused: the SQL contains a NUL character", "input")
+    return text
+
+
+def check_sql(sql: object) -> Checked:
+    """The parse layer: one SELECT or UPDATE statement, or SqlRefused naming the problem."""
+    text = sql_text(sql)
     try:
         statements = [
             statement
@@ -266,11 +298,13 @@ def check_sql(sql: object) -> Checked:
             if statement.token_first(skip_cm=True, skip_ws=True) is not None
         ]
     except Exception as exc:  # sqlparse's own limits (deep nesting) or a parser bug
-        raise SqlRefused(f"refused: the SQL could not be parsed ({type(exc).__name__})") from exc
+        raise SqlRefused(
+            f"refused: the SQL could not be parsed ({type(exc).__name__})", "parse"
+        ) from exc
     if not statements:
-        raise SqlRefused("refused: no SQL statement given (only comments)")
+        raise SqlRefused("refused: no SQL statement given (only comments)", "input")
     if len(statements) > 1:
-        raise SqlRefused("refused: several statements given; send one at a time")
+        raise SqlRefused("refused: several statements given; send one at a time", "statement")
     statement = statements[0]
     kind = statement.get_type()
     if kind not in ("SELECT", "UPDATE"):
@@ -283,11 +317,13 @@ def check_sql(sql: object) -> Checked:
             continue
         word = token.value.upper()
         if token.ttype in T.Keyword and word in FORBIDDEN_KEYWORDS:
-            raise SqlRefused(REFUSED_KEYWORD.format(what=word))
+            raise SqlRefused(REFUSED_KEYWORD.format(what=word), "keyword")
         if token.ttype in T.Name and token.value.lower() in FORBIDDEN_FUNCTIONS:
-            raise SqlRefused(REFUSED_FUNCTION.format(name=token.value.lower()))
+            raise SqlRefused(REFUSED_FUNCTION.format(name=token.value.lower()), "function")
         if previous == "UPDATE" and word == "OR":
-            raise SqlRefused(REFUSED_KEYWORD.format(what="UPDATE OR … (conflict clause)"))
+            raise SqlRefused(
+                REFUSED_KEYWORD.format(what="UPDATE OR … (conflict clause)"), "keyword"
+            )
         previous = word
     return Checked(text, kind)
 
@@ -425,7 +461,18 @@ def _action_name(action: int, arg1: str | None) -> str:
 # with 10,000 characters to strip) and cannot be interrupted. Same results as SQLite's.
 
 
-_REAL_TEXT = threading.local()  # a private in-memory connection per thread, for REAL -> TEXT
+_PRIVATE = threading.local()  # a private in-memory SQLite per thread, for its own answers
+
+
+def _private_sqlite() -> sqlite3.Connection:
+    """This thread's private in-memory SQLite, with the guard's length limit: what
+    SQLite's own functions answer (a REAL as text, a printf whose format was checked)."""
+    conn: sqlite3.Connection | None = getattr(_PRIVATE, "conn", None)
+    if conn is None:
+        conn = _PRIVATE.conn = sqlite3.connect(":memory:")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    return conn
 
 
 def _as_text(value: Any) -> str:
@@ -436,10 +483,8 @@ def _as_text(value: Any) -> str:
         return value.decode("utf-8", "replace")
     if isinstance(value, float):
         # SQLite's own printf rounds differently from Python's in the 15th digit: ask it.
-        converter = getattr(_REAL_TEXT, "conn", None)
-        if converter is None:
-            converter = _REAL_TEXT.conn = sqlite3.connect(":memory:")
-        return str(converter.execute("SELECT CAST(? AS TEXT)", (value,)).fetchone()[0])
+        cast = _private_sqlite().execute("SELECT CAST(? AS TEXT)", (value,))
+        return str(cast.fetchone()[0])
     return str(value)
 
 
@@ -486,6 +531,33 @@ def _trim(left: bool, right: bool) -> Callable[..., str | None]:
     return trim
 
 
+def _printf(policy: _Policy, name: str) -> Callable[..., Any]:
+    """SQLite's printf (or format) once its format is checked: no ``*`` (a width taken
+    from an argument) and widths and precisions adding up to at most MAX_VALUE_BYTES, so
+    one call does bounded work; then SQLite's own printf makes the text."""
+
+    def printf(*args: Any) -> Any:
+        if args and args[0] is not None:
+            specs = PRINTF_SPEC.findall(_as_text(args[0]))
+            if any("*" in spec for spec in specs):
+                policy.deny(REFUSED_PRINTF_STAR.format(name=name))
+                raise _Stopped
+            if sum(_widths(spec) for spec in specs) > MAX_VALUE_BYTES:
+                policy.deny(REFUSED_PRINTF_WIDTH.format(name=name, cap=MAX_VALUE_BYTES))
+                raise _Stopped
+        marks = ", ".join("?" * len(args))
+        return _private_sqlite().execute(f"SELECT printf({marks})", args).fetchone()[0]
+
+    return printf
+
+
+def _widths(spec: str) -> int:
+    """The widths and precisions written in one printf conversion, added up (a number
+    too long to read counts as over any budget)."""
+    numbers = re.findall(r"[0-9]+", spec)
+    return sum(int(n) if len(n) <= 9 else MAX_VALUE_BYTES + 1 for n in numbers)
+
+
 def _on_time(deadline: _Deadline, function: Callable[..., Any]) -> Callable[..., Any]:
     """``function``, refusing to start once the time limit has passed."""
 
@@ -498,7 +570,8 @@ def _on_time(deadline: _Deadline, function: Callable[..., Any]) -> Callable[...,
 
 
 def _install_functions(conn: sqlite3.Connection, policy: _Policy, deadline: _Deadline) -> None:
-    """The linear stand-ins (they take precedence over SQLite's built-ins)."""
+    """The linear stand-ins and the checked printf (they take precedence over SQLite's
+    built-ins)."""
     for name, arity, function in (
         ("instr", 2, _instr),
         ("replace", 3, _replace(policy)),
@@ -508,6 +581,8 @@ def _install_functions(conn: sqlite3.Connection, policy: _Policy, deadline: _Dea
         ("ltrim", 2, _trim(True, False)),
         ("rtrim", 1, _trim(False, True)),
         ("rtrim", 2, _trim(False, True)),
+        ("printf", -1, _printf(policy, "printf")),
+        ("format", -1, _printf(policy, "format")),
     ):
         conn.create_function(name, arity, _on_time(deadline, function), deterministic=True)
 
@@ -578,7 +653,7 @@ def run_sql(
     try:
         checked = check_sql(sql)
     except SqlRefused as exc:
-        log.info("memory_sql refused: %s", exc)
+        log.info("memory_sql refused (%s)", exc.kind)
         return {"error": str(exc)}
     try:
         conn = connect(db_path, read_only=True)
@@ -596,18 +671,33 @@ def run_sql(
         edits = _planned_edits(conn, policy, checked.sql)
         conn.close()  # end the read before the write begins (closing twice is harmless)
         return _apply(db_path, edits, format_time(clock()))
-    except (SqlRefused, EditConflict) as exc:
-        log.info("memory_sql refused: %s", exc)
+    except SqlRefused as exc:
+        log.info("memory_sql refused (%s)", exc.kind)
+        return {"error": str(exc)}
+    except EditConflict as exc:
+        log.info("memory_sql refused (edit conflict)")
         return {"error": str(exc)}
     except (sqlite3.Error, MemoryError) as exc:  # a guard function's _Stopped arrives as
         # sqlite3.OperationalError; the reason it recorded is in policy.denied
-        log.exception("memory_sql statement failed")
+        log.warning("memory_sql statement stopped (%s)", _failure_kind(exc, policy, deadline))
         return {"error": _failure(exc, policy, deadline)}
     except Exception as exc:  # the guard must answer with data whatever happened
         log.exception("memory_sql failed")
         return {"error": f"memory_sql failed: {type(exc).__name__}: {exc}"}
     finally:
         conn.close()
+
+
+def _failure_kind(exc: BaseException, policy: _Policy | None, deadline: _Deadline) -> str:
+    """What kind of failure ``_failure`` reports, for the log: never the error's text,
+    which may quote the person's rows or the model's SQL."""
+    if policy is not None and policy.denied:
+        return "refused by the guard"
+    if deadline.hit:
+        return "time limit"
+    if isinstance(exc, MemoryError):
+        return "too complex"
+    return f"{type(exc).__name__} {getattr(exc, 'sqlite_errorname', '')}".strip()
 
 
 def _failure(exc: BaseException, policy: _Policy | None, deadline: _Deadline) -> str:
@@ -679,19 +769,19 @@ def _edit(
     where = f"{table}.{column}"
     if new_kind != "text" or new_raw is None:
         raise SqlRefused(
-            NOT_TEXT.format(where=where, kind="NULL" if new_kind == "null" else new_kind)
+            NOT_TEXT.format(where=where, kind="NULL" if new_kind == "null" else new_kind), "edit"
         )
     try:
         new = new_raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise SqlRefused(NOT_UTF8.format(where=where)) from None
+        raise SqlRefused(NOT_UTF8.format(where=where), "edit") from None
     if "\x00" in new:
-        raise SqlRefused(HAS_NUL.format(where=where))
+        raise SqlRefused(HAS_NUL.format(where=where), "edit")
     old = _stored(old_kind, old_raw)
     if len(new) > max(MAX_WRITE_CHARS[table], len(old)):  # a long message may shrink
-        raise SqlRefused(TOO_LONG.format(where=where, cap=MAX_WRITE_CHARS[table]))
+        raise SqlRefused(TOO_LONG.format(where=where, cap=MAX_WRITE_CHARS[table]), "edit")
     if table in NOT_EMPTY and not new.strip():
-        raise SqlRefused(EMPTY_TEXT.format(where=where))
+        raise SqlRefused(EMPTY_TEXT.format(where=where), "edit")
     return Edit(table, row_id, column, old, new)
 
 

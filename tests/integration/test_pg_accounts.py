@@ -172,8 +172,7 @@ def test_memory_sql_cannot_read_the_users_table(
     postgres: PostgresServer, pg_accounts: PgAccounts
 ) -> None:
     ann = pg_accounts.add("ann", "ann's password")
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"SET ROLE {SQL_ROLE}")
+    with psycopg.connect(postgres.url_as(SQL_ROLE), autocommit=True) as conn:  # its own login
         for query in ("SELECT name, password_hash FROM users", "SELECT count(*) FROM users"):
             with pytest.raises(errors.InsufficientPrivilege):
                 conn.execute(query)

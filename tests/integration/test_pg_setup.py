@@ -1,7 +1,8 @@
 """COMPANION_DATABASE_URL as a person meets it: it selects Postgres for the terminal chat,
 the app's start-up and ``companion doctor``; a database that is down or was never
 migrated is said plainly, with what to do; one process's connections serve every event
-loop it runs."""
+loop it runs; ``companion db migrate``, as the database's owner who is no superuser, puts
+right or names whatever would break memory_sql's isolation."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import pytest
 from graph.setup import OWNER, ContextFactory, open_store, release_connections, startup_settings
 from memory.async_store import AsyncSqliteStore
 from memory.pg_pool import LoopPools
+from memory.pg_sql_guard import SQL_ROLE, run_sql
 from memory.pg_store import PgStore
 from memory.store import StoreError
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.pg_people import migrated_postgres
+from tests.support.pg_people import migrate_as_owner, migrated_postgres
 from tests.support.postgres import PostgresServer
 
 
@@ -135,3 +137,98 @@ def test_terminal_chat_and_doctor_on_postgres(tmp_path: Path, postgres: Postgres
     assert "✓ database: postgresql://companion@" in checked.stdout, checked.stdout
     assert "(Postgres; 1 chat(s) of the owner)" in checked.stdout
     asyncio.run(release_connections())
+
+
+# companion db migrate checks what memory_sql relies on (issue 19) -------------------
+
+# Changes only a superuser can make (or unmake), and what verify must then say; None:
+# migrate itself puts it right, as the database's owner.
+TAMPERS = [
+    ("ALTER ROLE companion_sql BYPASSRLS", "ALTER ROLE companion_sql NOBYPASSRLS",
+     "companion_sql has BYPASSRLS"),
+    ("ALTER ROLE companion_sql SUPERUSER", "ALTER ROLE companion_sql NOSUPERUSER",
+     "companion_sql has SUPERUSER"),
+    ("ALTER ROLE companion BYPASSRLS", "ALTER ROLE companion NOBYPASSRLS",
+     "the app role companion has BYPASSRLS"),
+    ("ALTER TABLE memories NO FORCE ROW LEVEL SECURITY",
+     "ALTER TABLE memories FORCE ROW LEVEL SECURITY",
+     "row-level security is not enabled and forced on memories"),
+    ("CREATE FUNCTION public.peek() RETURNS text LANGUAGE sql SECURITY DEFINER "
+     "AS 'SELECT string_agg(value, '','') FROM memories'", "DROP FUNCTION public.peek()",
+     "may call the SECURITY DEFINER function peek()"),
+    ("CREATE SCHEMA side; GRANT CREATE ON SCHEMA side TO companion_sql",
+     "DROP SCHEMA side", "companion_sql may create objects in schema side"),
+    ("CREATE TABLE side_notes (x text); GRANT SELECT ON side_notes TO PUBLIC",
+     "DROP TABLE side_notes", "companion_sql may SELECT on public.side_notes"),
+    ("GRANT pg_read_all_data TO companion_sql", "REVOKE pg_read_all_data FROM companion_sql",
+     None),
+    ("GRANT companion TO companion_sql", "REVOKE companion FROM companion_sql", None),
+    ("GRANT companion_sql TO companion", "REVOKE companion_sql FROM companion", None),
+    ("GRANT SELECT ON sql_edits, sql_bindings TO companion_sql",
+     "REVOKE SELECT ON sql_edits, sql_bindings FROM companion_sql", None),
+    ("GRANT INSERT ON messages TO PUBLIC", "REVOKE INSERT ON messages FROM PUBLIC",
+     "companion_sql may INSERT on public.messages"),
+    ("DROP POLICY memories_companion_sql_person ON memories", "SELECT 1", None),
+    ("GRANT CREATE ON SCHEMA public TO PUBLIC", "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+     None),
+]  # fmt: skip
+
+
+def as_superuser(server: PostgresServer, statement: str) -> None:
+    with psycopg.connect(server.admin_url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+@pytest.mark.parametrize(("tamper", "undo", "problem"), TAMPERS)
+def test_migrate_puts_right_or_names_what_breaks_memory_sqls_isolation(
+    postgres: PostgresServer, tamper: str, undo: str, problem: str | None
+) -> None:
+    as_superuser(postgres, tamper)
+    try:
+        report = migrate_as_owner(postgres)
+    finally:
+        as_superuser(postgres, undo)
+    if problem is None:
+        assert report.problems == ()
+    else:
+        assert any(problem in found for found in report.problems), report.problems
+    assert migrate_as_owner(postgres).problems == ()
+
+
+def test_companion_db_migrate_fails_loudly_and_notes_what_it_cannot_revoke(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    env = {
+        "COMPANION_DATABASE_URL": postgres.url,
+        "COMPANION_DATABASE_ADMIN_URL": postgres.owner_url,
+    }
+    as_superuser(postgres, "ALTER ROLE companion_sql BYPASSRLS")
+    try:
+        failed = companion(tmp_path, "db", "migrate", env=env)
+    finally:
+        as_superuser(postgres, "ALTER ROLE companion_sql NOBYPASSRLS")
+    assert failed.returncode == 1, failed.stdout
+    assert "- companion_sql has BYPASSRLS" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    passed = companion(tmp_path, "db", "migrate", env=env)
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.startswith("Schema at version")
+    # Built-ins a database owner who is no superuser cannot take from PUBLIC: said.
+    assert "note: companion_sql may call pg_catalog.set_config" in passed.stderr
+
+
+def test_memory_sql_logs_in_with_its_password_where_the_server_asks_for_one(
+    tmp_path: Path,
+) -> None:
+    """pg_hba.conf asking companion_sql for a SCRAM password, as a real server would: the
+    verifier migrate stored and the password the app reads from sql_login agree."""
+    with PostgresServer() as server:
+        migrate_as_owner(server)
+        hba = server.data / "pg_hba.conf"
+        hba.write_text("host all companion_sql 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        as_superuser(server, "SELECT pg_reload_conf()")
+        with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+            psycopg.connect(server.url_as(SQL_ROLE) + "?password=wrong").close()
+        result = asyncio.run(run_sql(server.url, "ann", "SELECT count(*) FROM messages"))
+        assert result["rows"] == [[0]], result
+        assert migrate_as_owner(server).problems == ()  # its login check passes too

@@ -1,26 +1,33 @@
 """memory_sql's attack table on both backends: the SQLite guard (memory.sql_guard) over
 bob's own database file, and the Postgres guard (memory.pg_sql_guard) over a database bob
-shares with ann. Then what only Postgres has to prove: nothing of ann's, and no
-memory_tool row, reaches bob whatever he writes."""
+shares with ann, migrated as the README says (by the database's owner, who is no
+superuser). Then what only Postgres has to prove: nothing of ann's, and no memory_tool
+row, reaches bob whatever he writes — through the parse (issue 19's C1 and C2 payloads)
+and, past it, through the login role and its binding alone."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import errors
 
 from memory import pg_sql_guard, sql_guard
-from memory.pg_store import PgStore, migrate
+from memory.pg_sql_guard import SQL_ROLE
+from memory.pg_store import PgStore
 from memory.sql_journal import KEPT_BATCHES, EditConflict
 from memory.store import Store
 from tests.conftest import FIXED_NOW
+from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer
 
 # Each person's rows, the same on both backends; "many" is for the row and edit caps.
@@ -45,9 +52,7 @@ class Seeded:
 
 
 async def _seed(server: PostgresServer) -> dict[str, list[int]]:
-    await migrate(server.admin_url, APP_ROLE)
-    await pg_sql_guard.prepare(server.admin_url)
-    await pg_sql_guard.prepare(server.admin_url)  # idempotent
+    await pg_sql_guard.prepare(server.owner_url, SQL_ROLE, APP_ROLE)  # again: idempotent
     ids: dict[str, list[int]] = {}
     for person, rows in ROWS.items():
         store = await PgStore.open(server.url, person, clock=lambda: FIXED_NOW)
@@ -56,6 +61,7 @@ async def _seed(server: PostgresServer) -> dict[str, list[int]]:
             first = (await store.messages("s"))[0]
             await store.add_segment("s", [first], f"{person} summary", "model")
             await store.create_memory("identity", "name", f"{person} herself")
+            await store.create_memory("signals", "health", f"{person} HEALTH record")
             await store.set_profile({"persona": f"{person} persona", "api_key": "SECRET key"})
         finally:
             await store.close()
@@ -64,8 +70,8 @@ async def _seed(server: PostgresServer) -> dict[str, list[int]]:
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[Seeded]:
-    """One server for the module: migrated, prepared, ann's and bob's rows seeded."""
-    with PostgresServer() as server:
+    """One server for the module: migrated by its owner, ann's and bob's rows seeded."""
+    with migrated_postgres() as server:
         yield Seeded(server, asyncio.run(_seed(server)))
 
 
@@ -108,9 +114,45 @@ def snapshot(backend: str, pg: Seeded, sqlite_home: Path) -> list[Any]:
 
 
 def leaked(result: dict[str, Any]) -> bool:
-    """Did any row of the result show ann's text or a memory_tool row?"""
-    shown = repr(result.get("rows", []))
+    """Did the result (rows or error) show ann's text or a memory_tool row?"""
+    shown = repr(result.get("rows", [])) + result.get("error", "")
     return "ann" in shown or "SECRET" in shown
+
+
+def anns_memories(pg: Seeded) -> list[tuple[str, str]]:
+    """Ann's memories, read past every guard (as the superuser)."""
+    with psycopg.connect(pg.server.admin_url) as conn:
+        rows = conn.execute(
+            "SELECT key, value FROM memories WHERE person = 'ann' ORDER BY key"
+        ).fetchall()
+    return [(str(key), str(value)) for key, value in rows]
+
+
+def logins(pg: Seeded) -> list[tuple[str, str]]:
+    """Every login, read past every guard."""
+    with psycopg.connect(pg.server.admin_url) as conn:
+        rows = conn.execute("SELECT token_hash, name FROM logins ORDER BY 1").fetchall()
+    return [(str(token), str(name)) for token, name in rows]
+
+
+@contextmanager
+def as_companion_sql(pg: Seeded, person: str) -> Iterator[psycopg.Connection[Any]]:
+    """A connection logged in as companion_sql and bound to ``person`` exactly as
+    run_sql binds one, with no parse in front: what holds here holds by construction."""
+    with (
+        psycopg.connect(pg.server.url, autocommit=True) as app,
+        psycopg.connect(pg.server.url_as(SQL_ROLE), autocommit=True) as conn,
+    ):
+        pid = conn.info.backend_pid
+        app.execute(
+            "INSERT INTO sql_bindings (backend_pid, person, batch, edit_at) "
+            "VALUES (%s, %s, 'raw', now())",
+            (pid, person),
+        )
+        try:
+            yield conn
+        finally:
+            app.execute("DELETE FROM sql_bindings WHERE backend_pid = %s", (pid,))
 
 
 # both backends ---------------------------------------------------------------------
@@ -221,6 +263,8 @@ LEAKS = [
     "SELECT (SELECT content FROM messages WHERE id = {ann})",
     "SELECT content FROM messages WHERE id IN (SELECT id FROM messages WHERE id = {ann})",
     "SELECT title FROM sessions UNION SELECT content FROM messages",
+    "SELECT (WITH pg_stat_activity AS (SELECT 1) SELECT 1), "
+    "(SELECT string_agg(query, ',') FROM pg_stat_activity)",
     "SELECT content FROM messages WHERE id = {ann} OR session_id = 's' OR true",
     "SELECT * FROM sessions",
     "SELECT query_to_xml('select * from public.messages', true, true, '')",
@@ -268,26 +312,32 @@ async def test_bob_cannot_change_anns_rows(pg: Seeded, sqlite_home: Path) -> Non
     assert snapshot("postgres", pg, sqlite_home) == before
 
 
+TOO_LONG_VALUE = "x" * 3000
 REFUSED_ON_POSTGRES = [
-    ("UPDATE messages SET person = 'ann'", "permission denied"),
-    ("UPDATE sessions SET person = 'ann'", "permission denied"),
-    ("UPDATE messages SET session_id = 'x'", "permission denied"),
+    ("UPDATE messages SET person = 'ann'", "updating messages.person"),
+    ("UPDATE sessions SET person = 'ann'", "updating sessions.person"),
+    ("UPDATE messages SET session_id = 'x'", "updating messages.session_id"),
     ("SET ROLE postgres", "SET"),
     ("RESET ROLE", "RESET"),
     ("SET app.person = 'ann'", "SET"),
-    ("SELECT * FROM sql_edits", "permission denied"),
-    ("UPDATE sql_edits SET old_value = 'x'", "permission denied"),
-    ("SELECT * FROM job_leases", "permission denied"),
-    ("UPDATE memories SET key = 'x'", "permission denied"),
-    ("UPDATE profile SET value = 'x'", "permission denied"),
+    ("SELECT * FROM sql_edits", "reading sql_edits"),
+    ("UPDATE sql_edits SET old_value = 'x'", "updating sql_edits.old_value"),
+    ("SELECT * FROM sql_bindings", "reading sql_bindings"),
+    ("SELECT password FROM sql_login", "reading sql_login"),
+    ("SELECT * FROM job_leases", "reading job_leases"),
+    ("UPDATE memories SET key = 'x'", "updating memories.key"),
+    ("UPDATE profile SET value = 'x'", "updating profile.value"),
     ("UPDATE sessions SET title = ' '", "sessions.title cannot be empty"),
-    ("UPDATE memories SET value = repeat('x', 3000)", "memories.value is at most 2,000"),
-    ("SELECT * FROM running_turns", "permission denied"),
-    ("SELECT * FROM schema_version", "permission denied"),
+    (f"UPDATE memories SET value = '{TOO_LONG_VALUE}'", "memories.value is at most 2,000"),
+    ("SELECT * FROM running_turns", "reading running_turns"),
+    ("SELECT * FROM schema_version", "reading schema_version"),
+    ("SELECT * FROM users", "reading users"),
     ("COPY messages TO '/tmp/out'", "COPY"),
-    ("SELECT pg_read_file('/etc/passwd')", "permission denied"),
-    ("SELECT nextval('messages_id_seq')", "permission denied"),
-    ("SELECT set_config('statement_timeout', '0', true)", "permission denied"),
+    ("SELECT pg_read_file('/etc/passwd')", "pg_read_file"),
+    ("SELECT nextval('messages_id_seq')", "nextval"),
+    ("SELECT set_config('statement_timeout', '0', true)", "set_config"),
+    ("SELECT pg_sleep(5)", "pg_sleep"),
+    ("SELECT repeat('x', 100000000)", "repeat"),
 ]
 
 
@@ -308,15 +358,101 @@ async def test_postgres_refuses_what_the_role_may_not_do(
         "SELECT lo_from_bytea(0, 'x')",
         "SELECT lo_creat(-1)",
         "UPDATE messages SET content = lo_create(0)::text WHERE session_id = 'many'",
+        "SELECT pg_notify('companion', 'x')",
     ],
 )
-async def test_no_large_object_can_be_made(pg: Seeded, sql: str) -> None:
-    """Large objects escape row-level security, and an UPDATE commits: the functions
-    that make them are taken from PUBLIC (READ ONLY alone would let a SELECT make one)."""
+async def test_no_large_object_or_notification_can_be_made(pg: Seeded, sql: str) -> None:
+    """Large objects live outside every table's row-level security and belong to the one
+    login role every person's statements share; a database owner who is no superuser
+    cannot take the functions from PUBLIC, so the parse refuses them."""
     made = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
-    assert "error" in made and "permission denied" in made["error"], made
+    assert made["error"].startswith("refused: function"), made
     with psycopg.connect(pg.server.admin_url) as conn:
         assert conn.execute("SELECT COUNT(*) FROM pg_largeobject_metadata").fetchall() == [(0,)]
+
+
+# Issue 19, C1 and C2: bob's memory_sql against ann's rows --------------------------
+
+C1_PAYLOADS = [
+    # sqlparse ended the comment at the first */ and saw a SELECT; Postgres nests
+    # comments and ran a DO block that switched to the app's role.
+    "/* /* */ SELECT 1 */ DO $x$ DECLARE v text; BEGIN SET LOCAL ROLE companion; "
+    "PERFORM set_config('app.person','ann',true); "
+    "SELECT string_agg(key||'='||value,' | ') INTO v FROM memories; "
+    "RAISE EXCEPTION 'LEAK %', v; END $x$",
+    "/* /* */ UPDATE sessions SET title='x' WHERE id='' */ DO $x$ BEGIN "
+    "SET LOCAL ROLE companion; INSERT INTO logins(token_hash,name) VALUES "
+    "(encode(sha256('bob-owns-ann'::bytea),'hex'),'ann'); END $x$",
+]
+C2_PAYLOADS = [
+    # set_config stays granted to PUBLIC where the owner is no superuser.
+    "SELECT (SELECT set_config('app.person','ann',true)), "
+    "(SELECT string_agg(key||'='||value,' | ') FROM memories)",
+    "UPDATE memories SET value='rewritten by bob' WHERE key='health' "
+    "AND (SELECT set_config('app.person','ann',true)) IS NOT NULL",
+]
+
+
+@pytest.mark.parametrize("sql", C1_PAYLOADS + C2_PAYLOADS)
+async def test_issue_19_payloads_reach_nothing_of_anns(
+    pg: Seeded, sql: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    memories, tokens = anns_memories(pg), logins(pg)
+    caplog.set_level(logging.DEBUG)
+    result = await pg_sql_guard.run_sql(pg.server.url, "bob", sql)
+    assert result["error"].startswith("refused"), result
+    assert not leaked(result)
+    assert anns_memories(pg) == memories and logins(pg) == tokens
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "HEALTH" not in logged and "LEAK" not in logged and "set_config" not in logged
+
+
+@pytest.mark.parametrize("sql", C1_PAYLOADS)
+def test_past_the_parse_a_do_block_cannot_become_the_app(pg: Seeded, sql: str) -> None:
+    """The DO blocks themselves, sent straight to companion_sql's login: SET ROLE to the
+    app's role is refused, whatever the block does first."""
+    memories, tokens = anns_memories(pg), logins(pg)
+    do_block = sql[sql.index("DO $x$") :]
+    with as_companion_sql(pg, "bob") as conn:
+        with pytest.raises(errors.InsufficientPrivilege, match="set role"):
+            conn.execute(do_block)
+        for attempt in (
+            "SET ROLE companion",
+            "INSERT INTO logins (token_hash, name) VALUES ('forged', 'ann')",
+            "SELECT * FROM users",
+            "SELECT * FROM sql_bindings",
+            "UPDATE sql_bindings SET person = 'ann'",
+            "SELECT password FROM sql_login",
+        ):
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(attempt)
+    assert anns_memories(pg) == memories and logins(pg) == tokens
+
+
+def test_past_the_parse_set_config_changes_nothing_it_sees(pg: Seeded) -> None:
+    """C2 straight to companion_sql's login, where set_config works: the rows it sees and
+    changes are its binding's, which no statement can write."""
+    memories = anns_memories(pg)
+    select, update = C2_PAYLOADS
+    with as_companion_sql(pg, "bob") as conn:
+        row = conn.execute(select).fetchone()
+        assert row is not None and row[0] == "ann"  # the setting did change…
+        assert "ann" not in str(row[1]) and "bob herself" in str(row[1])  # …and nothing else
+        with conn.transaction(force_rollback=True):
+            assert conn.execute(update).rowcount == 1  # bob's own health memory
+        assert conn.execute("SELECT public.memory_sql_person()").fetchone() == ("bob",)
+    assert anns_memories(pg) == memories
+
+
+def test_without_a_binding_companion_sql_sees_and_changes_nothing(pg: Seeded) -> None:
+    memories = anns_memories(pg)
+    with psycopg.connect(pg.server.url_as(SQL_ROLE), autocommit=True) as conn:
+        conn.execute("SELECT set_config('app.person', 'ann', false)")
+        for table in ("messages", "memories", "sessions", "segments", "profile"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+        with pytest.raises(errors.CheckViolation, match="needs its journal batch"):
+            conn.execute("UPDATE memories SET value = 'x' WHERE key = 'health'")
+    assert anns_memories(pg) == memories
 
 
 async def test_an_update_of_bobs_text_is_written(pg: Seeded) -> None:
@@ -333,7 +469,12 @@ async def test_an_update_of_bobs_text_is_written(pg: Seeded) -> None:
 
 async def test_a_long_statement_is_stopped(pg: Seeded) -> None:
     started = time.monotonic()
-    result = await pg_sql_guard.run_sql(pg.server.url, "bob", "SELECT pg_sleep(5)", timeout_ms=300)
+    result = await pg_sql_guard.run_sql(
+        pg.server.url,
+        "bob",
+        "SELECT count(*) FROM generate_series(1, 1000000000)",
+        timeout_ms=300,
+    )
     assert result == {"error": pg_sql_guard.TIME_LIMIT.format(seconds=0.3)}
     assert time.monotonic() - started < 3
 
@@ -342,7 +483,7 @@ async def test_values_come_back_as_plain_cells(pg: Seeded) -> None:
     result = await pg_sql_guard.run_sql(
         pg.server.url,
         "bob",
-        "SELECT created_at, meta, repeat('x', 2000) AS long, NULL AS nothing, 1.5::numeric "
+        f"SELECT created_at, meta, '{'x' * 2000}' AS long, NULL AS nothing, 1.5::numeric "
         f"FROM messages WHERE id = {pg.ids['bob'][0]}",
     )
     created, meta, long, nothing, number = result["rows"][0]
@@ -397,7 +538,7 @@ async def test_the_journal_is_out_of_companion_sqls_reach(pg: Seeded) -> None:
             result = await store.run_sql(sql, now=FIXED_NOW)
             assert "error" in result and "eve" not in repr(result), (sql, result)
         # The role itself, whatever statement reached it: no INSERT, no DELETE either.
-        with psycopg.connect(pg.server.admin_url, autocommit=True) as conn:
+        with as_companion_sql(pg, "eve") as conn:
             for sql in (
                 "INSERT INTO sql_edits (person, batch, table_name, row_id, column_name, "
                 "old_value, new_value, created_at) "
@@ -405,9 +546,7 @@ async def test_the_journal_is_out_of_companion_sqls_reach(pg: Seeded) -> None:
                 "DELETE FROM sql_edits",
                 "SELECT * FROM sql_edits",
             ):
-                with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
-                    conn.execute("SELECT set_config('app.person', 'eve', true)")
-                    conn.execute(f"SET LOCAL ROLE {pg_sql_guard.SQL_ROLE}")
+                with pytest.raises(errors.InsufficientPrivilege):
                     conn.execute(sql)
         assert _journal(pg, "eve") == journalled
         # An edit of nothing new journals nothing.
@@ -501,13 +640,40 @@ async def test_the_journal_keeps_the_last_batches_only(pg: Seeded) -> None:
 async def test_the_edit_cap_counts_every_table_one_statement_changes(
     pg: Seeded, sqlite_home: Path
 ) -> None:
-    """An UPDATE inside a CTE changes a second table: the outer statement's row count
-    says 1, the journal counts every changed text, and the cap holds on both."""
+    """An UPDATE inside a CTE changes a second table: the parse refuses it, and past the
+    parse the journal counts every changed text (the outer statement's row count says
+    1), so the cap holds either way."""
     before = snapshot("postgres", pg, sqlite_home)
     both = (
         "WITH x AS (UPDATE messages SET content = content || '!' WHERE session_id = 'many') "
         "UPDATE sessions SET title = 'Many' WHERE id = 'many'"
     )
     result = await pg_sql_guard.run_sql(pg.server.url, "bob", both)
-    assert "changes at most" in result["error"], result
+    assert result["error"].startswith("refused"), result
+    with (
+        as_companion_sql(pg, "bob") as conn,
+        pytest.raises(errors.CheckViolation, match="changes at most"),
+    ):
+        conn.execute(both)
     assert snapshot("postgres", pg, sqlite_home) == before
+
+
+async def test_a_failed_statement_is_logged_by_kind_never_by_its_text(
+    backend: str, pg: Seeded, sqlite_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The error's text may quote rows or the model's SQL; a newline in it would start a
+    forged line in companion.log. The model still hears the whole error."""
+    caplog.set_level(logging.DEBUG)
+    forged = 'SELECT m."x\nERROR forged line" FROM messages m'
+    result = await run(backend, pg, sqlite_home, forged)
+    assert "forged line" in result["error"]
+    failing = "SELECT CAST(content AS integer) FROM messages WHERE content LIKE 'bob says%'"
+    result = await run(backend, pg, sqlite_home, failing)
+    if backend == "postgres":  # SQLite's CAST never fails
+        assert "bob says hello" in result["error"]
+    refused = await run(backend, pg, sqlite_home, "SELECT content FROM messages; DROP x")
+    assert refused["error"].startswith("refused")
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages and all("\n" not in message for message in messages)
+    logged = " ".join(messages)
+    assert "forged" not in logged and "bob says" not in logged and "DROP" not in logged

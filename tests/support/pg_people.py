@@ -2,7 +2,9 @@
 person) or on a real Postgres server (one shared database, every row a person's).
 
 ``migrated_postgres`` starts a ``PostgresServer`` and migrates it as ``companion db
-migrate`` does (the store's schema, memory_sql's role, the users table). ``open_accounts``
+migrate`` does, as the database's owner who is no superuser (the store's schema,
+memory_sql's role, the users table, then ``verify``: a problem fails the fixture).
+``open_accounts``
 gives the registry ``People`` will read for a backend and the environment that selects
 it, so a test builds ``People(flags, env, ...)`` the same way on both. ``forget_everyone``
 empties a migrated server between tests (people, their rows, and the id sequences, so the
@@ -22,7 +24,7 @@ from psycopg import sql
 
 from memory.accounts import Accounts
 from memory.pg_accounts import PgAccounts, migrate_accounts
-from memory.pg_sql_guard import SQL_ROLE, prepare
+from memory.pg_sql_guard import SQL_ROLE, SetupReport, prepare, verify
 from memory.pg_store import APP_TABLES, migrate
 from tests.support.postgres import APP_ROLE, PostgresServer
 
@@ -32,12 +34,21 @@ BACKENDS: tuple[Backend, ...] = ("sqlite", "postgres")
 
 @contextmanager
 def migrated_postgres() -> Iterator[PostgresServer]:
-    """A running server with the schema, memory_sql's role and the users table in place."""
+    """A running server with the schema, memory_sql's role and the users table in place,
+    made by the database's owner (no superuser) and verified."""
     with PostgresServer() as server:
-        asyncio.run(migrate(server.admin_url, APP_ROLE))
-        asyncio.run(prepare(server.admin_url, SQL_ROLE, APP_ROLE))
-        migrate_accounts(server.admin_url, APP_ROLE)
+        report = migrate_as_owner(server)
+        if report.problems:
+            raise RuntimeError("the migrated database fails verify: " + "; ".join(report.problems))
         yield server
+
+
+def migrate_as_owner(server: PostgresServer) -> SetupReport:
+    """``companion db migrate``'s steps, as the database's owner; what verify found."""
+    asyncio.run(migrate(server.owner_url, APP_ROLE))
+    asyncio.run(prepare(server.owner_url, SQL_ROLE, APP_ROLE))
+    migrate_accounts(server.owner_url, APP_ROLE)
+    return asyncio.run(verify(server.owner_url, APP_ROLE, server.url))
 
 
 def forget_everyone(server: PostgresServer) -> None:

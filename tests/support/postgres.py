@@ -1,10 +1,13 @@
 """``PostgresServer``: a throwaway PostgreSQL server for the tests, started with pg_ctl.
 
 It runs Debian's (or any PATH's) ``initdb``/``pg_ctl`` on a free loopback port, with its
-data and unix socket in a temp folder, and makes a login role ``companion`` (no
-superuser, no BYPASSRLS: row-level security applies to it) and a database ``companion``
-owned by ``postgres``. As root, initdb and pg_ctl run as the ``postgres`` user (initdb
-refuses root). No binaries is an error, not a skip: CI installs postgresql.
+data and unix socket in a temp folder, and sets it up as the README says: a database
+``companion`` owned by ``companion_owner``, a role that may create roles but is no
+superuser (``owner_url``: what ``companion db migrate`` runs as), and the app's login
+role ``companion`` (no superuser, no BYPASSRLS: row-level security applies to it).
+``admin_url`` is the superuser's, for tests that look past every guard. Every role logs
+in without a password (``trust``). As root, initdb and pg_ctl run as the ``postgres``
+user (initdb refuses root). No binaries is an error, not a skip: CI installs postgresql.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import psycopg
 from psycopg import sql
 
 APP_ROLE = "companion"
+OWNER = "companion_owner"  # the database's owner: CREATEROLE, no superuser
 DATABASE = "companion"
 SUPERUSER = "postgres"
 SEARCH_ROOT = Path("/usr/lib/postgresql")
@@ -59,7 +63,8 @@ def free_port() -> int:
 
 
 class PostgresServer:
-    """A PostgreSQL server in a temp folder: ``admin_url`` (superuser), ``url`` (the app role)."""
+    """A PostgreSQL server in a temp folder: ``admin_url`` (superuser), ``owner_url`` (the
+    database's owner, no superuser), ``url`` (the app role)."""
 
     def __init__(self) -> None:
         self.bin = find_binaries()
@@ -68,9 +73,14 @@ class PostgresServer:
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
         self.port = free_port()
-        self.admin_url = f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{DATABASE}"
-        self.url = f"postgresql://{APP_ROLE}@127.0.0.1:{self.port}/{DATABASE}"
+        self.admin_url = self.url_as(SUPERUSER)
+        self.owner_url = self.url_as(OWNER)
+        self.url = self.url_as(APP_ROLE)
         self._running = False
+
+    def url_as(self, role: str) -> str:
+        """The database's URL for ``role`` (every role logs in without a password)."""
+        return f"postgresql://{role}@127.0.0.1:{self.port}/{DATABASE}"
 
     def _run(self, *args: str) -> None:
         command = [str(self.bin / args[0]), *args[1:]]
@@ -114,8 +124,13 @@ class PostgresServer:
                 ).format(sql.Identifier(APP_ROLE))
             )
             conn.execute(
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB CREATEROLE NOBYPASSRLS"
+                ).format(sql.Identifier(OWNER))
+            )
+            conn.execute(
                 sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(DATABASE), sql.Identifier(SUPERUSER)
+                    sql.Identifier(DATABASE), sql.Identifier(OWNER)
                 )
             )
 
