@@ -792,12 +792,15 @@ async def _run_bound(
         conn = await _connect(_login_conninfo(url, password, str(max(1, timeout_ms))))
         pid, batch = conn.info.backend_pid, new_batch_id()
         try:
+            # Bindings a dead process left behind go too (their backends are gone).
             await app.execute(
                 SQL(
-                    "INSERT INTO {} (backend_pid, person, batch, edit_at) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (backend_pid) DO UPDATE SET person = excluded.person, "
-                    "batch = excluded.batch, edit_at = excluded.edit_at"
-                ).format(Identifier(BINDINGS)),
+                    "WITH gone AS (DELETE FROM {bindings} WHERE backend_pid NOT IN "
+                    "(SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)) "
+                    "INSERT INTO {bindings} (backend_pid, person, batch, edit_at) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (backend_pid) DO UPDATE SET "
+                    "person = excluded.person, batch = excluded.batch, edit_at = excluded.edit_at"
+                ).format(bindings=Identifier(BINDINGS)),
                 (pid, person, batch, edit_at),
             )
             return await _execute(conn, checked, max_rows)

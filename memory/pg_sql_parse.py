@@ -28,7 +28,7 @@ the Postgres server itself) reads the statement, and nothing is trusted but its 
   full-text search): no ``regclass`` and friends, which read the catalogs. Of the SQL
   value keywords only the date and time ones (``CURRENT_DATE``…), not CURRENT_USER.
 - **SQLite's dialect where it matters**: the model writes memory_sql as for SQLite,
-  whose LIKE ignores case, so a LIKE (or NOT LIKE) node becomes ILIKE.
+  whose LIKE ignores case, so a LIKE (or NOT LIKE, LIKE ANY/ALL) node becomes ILIKE.
 
 The text that runs is the checked tree deparsed (pglast's ``RawStream``): no comment,
 dollar quote or spelling of the model's survives, and it is parsed once more to prove
@@ -106,6 +106,7 @@ ALLOWED_TYPES = word_set(
     """
 )
 _SVF = enums.SQLValueFunctionOp
+_KIND = enums.A_Expr_Kind
 DATE_TIME_VALUES = frozenset(
     {
         _SVF.SVFOP_CURRENT_DATE,
@@ -350,9 +351,11 @@ def _operator(node: ast.A_Expr, scope: Scope) -> None:
     names = _names(node.name)
     if _builtin(names) is None:
         raise SqlRefused(REFUSED_OPERATOR.format(name=".".join(names)), "function")
-    if node.kind == enums.A_Expr_Kind.AEXPR_LIKE:
-        node.kind = enums.A_Expr_Kind.AEXPR_ILIKE
+    if node.kind == _KIND.AEXPR_LIKE:
+        node.kind = _KIND.AEXPR_ILIKE
         node.name = (ast.String(sval=ILIKE[names[-1]]),)
+    elif node.kind in (_KIND.AEXPR_OP_ANY, _KIND.AEXPR_OP_ALL) and names[-1] in ILIKE:
+        node.name = (ast.String(sval=ILIKE[names[-1]]),)  # LIKE ANY (…), NOT LIKE ALL (…)
     _walk(node.lexpr, scope)
     _walk(node.rexpr, scope)
 

@@ -123,6 +123,11 @@ ACCEPTED = [
     ),
     ("SELECT 'LIKE' AS word", "SELECT 'LIKE' AS word", "SELECT"),
     (
+        "SELECT 1 WHERE 'Kopi' LIKE ANY (ARRAY['%kopi%']) AND 'x' NOT LIKE ALL (ARRAY['X'])",
+        "SELECT 1 WHERE 'Kopi' ILIKE ANY(ARRAY['%kopi%']) AND 'x' NOT ILIKE ALL(ARRAY['X'])",
+        "SELECT",
+    ),
+    (
         "SELECT $q$it's$q$, E'a\\nb'",
         "SELECT 'it''s', 'a\nb'",
         "SELECT",
