@@ -26,12 +26,14 @@ the tables, so each layer below holds even if the ones before it fail:
 3. **Whose rows, from something no statement can change.** Before the statement the
    app role writes a binding ``(backend_pid, person, batch, edit_at)`` for the
    companion_sql connection's backend into ``sql_bindings`` (memory.pg_store's
-   migration 5) and deletes it after. A RESTRICTIVE row-level-security policy for
-   companion_sql on every readable table keeps ``person = memory_sql_person()``: a
-   SECURITY DEFINER function reading the binding of ``pg_backend_pid()``. companion_sql
-   cannot write sql_bindings, and ``app.person`` (the app's own setting, which
-   ``set_config`` can change: it is granted to PUBLIC and only a superuser could take it
-   back) plays no part in what it sees. No binding, no rows. Two more restrictive
+   migration 5) and deletes it after. On every readable table a permissive policy for
+   companion_sql shows it the rows with ``person = memory_sql_person()`` (a SECURITY
+   DEFINER function reading the binding of ``pg_backend_pid()``), and a RESTRICTIVE one
+   keeps it to those: the tables' own policy, for every role, trusts ``app.person``,
+   which ``set_config`` can change (it is granted to PUBLIC and only a superuser could
+   take it back), and permissive policies add up. companion_sql cannot write
+   sql_bindings, so no statement changes whose rows it sees. No binding, no rows (and
+   an UPDATE is refused by the journal). Two more restrictive
    policies drop ``role = 'memory_tool'`` messages and keep only the profile keys of
    ``sql_guard.READABLE_SETTINGS`` (never an API key), whatever the spelling.
 4. **Read-only SELECTs** — a SELECT runs in a ``READ ONLY`` transaction that is rolled

@@ -20,7 +20,8 @@ the Postgres server itself) reads the statement, and nothing is trusted but its 
   (``memory.sql_journal.EDITABLE_COLUMNS``) and it sets that table's editable column.
 - **Functions**: ``ALLOWED_FUNCTIONS`` only (aggregates, window functions, text,
   date/time, math, JSON, arrays, full-text search), each called as ``pg_catalog.name``
-  in the text that runs, so no function of another schema can stand in for it. Not
+  in the text that runs, so no function of another schema can stand in for it (and
+  ``m.pg_typeof``, attribute notation for a call, is refused by name). Not
   there: set_config/current_setting, pg_* administration and statistics, lo_*,
   pg_notify, dblink, query_to_xml and anything else that runs SQL text, pg_sleep, and
   repeat, lpad, rpad and format, whose one call can build a value of any width.
@@ -120,14 +121,26 @@ DATE_TIME_VALUES = frozenset(
         _SVF.SVFOP_LOCALTIMESTAMP_N,
     }
 )
+# ``m.f`` (or ``(expr).f``) calls f(m) when m has no column f: Postgres's attribute
+# notation, which the tree cannot tell from a column. These are the built-ins it can
+# reach that are not allowed (every one-argument function of pg_catalog that takes any
+# value or row): pure functions of the person's own row, refused as names all the same.
+ATTRIBUTE_CALLS = word_set(
+    """
+    any_out anycompatible_out anycompatiblenonarray_out anyelement_out anynonarray_out
+    hash_record pg_collation_for pg_column_compression pg_column_size
+    pg_column_toast_chunk_id pg_typeof quote_literal quote_nullable record_out
+    record_send
+    """
+)
 # Nodes with nothing to check of their own: their children are walked.
 PLAIN_NODES = word_set(
     """
-    ResTarget ColumnRef A_Const BoolExpr TypeCast RangeSubselect JoinExpr SubLink
-    CaseExpr CaseWhen CoalesceExpr NullTest BooleanTest SortBy WindowDef A_Star
-    A_Indirection A_Indices A_ArrayExpr RowExpr MinMaxExpr String Integer Float Boolean
-    BitString Alias RangeFunction CollateClause GroupingSet GroupingFunc NamedArgExpr
-    MultiAssignRef SetToDefault
+    ResTarget A_Const BoolExpr TypeCast RangeSubselect JoinExpr CaseExpr CaseWhen
+    CoalesceExpr NullTest BooleanTest WindowDef A_Star A_Indices
+    A_ArrayExpr RowExpr MinMaxExpr String Integer Float Boolean BitString Alias
+    RangeFunction CollateClause GroupingSet GroupingFunc NamedArgExpr MultiAssignRef
+    SetToDefault
     """
 )
 # How the model is told about a part it may not use (by node type; others by name).
@@ -347,10 +360,26 @@ def _value_function(node: ast.SQLValueFunction, scope: Scope) -> None:
         raise SqlRefused(REFUSED_VALUE.format(name=name), "function")
 
 
-def _operator(node: ast.A_Expr, scope: Scope) -> None:
-    names = _names(node.name)
-    if _builtin(names) is None:
+def _operator_name(parts: Iterable[ast.String] | None) -> list[str]:
+    """An operator's name as written, if it is a built-in's (or none is written)."""
+    names = _names(parts)
+    if names and _builtin(names) is None:
         raise SqlRefused(REFUSED_OPERATOR.format(name=".".join(names)), "function")
+    return names
+
+
+def _sublink(node: ast.SubLink, scope: Scope) -> None:
+    _operator_name(node.operName)  # x OPERATOR(s.=) ANY (SELECT …)
+    _walk_fields(node, scope, skip=("operName",))
+
+
+def _sort(node: ast.SortBy, scope: Scope) -> None:
+    _operator_name(node.useOp)  # ORDER BY x USING s.<
+    _walk_fields(node, scope, skip=("useOp",))
+
+
+def _operator(node: ast.A_Expr, scope: Scope) -> None:
+    names = _operator_name(node.name)
     if node.kind == _KIND.AEXPR_LIKE:
         node.kind = _KIND.AEXPR_ILIKE
         node.name = (ast.String(sval=ILIKE[names[-1]]),)
@@ -360,7 +389,27 @@ def _operator(node: ast.A_Expr, scope: Scope) -> None:
     _walk(node.rexpr, scope)
 
 
+def _column(node: ast.ColumnRef, scope: Scope) -> None:
+    _no_attribute_call(node.fields[1:] if node.fields else ())
+
+
+def _indirection(node: ast.A_Indirection, scope: Scope) -> None:
+    _no_attribute_call(node.indirection or ())
+    _walk(node.arg, scope)
+    _walk(node.indirection, scope)
+
+
+def _no_attribute_call(fields: Iterable[ast.Node]) -> None:
+    for field in fields:
+        if isinstance(field, ast.String) and field.sval in ATTRIBUTE_CALLS:
+            raise SqlRefused(REFUSED_FUNCTION.format(name=field.sval), "function")
+
+
 _CHECKS: dict[type[ast.Node], Callable[[Any, Scope], None]] = {
+    ast.ColumnRef: _column,
+    ast.SubLink: _sublink,
+    ast.SortBy: _sort,
+    ast.A_Indirection: _indirection,
     ast.SelectStmt: _select,
     ast.RangeVar: _relation,
     ast.FuncCall: _function,

@@ -56,6 +56,8 @@ REFUSED = [
     ("SELECT public.lower('x')", "public.lower"),
     ("SELECT lower(content) FROM messages WHERE id = current_user", "CURRENT_USER"),
     ("SELECT nextval('messages_id_seq')", "nextval"),
+    ("SELECT m.pg_column_size FROM messages m", "pg_column_size"),  # = pg_column_size(m)
+    ("SELECT (m).pg_typeof FROM messages m", "pg_typeof"),
     # relations
     ("SELECT * FROM pg_stat_user_tables", "pg_stat_user_tables"),
     ("SELECT * FROM pg_locks", "pg_locks"),
@@ -80,6 +82,8 @@ REFUSED = [
     ("SELECT 1::regclass", "casting to regclass"),
     ("SELECT 'pg_authid'::pg_catalog.regclass", "casting to pg_catalog.regclass"),
     ("SELECT 1 OPERATOR(public.+) 1", "operator public.+"),
+    ("SELECT 1 WHERE 1 OPERATOR(public.=) ANY (SELECT 1)", "operator public.="),
+    ("SELECT id FROM messages ORDER BY id USING OPERATOR(public.<)", "operator public.<"),
     # an UPDATE's target and column
     ("UPDATE messages SET role = 'user'", "updating messages.role"),
     ("UPDATE messages SET person = 'ann'", "updating messages.person"),
@@ -176,6 +180,11 @@ ACCEPTED = [
         "UPDATE",
     ),
     ("TABLE profile", "SELECT * FROM profile", "SELECT"),
+    (
+        "SELECT id FROM messages WHERE id = ANY (SELECT id FROM messages) ORDER BY id USING >",
+        "SELECT id FROM messages WHERE id = ANY (SELECT id FROM messages) ORDER BY id USING >",
+        "SELECT",
+    ),
 ]
 
 
