@@ -129,8 +129,10 @@ class Failures:
     last: float = 0.0
 
     def locked_until(self, free: int) -> float:
-        """When this budget's lock ends (the past when it is not spent)."""
-        return self.last + lock_seconds(self.count, free)
+        """When this budget's lock ends (0 when it is not spent: another process's clock
+        may be a little ahead of ours)."""
+        lock = lock_seconds(self.count, free)
+        return self.last + lock if lock else 0.0
 
 
 def lock_seconds(failures: int, free: int) -> float:

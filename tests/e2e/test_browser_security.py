@@ -1,17 +1,27 @@
 """In a real chromium: what a model writes never makes the browser fetch a remote URL,
-and the app's own images still show under its Content-Security-Policy."""
+and the app's own images still show under its Content-Security-Policy; with accounts, a
+person logs in through the login form, and a page of another origin can neither read
+their data through the API nor frame the app."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from app.ui import launch_app
 from evals.fixtures import ImageFixture, cat_image
-from tests.e2e.harness import send
+from graph.setup import People
+from memory.accounts import Accounts
+from memory.memories import create_memory
+from memory.store import Store
+from tests.e2e.harness import free_port, loaded, policy, send
+from tests.support.chat_model import ScriptedChatModel
 
 TIMEOUT_MS = 15_000
 
@@ -64,3 +74,118 @@ def test_an_uploaded_image_still_shows(page: Any, tmp_path: Path) -> None:
     expect(shown).to_be_visible(timeout=TIMEOUT_MS)
     expect(shown).to_have_js_property("complete", True)
     assert shown.evaluate("img => img.naturalWidth") > 0
+
+
+PASSWORDS = {"ann": "ann-password-1", "bob": "bob-password-2"}
+SECRET = "PIN-4321-diabetic"  # ann's memory
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An app with accounts (ann, bob); ann has a memory. Its URL."""
+    home = tmp_path_factory.mktemp("hosted") / "home"
+    accounts = Accounts.open_home(home)
+    for name, password in PASSWORDS.items():
+        accounts.add(name, password)
+    store = Store.open_home(home)  # ann, the first person, owns the home's own store
+    store.set_profile({"chat_model": "scripted-chat"})
+    create_memory(store, "signals", "health", SECRET)
+    store.close()
+    flags: dict[str, Any] = {"home": home, "provider": "openai-compatible"}
+    model = ScriptedChatModel(script=policy, name_="scripted-chat")
+    demo, url = launch_app(People(flags, env={}, chat_model=model), port=free_port())
+    try:
+        yield url.rstrip("/")
+    finally:
+        demo.close()
+
+
+def log_in(page: Any, url: str, name: str) -> None:
+    """Log in through the app's login form, as a person does."""
+    page.goto(url)
+    page.locator("input[type=password]").wait_for(timeout=TIMEOUT_MS)
+    page.locator("input:not([type=password])").first.fill(name)
+    page.locator("input[type=password]").fill(PASSWORDS[name])
+    page.get_by_role("button", name="Login").click()
+    loaded(page)
+
+
+READ_MEMORIES = """async (app) => {
+    try {
+        const started = await fetch(app + "/gradio_api/call/memories", {
+            method: "POST", credentials: "include",
+            headers: {"Content-Type": "application/json"}, body: JSON.stringify({data: []}),
+        });
+        const {event_id} = await started.json();
+        const read = await fetch(app + "/gradio_api/call/memories/" + event_id,
+                                 {credentials: "include"});
+        return await read.text();
+    } catch (error) {
+        return "blocked: " + error;
+    }
+}"""
+
+
+class AnotherOrigin(BaseHTTPRequestHandler):
+    """A page of another origin: another port of the app's host (a real loopback server:
+    chromium treats a page it did not fetch from loopback as a public one)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<p>another site</p>")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def other_origin() -> Iterator[str]:
+    """The URL of a page on another origin."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AnotherOrigin)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/page"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_another_origins_page_cannot_read_a_logged_in_persons_memories(
+    browser: Any, hosted: str, other_origin: str
+) -> None:
+    """Issue 19's H1 in chromium: ann is logged in; a page of another origin (another
+    port of the same host: the same site, so her Lax cookie goes along) tries the API."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        log_in(page, hosted, "ann")
+        assert SECRET in page.evaluate(READ_MEMORIES, hosted)  # her own page reads them
+        page.goto(other_origin)
+        answer = page.evaluate(READ_MEMORIES, hosted)
+        assert answer.startswith("blocked: TypeError") and SECRET not in answer
+        cookies = {c["name"]: c["sameSite"] for c in context.cookies()}
+        assert set(cookies.values()) == {"Lax"} and len(cookies) == 2
+    finally:
+        context.close()
+
+
+def test_no_other_page_may_frame_the_app(browser: Any, hosted: str, other_origin: str) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(other_origin)
+        page.evaluate(
+            """(app) => new Promise((loaded) => {
+                const frame = document.createElement("iframe");
+                frame.onload = loaded;  // a refused frame loads Chromium's error page
+                frame.src = app;
+                document.body.appendChild(frame);
+            })""",
+            hosted,
+        )
+        assert page.frames[-1].url == "chrome-error://chromewebdata/"
+    finally:
+        context.close()

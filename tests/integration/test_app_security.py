@@ -1,5 +1,7 @@
 """The running app against strangers, over raw HTTP: Host check, CSP, login throttle,
-upload cap; and the real ``companion`` command refusing unsafe ways to serve."""
+upload cap, another site's pages (CORS, cookies, framing, login CSRF), what a stranger
+without a login reaches, streams per address; and the real ``companion`` command refusing
+unsafe ways to serve."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from app.security import CONTENT_SECURITY_POLICY
+from app.security import CONTENT_SECURITY_POLICY, MAX_STREAMS_PER_ADDRESS
 from app.ui import MAX_UPLOAD_BYTES
 from memory.accounts import FIRST_LOCK_SECONDS, LOGIN_FREE_FAILURES
 
@@ -171,3 +174,99 @@ def test_there_is_no_password_flag_since_a_command_line_shows_in_ps(
 ) -> None:
     done = companion(tmp_path, flag)  # COMPANION_PASSWORD replaces it
     assert done.returncode == 2 and f"unrecognized arguments: {flag}" in done.stderr
+
+
+# -- another site's pages, logins and what a stranger may reach (issue 19) -----------------
+
+COMPANION_TEST = "companion.test"  # a real host name: Gradio's CORS is lax beyond localhost
+EVIL_ORIGIN = {"Origin": f"http://{EVIL}"}
+
+
+def logged_in(url: str, host: str | None = None) -> httpx.Client:
+    """A browser on the app's own page (``Host: host`` and its own Origin), logged in."""
+    client = http(url, host)
+    assert login(client, PASSWORD).status_code == 200
+    return client
+
+
+def test_another_sites_page_gets_no_credentialed_answer(launch) -> None:
+    app = launch(password=PASSWORD, allowed_hosts=(COMPANION_TEST,))
+    app.store.add_message("victim", "user", "my PIN is 4321")
+    host = f"{COMPANION_TEST}:{urlsplit(app.url).port}"
+    with closing(logged_in(app.url, host)) as client:
+        preflight = client.options(
+            "/gradio_api/call/load",
+            headers={**EVIL_ORIGIN, "Access-Control-Request-Method": "POST"},
+        )
+        call = client.post("/gradio_api/call/load", json={"data": []}, headers=EVIL_ORIGIN)
+        read = client.get("/gradio_api/info", headers=EVIL_ORIGIN)
+        for answer in (preflight, call, read):
+            assert answer.status_code == 403
+            assert "access-control-allow-origin" not in answer.headers
+            assert "access-control-allow-credentials" not in answer.headers
+        assert "my PIN is 4321" in history_via_api(client).text  # the app's own page reads
+
+
+def test_the_login_cookie_is_same_site_and_no_page_may_frame_the_app(launch) -> None:
+    app = launch(password=PASSWORD)
+    with http(app.url) as client:
+        cookies = login(client, PASSWORD).headers.get_list("set-cookie")
+        page = client.get("/")
+    assert len(cookies) == 2
+    assert all("samesite=lax" in cookie.lower() for cookie in cookies)
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_a_login_or_a_logout_from_another_site_is_refused(launch) -> None:
+    app = launch(password=PASSWORD)
+    form = {"username": "companion", "password": PASSWORD}
+    with httpx.Client(base_url=app.url, timeout=30) as browser:
+        forged = browser.post("/login", data=form, headers=EVIL_ORIGIN)
+        blind = browser.post("/login", data=form, headers={"Sec-Fetch-Site": "cross-site"})
+        for answer in (forged, blind):
+            assert answer.status_code == 403 and "set-cookie" not in answer.headers
+    with closing(logged_in(app.url)) as client:
+        away = client.get("/logout", headers={"Sec-Fetch-Site": "cross-site"})
+        assert away.status_code == 403
+        assert client.get("/gradio_api/login_check").status_code == 200
+
+
+def test_without_a_login_only_the_login_page_and_its_files(launch) -> None:
+    app = launch(password=PASSWORD)
+    with http(app.url) as stranger:
+        with stranger.stream("GET", "/gradio_api/heartbeat/any") as beat:
+            assert beat.status_code == 401
+        for route in ("/config", "/gradio_api/info", "/gradio_api/queue/data?session_hash=x"):
+            assert stranger.get(route).status_code == 401, route
+        page = stranger.get("/")
+        assert page.status_code == 200 and '"/load"' not in page.text  # no API schema
+        assert stranger.get("/theme.css").status_code == 200
+        assert login(stranger, PASSWORD).status_code == 200
+        assert '"/load"' in stranger.get("/").text
+
+
+def open_heartbeat(url: str, cookie: str) -> socket.socket:
+    """A heartbeat stream held open on a raw connection, once its answer has begun."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    sock.sendall(
+        f"GET /gradio_api/heartbeat/{time.monotonic_ns()} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"Cookie: {cookie}\r\n\r\n".encode()
+    )
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "a heartbeat within the cap"
+    return sock
+
+
+def test_an_address_may_hold_only_so_many_streams_open(launch) -> None:
+    app = launch(password=PASSWORD)
+    with closing(logged_in(app.url)) as client:
+        cookie = "; ".join(f"{c.name}={c.value}" for c in client.cookies.jar)
+        held = [open_heartbeat(app.url, cookie) for _ in range(MAX_STREAMS_PER_ADDRESS)]
+        try:
+            with client.stream("GET", "/gradio_api/heartbeat/one-more") as refused:
+                assert refused.status_code == 429
+            assert client.get("/gradio_api/login_check").status_code == 200  # not a stream
+        finally:
+            for sock in held:
+                sock.close()

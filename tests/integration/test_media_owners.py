@@ -1,9 +1,10 @@
 """With accounts, each person's images are served to that person only: Gradio would serve
-any file of an allowed folder to anyone logged in, so ``app.security.MediaOwners``
-answers 404 for a file in someone else's media folder (checked over real HTTP, logged in
-through Gradio's own login form), on both backends: SQLite (the first person's folder is
-the home's ``media/``, later people's ``people/<id>/media``) and Postgres (the same
-folders; the rows are in the shared database)."""
+any file of an allowed folder, and any upload, to anyone logged in, so
+``app.security.FileOwners`` answers 404 for a file in someone else's media folder or
+someone else's upload, on both of Gradio's file routes, and 403 to a request that names
+one (checked over real HTTP, logged in through the login form), on both backends: SQLite
+(the first person's folder is the home's ``media/``, later people's ``people/<id>/media``)
+and Postgres (the same folders; the rows are in the shared database)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gradio as gr
 import httpx
 import pytest
+from gradio import processing_utils
 
 from app.ui import launch_app
 from graph.setup import People
@@ -94,3 +97,48 @@ def test_nobody_gets_another_persons_image(hosted: Hosted) -> None:
 def test_no_image_without_a_login(hosted: Hosted) -> None:
     with httpx.Client(base_url=hosted.url, timeout=10) as stranger:
         assert fetch(stranger, hosted.images["ann"]) in (401, 403, 404)
+
+
+def test_neither_file_route_serves_another_persons_image(hosted: Hosted) -> None:
+    with closing(logged_in(hosted, "bob")) as bob:
+        for route in ("file=", "file/"):
+            assert bob.get(f"/gradio_api/{route}{hosted.images['ann']}").status_code == 404
+            assert bob.get(f"/gradio_api/{route}{hosted.images['bob']}").status_code == 200
+        assert bob.get("/gradio_api/file=http://127.0.0.1:9/x.png").status_code == 404
+
+
+def upload(client: httpx.Client, data: bytes = PNG) -> str:
+    """Upload a picture as the browser does; where Gradio keeps it (named by its bytes)."""
+    answer = client.post("/gradio_api/upload", files={"files": ("cat.png", data, "image/png")})
+    assert answer.status_code == 200, answer.text
+    path: str = answer.json()[0]
+    return path
+
+
+def test_an_upload_is_served_to_whoever_uploaded_it_only(hosted: Hosted) -> None:
+    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
+        kept = upload(ann)
+        assert ann.get(f"/gradio_api/file={kept}").status_code == 200
+        for route in ("file=", "file/"):
+            assert bob.get(f"/gradio_api/{route}{kept}").status_code == 404
+        assert upload(bob) == kept  # the same bytes: bob uploaded them too
+        assert bob.get(f"/gradio_api/file={kept}").status_code == 200
+
+
+def test_nobody_may_send_another_persons_file_as_their_own(hosted: Hosted) -> None:
+    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
+        for theirs in (upload(ann, PNG + b"ann's alone"), str(hosted.images["ann"])):
+            message = {"text": "what is this?", "files": [{"path": theirs, "meta": {}}]}
+            join = {"data": [message], "fn_index": 0, "session_hash": "bob-session"}
+            assert bob.post("/gradio_api/queue/join", json=join).status_code == 403
+
+
+def test_an_image_shown_is_served_from_its_owners_folder_not_gradios_cache(
+    hosted: Hosted,
+) -> None:
+    """Gradio copies a shown file into its cache (served to anyone logged in) unless its
+    folder is a static path: the media folders are."""
+    chatbot = gr.Chatbot()
+    shown = {"path": str(hosted.images["ann"]), "meta": {"_type": "gradio.FileData"}}
+    moved = processing_utils.move_files_to_cache(shown, chatbot, postprocess=True)
+    assert moved["path"] == str(hosted.images["ann"])

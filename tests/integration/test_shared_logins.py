@@ -1,4 +1,5 @@
-"""Two app processes behind one load balancer share their logins, on both backends.
+"""Two app processes behind one load balancer share their logins and their count of
+failed logins, on both backends.
 
 Gradio keeps login tokens in a dict of its own process, under a cookie name random per
 process: a person logged in through one process would meet the login form on the next
@@ -24,6 +25,7 @@ import pytest
 from app.logins import SharedLogins
 from app.ui import launch_app
 from graph.setup import People
+from memory.accounts import LOGIN_FREE_FAILURES
 from tests.e2e.harness import free_port
 from tests.support.chat_model import ScriptedChatModel
 from tests.support.pg_people import BACKENDS, migrated_postgres, open_accounts
@@ -70,7 +72,7 @@ def two(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Two]:
     server = request.getfixturevalue("postgres") if backend == "postgres" else None
     if server is not None:
         with psycopg.connect(server.admin_url, autocommit=True) as conn:
-            conn.execute("TRUNCATE users, logins RESTART IDENTITY")
+            conn.execute("TRUNCATE users, logins, login_failures RESTART IDENTITY")
     home = tmp_path / "home"
     env, accounts = open_accounts(backend, home, server)
     for name, password in PASSWORDS.items():
@@ -151,3 +153,16 @@ def test_a_new_password_ends_every_login(two: Two) -> None:
         accounts.set_password("ann", "a brand new password")
         assert not logged_in(on(b, ann))
         assert logged_in(on(a, bob))  # bob's login is his own
+
+
+def test_failed_logins_through_one_process_hold_back_the_other(two: Two) -> None:
+    a, b = two.urls
+    with httpx.Client(base_url=a, timeout=10, trust_env=False) as at_a:
+        for _ in range(LOGIN_FREE_FAILURES):
+            wrong = at_a.post("/login", data={"username": "ann", "password": "a guess"})
+            assert wrong.status_code == 400
+    with httpx.Client(base_url=b, timeout=10, trust_env=False) as at_b:
+        right = at_b.post("/login", data={"username": "ann", "password": PASSWORDS["ann"]})
+        assert right.status_code == 429
+    with closing(log_in(b, "bob")) as bob:  # bob's own budget is untouched
+        assert logged_in(bob)
