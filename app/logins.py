@@ -145,8 +145,9 @@ class SharedLogins(MutableMapping[str, str]):
     def end_all(self, name: str) -> None:
         """End every login of ``name``, in the registry and in this process's memory."""
         self.registry.end_logins(name)
-        for token in [t for t, (n, _) in self._seen.items() if n.lower() == name.lower()]:
-            del self._seen[token]
+        seen = list(self._seen.items())  # one step: logins may be added meanwhile
+        for token in [t for t, (n, _) in seen if n.lower() == name.lower()]:
+            self._seen.pop(token, None)
 
     def _remember(self, token: str, name: str) -> None:
         self._refused.pop(token, None)

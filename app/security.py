@@ -194,7 +194,7 @@ class CrossOrigin:
             await self.app(scope, receive, send)
             return
         origin = Headers(scope=scope).get("origin", "(none)")
-        log.warning("refused %s from another site (Origin %r)", scope["path"], origin[:200])
+        log.warning("refused %r from another site (Origin %r)", scope["path"][:200], origin[:200])
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
@@ -235,7 +235,7 @@ class ConnectionCaps:
         if is_stream(scope):
             counters.append((self.in_flight.streams, MAX_STREAMS_PER_ADDRESS))
         if any(counter[address] >= cap for counter, cap in counters):
-            log.warning("refused %s from %s: too many open requests", scope["path"], address)
+            log.warning("refused %r from %s: too many open requests", scope["path"][:200], address)
             await _too_many(scope, receive, send)
             return
         for counter, _ in counters:
