@@ -39,6 +39,7 @@ from tests.support.postgres import PostgresServer
 from tools.registry import execute_tool
 
 SECRET = "zanzibarquokka"  # in ann's messages and memory, nowhere in bob's
+FORGED_TOKEN = "bob-owns-ann"  # a login token an attack tries to plant for ann
 PASSWORD = "correct horse battery"
 
 
@@ -220,6 +221,37 @@ ATTACKS = [  # (statement, the backends that must refuse it)
         BOTH,
         id="query_to_xml",
     ),
+    # Issue 19, C1: Postgres nests comments, sqlparse does not; the DO block behind the
+    # comment switched to the app's role and read (or forged a login for) ann.
+    pytest.param(
+        "/* /* */ SELECT 1 */ DO $x$ DECLARE v text; BEGIN SET LOCAL ROLE companion; "
+        f"PERFORM set_config('app.person','{OWNER}',true); "
+        "SELECT string_agg(key||'='||value,' | ') INTO v FROM memories; "
+        "RAISE EXCEPTION 'LEAK %', v; END $x$",
+        BOTH,
+        id="c1-nested-comment-do-read",
+    ),
+    pytest.param(
+        "/* /* */ UPDATE sessions SET title='x' WHERE id='' */ DO $x$ BEGIN "
+        "SET LOCAL ROLE companion; INSERT INTO logins(token_hash,name) VALUES "
+        f"(encode(sha256('{FORGED_TOKEN}'::bytea),'hex'),'ann'); END $x$",
+        BOTH,
+        id="c1-nested-comment-do-login",
+    ),
+    # Issue 19, C2: set_config inside the statement itself, where the README's
+    # non-superuser owner could not revoke it.
+    pytest.param(
+        f"SELECT (SELECT set_config('app.person','{OWNER}',true)), "
+        "(SELECT string_agg(key||'='||value,' | ') FROM memories)",
+        BOTH,
+        id="c2-set-config-read",
+    ),
+    pytest.param(
+        "UPDATE memories SET value='bob was here' WHERE key='secret' AND "
+        f"(SELECT set_config('app.person','{OWNER}',true)) IS NOT NULL",
+        BOTH,
+        id="c2-set-config-update",
+    ),
 ]
 
 
@@ -238,6 +270,7 @@ async def test_memory_sql_as_bob_reaches_nothing_of_anns(
     if statement.startswith("UPDATE") and "error" not in result:
         assert result == {"updated": 0}
     assert [m.content for m in await home.bob_store.messages(home.bob_session)] == bob_before
+    assert home.people.accounts.login_name(FORGED_TOKEN) is None
 
 
 async def test_memory_sql_as_ann_sees_her_own_messages(home: Home) -> None:
