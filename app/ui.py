@@ -53,6 +53,7 @@ from memory.store import StoreError
 USER = "companion"
 CONCURRENCY = 16
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
+UPLOAD_CACHE = (3600, 86400)  # Gradio's delete_cache: (every, older than) in seconds
 # Gradio's own CSS hooks (elem_id / elem_classes); no script of ours beyond a focus call.
 CSS = """
 #model-line { opacity: 0.7; font-size: 0.9em; }
@@ -71,7 +72,9 @@ CSS = """
 
 def build_app(people: People) -> gr.Blocks:
     """The app's Blocks (not launched): one builder per tab."""
-    with gr.Blocks(title="Companion") as demo:
+    # Uploads are copied into the person's media folder when sent; Gradio's own copies
+    # are removed after a day (checked hourly), so unsent uploads cannot pile up.
+    with gr.Blocks(title="Companion", delete_cache=UPLOAD_CACHE) as demo:
         # Shown in the Graph tab, written by the Chat tab when a turn answers.
         trace = gr.Markdown(NO_TRACE, elem_id="turn-trace", render=False)
         side = chat_tab.sidebar()
