@@ -10,19 +10,24 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "memory", "prompts", "tools", "nodes", "graph", "evals", "app")
+PACKAGES = ("config", "memory", "prompts", "tools", "providers", "nodes", "graph", "evals", "app")
 # What each package may import from the others (itself always allowed). graph/ and nodes/
 # share a layer: the builder wires the nodes, the nodes read graph's state and context.
+# providers/ (model hosting) sits below them: it reads config and uses tools.net's guard.
 ALLOWED = {
     "config": set(),
     "memory": set(),
     "prompts": set(),
     "tools": {"config", "memory", "prompts"},
-    "nodes": {"config", "memory", "prompts", "tools", "graph"},
-    "graph": {"config", "memory", "prompts", "tools", "nodes"},
-    "evals": {"config", "memory", "prompts", "tools", "nodes", "graph"},
-    "app": {"config", "memory", "prompts", "tools", "nodes", "graph", "evals"},
+    "providers": {"config", "tools"},
+    "nodes": {"config", "memory", "prompts", "tools", "providers", "graph"},
+    "graph": {"config", "memory", "prompts", "tools", "providers", "nodes"},
+    "evals": {"config", "memory", "prompts", "tools", "providers", "nodes", "graph"},
+    "app": {"config", "memory", "prompts", "tools", "providers", "nodes", "graph", "evals"},
 }
+# What the rest of the product may import of providers/: its face, and the install-time
+# smoke test (run as ``python -m providers.local_smoke``, so the face does not load it).
+PROVIDERS_PUBLIC = {"providers", "providers.local_smoke"}
 
 
 def module_name(path: Path) -> str:
@@ -92,6 +97,18 @@ def test_each_layer_imports_only_the_layers_below() -> None:
         for source, targets in import_graph().items()
         for target in targets
         if (a := source.split(".")[0]) != (b := target.split(".")[0]) and b not in ALLOWED[a]
+    ]
+    assert wrong == []
+
+
+def test_providers_internals_stay_inside_providers() -> None:
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in import_graph().items()
+        for target in targets
+        if target.split(".")[0] == "providers"
+        and source.split(".")[0] != "providers"
+        and target not in PROVIDERS_PUBLIC
     ]
     assert wrong == []
 
