@@ -63,7 +63,6 @@ from app.graph_view import plain, trace_markdown
 from config.settings import Settings
 from graph.context import Context
 from graph.events import ModelDone, UserStored
-from graph.providers import LOCAL_BANNER
 from graph.runner import catch_up_once, schedule_segments, too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
@@ -71,6 +70,7 @@ from graph.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from memory.async_store import AsyncStore
 from memory.store import RunningTurn, Session, StoreError
 from prompts.templates import persona_greeting
+from providers import LOCAL_BANNER
 
 log = logging.getLogger("companion.app")
 

@@ -18,9 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from config.settings import NO_CHAT_MODEL, Settings
-from graph.local_server import local_server
-from graph.providers import PLACEHOLDER_KEY
 from memory.store import Store
+from providers import PLACEHOLDER_KEY, local_server
 
 Status = Literal["ok", "fail", "info"]
 MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
@@ -119,7 +118,7 @@ def _headers(key: str | None) -> dict[str, str]:
 def chat_provider(settings: Settings) -> Iterator[Check]:
     """The chat endpoint: reachable, the model listed, and a one-token completion."""
     if settings.is_local:
-        from graph.local_smoke import run_smoke
+        from providers.local_smoke import run_smoke
 
         smoke = run_smoke()
         if not smoke.ok:

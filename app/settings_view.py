@@ -50,10 +50,10 @@ from config.settings import (
     origin,
 )
 from config.settings import validate_profile as validate
-from graph.providers import Verified, endpoint_status, verify_endpoint
 from graph.routing import NO_VISION_NOTICE
 from graph.setup import People
 from prompts.templates import PERSONAS, persona_text
+from providers import Verified, endpoint_status, verify_endpoint
 
 NO_BACKEND = "none"
 FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "identity")  # it has its own box

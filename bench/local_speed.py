@@ -18,8 +18,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from graph.local_server import local_model_path
-from graph.local_smoke import describe_exit
+from providers import local_model_path
+from providers.local_smoke import describe_exit
 
 TOKENS = 128
 RUNS = 3

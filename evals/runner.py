@@ -18,7 +18,7 @@ what ``companion eval`` was asked for:
   configured;
 - ``--model local``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
   commands unless told otherwise; no vision model). Replies are capped at
-  ``LOCAL_MAX_TOKENS`` tokens (graph.providers applies the cap; the report records it);
+  ``LOCAL_MAX_TOKENS`` tokens (providers applies the cap; the report records it);
 - ``--model NAME``: that model on the configured OpenAI-compatible endpoint
   (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
   COMPANION_VISION_MODEL).
@@ -67,12 +67,12 @@ from evals.report import summary_lines, write_reports
 from evals.results import CaseRun, EvalRun
 from evals.staged import PromptLog, StagedChatModel
 from graph.events import ConfirmationAsked, Decision
-from graph.providers import LOCAL_MAX_TOKENS
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
 from memory.async_store import AsyncStore
 from memory.store import Store
 from prompts.templates import persona_text
+from providers import LOCAL_MAX_TOKENS
 from tools.registry import default_registry
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class ModelUnderTest:
 
 def configured_models(settings: Settings) -> Models:
     """The configured provider's models (the local one starts its server on first use)."""
-    from graph.providers import lazy_local_model, make_chat_model, make_vision_model
+    from providers import lazy_local_model, make_chat_model, make_vision_model
 
     if settings.is_local:
         return Models(lazy_local_model(settings))

@@ -1,6 +1,5 @@
 """The conversation graph and what runs it. Owns the turn's state (``state``) and events
 (``events``), the runtime ``Context`` and its wiring from configuration (``setup``), the
-model providers (``providers``) and the embedded model's supervised server
-(``local_server``, ``local_smoke``), the command protocol (``commands``), the pure routers
-and guards (``routing``), the builder, and the one turn path (``runner``). Imports config,
-memory, prompts, tools and nodes; never app or evals."""
+command protocol (``commands``), the pure routers and guards (``routing``), the builder,
+and the one turn path (``runner``). Imports config, memory, prompts, tools, providers
+and nodes; never app or evals."""

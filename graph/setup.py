@@ -20,17 +20,17 @@ from urllib.parse import urlsplit
 
 from config.settings import Settings, database_url, load_settings, require_chat_model
 from graph.context import Context
-from graph.providers import (
-    lazy_local_model,
-    make_chat_model,
-    make_vision_model,
-    unchosen_model,
-)
 from memory import backends
 from memory.accounts import Accounts, Person
 from memory.async_store import AsyncSqliteStore, AsyncStore
 from memory.backends import OWNER, release_connections
 from memory.store import Message, Store
+from providers import (
+    lazy_local_model,
+    make_chat_model,
+    make_vision_model,
+    unchosen_model,
+)
 from tools.registry import ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is set

@@ -23,14 +23,7 @@ from langgraph.runtime import Runtime
 from config.settings import NO_CHAT_MODEL
 from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
-from graph.errors import ProviderError
 from graph.events import ModelDone, TextDelta
-from graph.providers import (
-    ErrorKind,
-    describe_provider_error,
-    is_provider_error,
-    provider_error_kind,
-)
 from graph.state import State, ToolCall, TraceEvent
 from prompts.templates import (
     EMPTY_ANSWER,
@@ -41,6 +34,13 @@ from prompts.templates import (
     NOT_SET_UP,
     REQUEST_REFUSED,
     STREAM_CUT,
+)
+from providers import (
+    ErrorKind,
+    ProviderError,
+    describe_provider_error,
+    is_provider_error,
+    provider_error_kind,
 )
 
 log = logging.getLogger("companion.call_model")

@@ -18,14 +18,19 @@ import httpx
 import pytest
 
 from config.settings import load_settings
-from graph.errors import ProviderError
-from graph.local_server import LocalServer, local_model_path, local_server
-from graph.local_smoke import REBUILD_HINT, describe_exit, run_smoke
-from graph.providers import LOCAL_BANNER, lazy_local_model
 from graph.runner import run_turn
 from graph.setup import context_for
 from memory.async_store import AsyncSqliteStore
 from memory.store import Store
+from providers import (
+    LOCAL_BANNER,
+    LocalServer,
+    ProviderError,
+    lazy_local_model,
+    local_model_path,
+    local_server,
+)
+from providers.local_smoke import REBUILD_HINT, describe_exit, run_smoke
 
 pytestmark = pytest.mark.local_model
 

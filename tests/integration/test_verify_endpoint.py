@@ -12,7 +12,7 @@ import pytest
 
 from config.settings import Settings
 from evals.fixtures import FixtureServer, RecordedRequest, Reply
-from graph.providers import Verified, verify_endpoint
+from providers import Verified, verify_endpoint
 from tests.integration.test_connections import form
 from tests.support.fake_openai import FakeOpenAIServer
 

@@ -8,8 +8,8 @@ import httpx
 import openai
 import pytest
 
-from graph.errors import ProviderError
 from graph.runner import run_turn
+from providers import ProviderError
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
 

@@ -23,9 +23,9 @@ from evals.report import markdown, report_data, suite_stats, summary_lines, writ
 from evals.results import CaseRun, EvalRun
 from evals.runner import model_under_test, run_from_cli, run_suites
 from evals.staged import PromptLog, StagedChatModel, command_line
-from graph.providers import LOCAL_MAX_TOKENS
 from memory.store import Store
 from prompts.templates import persona_text
+from providers import LOCAL_MAX_TOKENS
 from tests.support.chat_model import ScriptedChatModel, tool_call
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tests.support.policy import read_view, scripted_model

@@ -13,12 +13,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evals.fixtures import DuckDuckGoFixture
-from graph.errors import ProviderError
 from graph.events import ConfirmationAsked, Decision
 from graph.routing import MAX_CALLS_PER_REPLY, NO_VISION_NOTICE
 from graph.runner import run_turn
 from memory.memories import all_memories, create_memory
 from prompts.templates import EMPTY_ANSWER
+from providers import ProviderError
 from tests.support.chat_model import tool_call
 from tools import memory_sql, memory_write, web_search
 from tools.base import ToolSpec

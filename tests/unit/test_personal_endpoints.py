@@ -13,7 +13,7 @@ import pytest
 
 from app.settings_view import field_updates, form_values, profile_update, verify_target
 from config.settings import OPERATOR_ONLY, ConfigError, fixed_fields, load_settings
-from graph.providers import describe_provider_error, make_chat_model
+from providers import describe_provider_error, make_chat_model
 from tests.support.fake_openai import FakeOpenAIServer
 
 OPERATORS = {"COMPANION_BASE_URL": "http://127.0.0.1:8080/v1", "COMPANION_API_KEY": "sk-op"}

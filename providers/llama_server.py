@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from graph.errors import ProviderError
+from providers.errors import ProviderError
 
 log = logging.getLogger("companion.local_server")
 

@@ -3,7 +3,7 @@
 The generation runs in a child process, so a llama.cpp build that dies on this CPU
 (SIGSEGV or SIGILL at the first token) is reported as a clear cause and fix instead of
 killing the caller. ``scripts/bootstrap`` and ``companion doctor`` run it;
-``python -m graph.local_smoke`` exits non-zero when it fails.
+``python -m providers.local_smoke`` exits non-zero when it fails.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from graph.local_server import local_model_path
+from providers.llama_server import local_model_path
 
 CHILD = """
 import sys

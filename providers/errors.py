@@ -1,4 +1,4 @@
-"""The provider's failures, told apart from bugs in Companion's own code."""
+"""The provider's own error: it could not be reached or started (not a bug of ours)."""
 
 from __future__ import annotations
 
