@@ -60,13 +60,14 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
+from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from config.settings import Settings
 from graph.context import Context
 from graph.events import ModelDone, UserStored
-from graph.runner import catch_up_once, schedule_segments, too_long
+from graph.jobs import catch_up_once, schedule_segments
+from graph.runner import too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
-from graph.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from memory.async_store import AsyncStore
 from memory.store import RunningTurn, Session, StoreError
 from prompts.templates import persona_greeting

@@ -236,7 +236,8 @@ async def _chat_loop(args: argparse.Namespace, ctx: Any, graph: Any) -> int:
         ToolStart,
         TurnError,
     )
-    from graph.runner import catch_up_once, stream_turn
+    from graph.jobs import catch_up_once
+    from graph.runner import stream_turn
 
     if ctx.settings.is_local:
         print(f"[{BANNER_LOCAL}]", file=sys.stderr)

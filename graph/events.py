@@ -5,7 +5,7 @@ the store), then per model call any number of ``TextDelta`` and one ``ModelDone`
 tool call a ``ToolStart`` and a ``ToolEnd`` — before them a ``ConfirmationAsked`` and its
 ``ConfirmationDecided`` when the call needs the person's yes (``graph.routing.clearance``)
 — a ``TurnError`` if the turn failed (or ``TurnStopped`` if the person stopped it,
-``graph.turns``), and always one ``Answer`` last. The nodes write every event but the
+``app.turns``), and always one ``Answer`` last. The nodes write every event but the
 first and the last two to LangGraph's custom stream themselves; consumers dispatch on the
 type (``match`` / ``isinstance``), never on a name.
 """
@@ -83,7 +83,7 @@ class ConfirmationAsked:
 
 
 Confirm = Callable[[ConfirmationAsked], Awaitable[Decision]]
-"""How a turn asks the person (``Context.confirm``): the chat's Allow/Deny (``graph.turns``),
+"""How a turn asks the person (``Context.confirm``): the chat's Allow/Deny (``app.turns``),
 the terminal's y/N, an eval case's policy."""
 
 
@@ -109,7 +109,7 @@ class TurnError:
 
 @dataclass(frozen=True, slots=True)
 class TurnStopped:
-    """The person stopped the turn (``graph.turns``): what it wrote so far is stored as
+    """The person stopped the turn (``app.turns``): what it wrote so far is stored as
     message ``message_id``, marked stopped; ``Answer`` follows with that text."""
 
     message_id: int | None  # None when it was stopped before its message was stored

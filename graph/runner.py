@@ -1,32 +1,19 @@
 """Run one user turn through the compiled graph: the single pipeline for every request.
 
-``stream_turn`` is the turn. It refuses a message over the size limit before anything is
-stored, stores the user's message (so nothing is lost if anything later fails), runs the
-graph from the session id and that message, and yields typed events (``graph.events``)
-as they happen, ending with ``Answer``. The nodes write the progress events to
-LangGraph's custom stream; the final state is the last chunk of LangGraph's own
-"values" stream. After the graph, closed conversation spans of the session are cut into
-segments in the background.
-
-``run_turn`` consumes ``stream_turn`` and returns a ``TurnResult`` (CLI one-shot, evals,
-benches). It differs in two things only: it runs with ``Context.stream_tokens`` off, so
-the model is invoked rather than streamed and no live progress is streamed (only
-``UserStored``, ``TurnError`` and ``Answer``: LangGraph's custom stream mode runs every
-node as its own task, which a consumer that waits for the end does not need); and it
-waits for its session's segment refresh before returning. A call that needs the
-person's yes is still put to ``Context.confirm`` (declined when there is none); the
-trace records each question and its answer.
+``stream_turn`` refuses a message over the size limit before anything is stored, stores
+the user's message (nothing is lost if anything later fails), runs the graph and yields
+typed events (``graph.events``) as they happen, ending with ``Answer``; then it schedules
+the session's segment refresh (``graph.jobs``). ``run_turn`` consumes it with the model
+invoked rather than streamed (only ``UserStored``, ``TurnError`` and ``Answer`` come),
+waits for that refresh and returns a ``TurnResult`` (CLI one-shot, evals, benches). A call
+that needs the person's yes is put to ``Context.confirm`` (declined when there is none).
+Why the pipeline has this shape: docs/turns.md.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-import socket
 import time
-import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,10 +31,9 @@ from graph.events import (
     TurnEvent,
     UserStored,
 )
+from graph.jobs import schedule_segments, settle
 from graph.state import ExecutedCall, State, TraceEvent
 from memory.store import Message
-
-log = logging.getLogger("companion.runner")
 
 RECURSION_LIMIT = 40
 LIVE_MODES = ["custom", "values"]  # node events as they happen; the state after each step
@@ -207,86 +193,3 @@ async def run_turn(
         user_message=user,
         seconds=time.perf_counter() - started,
     )
-
-
-_BACKGROUND: set[asyncio.Task[None]] = set()
-
-
-def _segments_task_name(session_id: str) -> str:
-    return f"segments:{session_id}"
-
-
-def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> asyncio.Task[None]:
-    """Cut closed spans of the session into segments in the background (never blocks).
-
-    ``force`` also closes the newest span: the person left this session for another, so
-    what they said there becomes an episode now rather than after 30 quiet minutes.
-    """
-
-    async def refresh() -> None:
-        try:
-            await ctx.store.refresh_segments(
-                session_id, ctx.summarize, force=force, tz=ctx.settings.timezone
-            )
-        except Exception:  # episodic memory is best effort; the next turn retries
-            log.exception("segment refresh failed for session %s", session_id)
-
-    return _background(refresh(), _segments_task_name(session_id))
-
-
-def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Task[None]:
-    """Summarise every session's spans left unsummarised, in the background, a bounded
-    batch at a time so no single step holds the store for long. With ``every``, sweep
-    again at that interval for as long as the process runs: a chat that goes quiet for
-    30 minutes becomes an episode even if no other turn comes."""
-
-    async def catch_up() -> None:
-        lease = max(every or 0.0, LEASE_SECONDS)
-        while True:
-            try:
-                # Several app processes on one database sweep once: whoever holds the lease.
-                if await ctx.store.claim(CATCH_UP_JOB, PROCESS, lease):
-                    while await ctx.store.catch_up_segments(
-                        ctx.summarize, tz=ctx.settings.timezone
-                    ):
-                        await asyncio.sleep(0)
-            except Exception:
-                log.exception("catching up on unsummarised conversations failed")
-            if every is None:
-                return
-            await asyncio.sleep(every)
-
-    return _background(catch_up(), "segments:catch-up")
-
-
-# This process, as named in the database (running turns, job leases): host, pid, a token.
-PROCESS = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-CATCH_UP_JOB = "segments:catch-up"
-LEASE_SECONDS = 60.0  # the shortest lease of the sweep: a dead holder's ends this soon
-_CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
-SWEEP_SECONDS = 300.0
-
-
-def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
-    """Start ``schedule_catch_up`` (sweeping every ``SWEEP_SECONDS``) the first time this
-    process opens the database (the app's first page load, a terminal chat); later calls
-    do nothing."""
-    key = ctx.store.location
-    if key in _CAUGHT_UP:
-        return None
-    _CAUGHT_UP.add(key)
-    return schedule_catch_up(ctx, every=SWEEP_SECONDS)
-
-
-def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-    task = asyncio.get_running_loop().create_task(work, name=name)
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-    return task
-
-
-async def settle(session_id: str) -> None:
-    """Wait for the segment refreshes that the session's turns started (no one else's)."""
-    name = _segments_task_name(session_id)
-    mine = [task for task in _BACKGROUND if task.get_name() == name]
-    await asyncio.gather(*mine, return_exceptions=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from graph.runner import run_turn, schedule_catch_up, schedule_segments
+from graph.jobs import schedule_catch_up, schedule_segments
+from graph.runner import run_turn
 from memory.segments import list_segments, pending_sessions
 from memory.store import Store
 from tests.conftest import FIXED_NOW

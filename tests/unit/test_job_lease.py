@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graph import runner
+from graph import jobs
 from memory.async_store import AsyncSqliteStore
 from memory.store import Store
 
@@ -63,8 +63,8 @@ async def test_the_sweep_runs_only_with_the_lease(
     ctx: Any = type("Ctx", (), {"store": store, "summarize": None})()
     ctx.settings = type("S", (), {"timezone": "UTC"})()
     try:
-        await asyncio.wait_for(runner.schedule_catch_up(ctx), 5)
+        await asyncio.wait_for(jobs.schedule_catch_up(ctx), 5)
     finally:
         store.close()
-    lease = f"claim {runner.CATCH_UP_JOB} by {runner.PROCESS} for {runner.LEASE_SECONDS:.0f} s"
+    lease = f"claim {jobs.CATCH_UP_JOB} by {jobs.PROCESS} for {jobs.LEASE_SECONDS:.0f} s"
     assert calls == [lease, *["sweep"] * sweeps]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from app.turns import LiveTurn, Turns
 from evals.fixtures import DuckDuckGoFixture, ImageFixture
 from graph.context import Context
 from graph.events import (
@@ -29,7 +30,6 @@ from graph.events import (
     TurnStopped,
 )
 from graph.runner import run_turn
-from graph.turns import LiveTurn, Turns
 from memory.memories import all_memories, create_memory
 from prompts.templates import OUTSIDE_CONTENT_LABEL, TOOL_RESULT_LABEL, fill
 from tests.support.chat_model import tool_call

@@ -1,4 +1,4 @@
-"""Turns owned by the server (graph.turns): followers, the queue, Stop, partial answers,
+"""Turns owned by the server (app.turns): followers, the queue, Stop, partial answers,
 failures, and the recovery of turns whose process died."""
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from graph.context import Context
-from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
-from graph.turns import (
+from app.turns import (
     INTERRUPTED,
     OWNER,
     STOPPED,
@@ -25,6 +23,8 @@ from graph.turns import (
     owner_alive,
     recover_interrupted,
 )
+from graph.context import Context
+from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
 from memory.async_store import AsyncSqliteStore
 from memory.store import Message
 from tests.support.chat_model import ScriptedChatModel, slow

@@ -1,36 +1,12 @@
 """Turns owned by the server, not by the browser request that started them.
 
-A browser that sends a message asks ``Turns.start`` for a turn and then *follows* it
-(``LiveTurn.follow``): every event from the first, then each new one as it comes. The
-turn runs as its own asyncio task whatever happens to the page: a reload, a second tab
-or another device on the same session follows the same turn from its start, and a page
-that goes away only stops following.
-
-- **One turn at a time per session.** A message sent while the session's turn runs waits
-  for it (it is queued in this process, in order) and runs next.
-- **Stop** (``Turns.stop``) cancels the session's running turn. What it wrote so far is
-  stored as its answer, marked ``stopped``; the tool steps already run stay stored. A
-  turn run by another process (several app processes on one database) is asked to stop
-  through its row, which that process watches.
-- **Partial answers are written as they grow** (``running_turns`` in the store, at most
-  every ``PARTIAL_EVERY`` seconds). If the process dies mid-turn, ``recover_interrupted``
-  (the app's first page load) stores that text as the turn's answer, marked
-  ``interrupted``, so nothing the person saw is lost and the chat offers Retry.
-- **Questions for the person** (``graph.routing.clearance``: a call that would complete
-  the lethal trifecta, a memory change while outside content is in the context): the
-  turn publishes ``ConfirmationAsked`` and waits, at most ``CONFIRM_SECONDS``, for
-  ``Turns.decide`` (the chat's Allow/Deny); then ``ConfirmationDecided`` follows, with
-  ``timed_out`` if nobody answered. Stop ends a waiting turn like any other. Answers
-  reach the turn in this process only: a page served by another process cannot answer
-  (it does not see the question), and the turn times out to "not confirmed".
-- **Stored first**: ``start(..., stored=message)`` answers a user message already stored:
-  one sent while nothing ran (stored at once, so a failed write keeps it in the
-  composer), or one answered again (retry, regenerate) after
-  ``AsyncStore.delete_messages_from`` removed what followed it.
-
-Each process names itself (``OWNER``: host, pid and a token of this run); a record whose
-owner is a dead process of this host is an interrupted turn. Records of other hosts are
-left to them (several processes on one Postgres: issue 15).
+``Turns.start`` queues a turn for a session (one runs at a time per session, the others
+wait in order) and runs it as its own asyncio task; a page follows it with
+``LiveTurn.follow``, every event from the first, so a reload or a second tab follows the
+same turn. ``Turns.stop`` cancels it (what it wrote stays, marked ``stopped``) and
+``Turns.decide`` answers its Allow/Deny question. The answer so far is written to the
+store's running turns as it grows; ``recover_interrupted`` keeps a dead process's text as
+its answer, marked ``interrupted``. The design and its reasons: docs/turns.md.
 """
 
 from __future__ import annotations
@@ -57,7 +33,8 @@ from graph.events import (
     TurnStopped,
     UserStored,
 )
-from graph.runner import PROCESS, stream_turn
+from graph.jobs import PROCESS
+from graph.runner import stream_turn
 from memory.async_store import AsyncStore
 from memory.store import Message, RunningTurn
 

@@ -1,0 +1,104 @@
+"""Background work after turns: quiet conversation becomes episodes, never in the way.
+
+``schedule_segments`` cuts a session's closed spans into segments after its turn;
+``schedule_catch_up`` summarises every session's spans left unsummarised, a bounded batch
+at a time, and with ``every`` sweeps again at that interval; several processes on one
+database sweep once, whoever holds the lease (``AsyncStore.claim``). ``catch_up_once``
+starts that sweep the first time this process opens a database; ``settle`` waits for a
+session's refreshes. A failure is logged, never raised: the next turn retries.
+``PROCESS`` names this process in the database (running turns, job leases).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Coroutine
+from typing import Any
+
+from graph.context import Context
+
+log = logging.getLogger("companion.jobs")
+
+# This process, as named in the database (running turns, job leases): host, pid, a token.
+PROCESS = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+CATCH_UP_JOB = "segments:catch-up"
+LEASE_SECONDS = 60.0  # the shortest lease of the sweep: a dead holder's ends this soon
+SWEEP_SECONDS = 300.0
+_CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
+_BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def _segments_task_name(session_id: str) -> str:
+    return f"segments:{session_id}"
+
+
+def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> asyncio.Task[None]:
+    """Cut closed spans of the session into segments in the background (never blocks).
+
+    ``force`` also closes the newest span: the person left this session for another, so
+    what they said there becomes an episode now rather than after 30 quiet minutes.
+    """
+
+    async def refresh() -> None:
+        try:
+            await ctx.store.refresh_segments(
+                session_id, ctx.summarize, force=force, tz=ctx.settings.timezone
+            )
+        except Exception:  # episodic memory is best effort; the next turn retries
+            log.exception("segment refresh failed for session %s", session_id)
+
+    return _background(refresh(), _segments_task_name(session_id))
+
+
+def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Task[None]:
+    """Summarise every session's spans left unsummarised, in the background, a bounded
+    batch at a time so no single step holds the store for long. With ``every``, sweep
+    again at that interval for as long as the process runs: a chat that goes quiet for
+    30 minutes becomes an episode even if no other turn comes."""
+
+    async def catch_up() -> None:
+        lease = max(every or 0.0, LEASE_SECONDS)
+        while True:
+            try:
+                # Several app processes on one database sweep once: whoever holds the lease.
+                if await ctx.store.claim(CATCH_UP_JOB, PROCESS, lease):
+                    while await ctx.store.catch_up_segments(
+                        ctx.summarize, tz=ctx.settings.timezone
+                    ):
+                        await asyncio.sleep(0)
+            except Exception:
+                log.exception("catching up on unsummarised conversations failed")
+            if every is None:
+                return
+            await asyncio.sleep(every)
+
+    return _background(catch_up(), "segments:catch-up")
+
+
+def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
+    """Start ``schedule_catch_up`` (sweeping every ``SWEEP_SECONDS``) the first time this
+    process opens the database (the app's first page load, a terminal chat); later calls
+    do nothing."""
+    key = ctx.store.location
+    if key in _CAUGHT_UP:
+        return None
+    _CAUGHT_UP.add(key)
+    return schedule_catch_up(ctx, every=SWEEP_SECONDS)
+
+
+def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    task = asyncio.get_running_loop().create_task(work, name=name)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+async def settle(session_id: str) -> None:
+    """Wait for the segment refreshes that the session's turns started (no one else's)."""
+    name = _segments_task_name(session_id)
+    mine = [task for task in _BACKGROUND if task.get_name() == name]
+    await asyncio.gather(*mine, return_exceptions=True)
