@@ -68,8 +68,7 @@ from graph.jobs import catch_up_once, schedule_segments
 from graph.runner import too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
-from memory.async_store import AsyncStore
-from memory.store import RunningTurn, Session, StoreError
+from memory import AsyncStore, RunningTurn, Session, StoreError
 from prompts.templates import persona_greeting
 from providers import LOCAL_BANNER
 

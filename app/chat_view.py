@@ -59,8 +59,8 @@ from graph.events import (
     UserStored,
 )
 from graph.state import TraceEvent
-from memory.store import Message, parse_time
-from memory.temporal import zone_of
+from memory import Message, parse_time
+from memory.rules.temporal import zone_of
 from tools.weather import LOCATION_NOT_SET
 
 ERROR_MARK = "⚠️"

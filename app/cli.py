@@ -18,8 +18,8 @@ from config.settings import PROVIDERS, TOOL_MODES, ConfigError
 
 if TYPE_CHECKING:
     from graph.events import ConfirmationAsked, Decision
-    from memory.accounts import Accounts
-    from memory.pg_accounts import PgAccounts
+    from memory.postgres.accounts import PgAccounts
+    from memory.sqlite.accounts import SqliteAccounts
 
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
@@ -354,7 +354,7 @@ def _user(args: argparse.Namespace) -> int:
 
     from config.settings import database_url
     from graph.setup import resolve_home
-    from memory.accounts import Accounts
+    from memory.sqlite.accounts import SqliteAccounts
 
     root = resolve_home(_flags(args), os.environ)
     try:
@@ -363,9 +363,10 @@ def _user(args: argparse.Namespace) -> int:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
     if url is None:
-        return _user_command(args, Accounts.open_home(root), postgres=False)
+        return _user_command(args, SqliteAccounts.open_home(root), postgres=False)
     try:
-        from memory.pg_accounts import AccountsUnavailable, PgAccounts
+        from memory import AccountsUnavailable
+        from memory.postgres.accounts import PgAccounts
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
@@ -377,10 +378,10 @@ def _user(args: argparse.Namespace) -> int:
 
 
 def _user_command(
-    args: argparse.Namespace, accounts: Accounts | PgAccounts, *, postgres: bool
+    args: argparse.Namespace, accounts: SqliteAccounts | PgAccounts, *, postgres: bool
 ) -> int:
-    """add, list or passwd on ``accounts`` (an ``Accounts`` or a ``PgAccounts``)."""
-    from memory.accounts import AccountError
+    """add, list or passwd on ``accounts`` (an ``SqliteAccounts`` or a ``PgAccounts``)."""
+    from memory import AccountError
 
     root = accounts.root
     if args.user_command == "list":
@@ -457,9 +458,9 @@ def _db_migrate(args: argparse.Namespace) -> int:
     try:
         import psycopg
 
-        from memory.pg_accounts import migrate_accounts
-        from memory.pg_sql_guard import SQL_ROLE, prepare, verify
-        from memory.pg_store import migrate
+        from memory.postgres.accounts import migrate_accounts
+        from memory.postgres.sql_guard import SQL_ROLE, prepare, verify
+        from memory.postgres.store import migrate
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
@@ -494,8 +495,9 @@ def _undo_sql(args: argparse.Namespace) -> int:
     import os
 
     from graph.setup import resolve_home
-    from memory.sql_journal import EditConflict, undo_last_edit
-    from memory.store import Store
+    from memory import EditConflict
+    from memory.sqlite.journal import undo_last_edit
+    from memory.sqlite.store import Store
 
     store = Store.open_home(resolve_home(_flags(args), os.environ))
     try:

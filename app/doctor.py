@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from config.settings import NO_CHAT_MODEL, Settings
-from memory.store import Store
+from memory.sqlite.store import Store
 from providers import PLACEHOLDER_KEY, local_server
 
 Status = Literal["ok", "fail", "info"]

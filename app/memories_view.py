@@ -18,9 +18,8 @@ import gradio as gr
 
 from app.chat_view import local_time
 from graph.setup import ContextFactory, People
-from memory.memories import CATEGORIES, Memory, MemoryExists, MemoryRecordError
-from memory.segments import Segment
-from memory.sql_journal import EditConflict
+from memory import EditConflict, Memory, MemoryExists, MemoryRecordError, Segment
+from memory.rules.memories import CATEGORIES
 
 COLUMNS = ["category", "key", "value", "added", "last recalled", "remembered"]
 # How well a memory is remembered, by its retrievability: the first floor it reaches.

@@ -35,8 +35,7 @@ from graph.events import (
 )
 from graph.jobs import PROCESS
 from graph.runner import stream_turn
-from memory.async_store import AsyncStore
-from memory.store import Message, RunningTurn
+from memory import AsyncStore, Message, RunningTurn
 
 log = logging.getLogger("companion.turns")
 

@@ -48,7 +48,7 @@ from app.security import exposure_problem, middleware, trusted_hosts
 from config.settings import ConfigError
 from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
-from memory.store import StoreError
+from memory import StoreError
 
 USER = "companion"
 CONCURRENCY = 16

@@ -31,8 +31,8 @@ quiet_environment()
 from config.settings import Settings  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import context_for  # noqa: E402
-from memory.async_store import AsyncSqliteStore  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
+from memory.sqlite.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402

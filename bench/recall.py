@@ -45,12 +45,13 @@ quiet_environment()
 
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
-from memory.async_store import AsyncSqliteStore  # noqa: E402
-from memory.retrieval import search_messages  # noqa: E402
-from memory.segments import refresh_segments  # noqa: E402
-from memory.sql_guard import run_sql  # noqa: E402
-from memory.store import Store, format_time  # noqa: E402
-from memory.temporal import TemporalCue, parse_temporal  # noqa: E402
+from memory import format_time  # noqa: E402
+from memory.rules.temporal import TemporalCue, parse_temporal  # noqa: E402
+from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
+from memory.sqlite.retrieval import search_messages  # noqa: E402
+from memory.sqlite.segments import refresh_segments  # noqa: E402
+from memory.sqlite.sql_guard import run_sql  # noqa: E402
+from memory.sqlite.store import Store  # noqa: E402
 from nodes.build_context import build_context  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tests.support.naive_search import naive_search  # noqa: E402

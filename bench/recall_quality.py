@@ -64,10 +64,10 @@ quiet_environment()
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
 from evals.runner import arun_suites  # noqa: E402
-from memory.async_store import AsyncSqliteStore  # noqa: E402
-from memory.pg_sql_guard import prepare  # noqa: E402
-from memory.pg_store import PgStore, migrate  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.postgres.sql_guard import prepare  # noqa: E402
+from memory.postgres.store import PgStore, migrate  # noqa: E402
+from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
+from memory.sqlite.store import Store  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
 from tools.registry import default_registry  # noqa: E402

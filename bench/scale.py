@@ -64,8 +64,8 @@ quiet_environment()
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import OWNER, ContextFactory, open_context, release_connections  # noqa: E402
-from memory.async_store import AsyncSqliteStore  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
+from memory.sqlite.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 MESSAGES_PER_TURN = 2  # the user's message and the answer
@@ -265,7 +265,7 @@ def held_messages(job: Job, sessions: list[str]) -> int:
 
 
 async def _held_on_postgres(url: str, person: str, sessions: list[str]) -> int:
-    from memory.pg_store import PgStore
+    from memory.postgres.store import PgStore
 
     store = await PgStore.open(url, person)
     try:

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from config.settings import ConfigError
 from evals.cases import Case
 from evals.evaluators import query_rows
-from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.store import Store, StoreError
+from memory import AsyncStore, StoreError
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is given
-    from memory.pg_pool import LoopPools
+    from memory.postgres.pool import LoopPools
 
 SQLITE = "sqlite"
 POSTGRES = "postgres"
@@ -114,7 +115,7 @@ class PostgresBackend:
     name = POSTGRES
 
     def __init__(self, url: str) -> None:
-        from memory.pg_pool import LoopPools
+        from memory.postgres.pool import LoopPools
 
         self.url = url
         self.pools: LoopPools = LoopPools(url)
@@ -128,7 +129,7 @@ class PostgresBackend:
         """Connect and read as a person: ConfigError when the server or schema is missing."""
         import psycopg
 
-        from memory.pg_store import PgStore
+        from memory.postgres.store import PgStore
 
         probe = PgStore.for_person(self.pools, f"eval-{self.token}-probe")
         try:
@@ -144,7 +145,7 @@ class PostgresBackend:
         self, case: Case, run: int, home: Path, clock: CaseClock
     ) -> AsyncIterator[CaseStore]:
         """The case run's person on the shared pools; checks run through its memory_sql."""
-        from memory.pg_store import PgStore
+        from memory.postgres.store import PgStore
 
         store = PgStore.for_person(
             self.pools, self.person(case, run), clock=clock, media_dir=home / "media"

@@ -40,7 +40,8 @@ from graph.commands import call_signature
 
 if TYPE_CHECKING:
     from graph.runner import TurnResult
-    from memory.store import Message, Store
+    from memory import Message
+    from memory.sqlite.store import Store
 
 IMAGE_TOOLS = ("image_generate", "image_analyze")
 # What an answer must never say: tool names, the word "tool", result blocks, commands.

@@ -69,8 +69,8 @@ from evals.staged import PromptLog, StagedChatModel
 from graph.events import ConfirmationAsked, Decision
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
-from memory.async_store import AsyncStore
-from memory.store import Store
+from memory import AsyncStore
+from memory.sqlite.store import Store
 from prompts.templates import persona_text
 from providers import LOCAL_MAX_TOKENS
 from tools.registry import default_registry

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from graph.events import Confirm
-    from memory.async_store import AsyncStore
-    from memory.store import Clock
+    from memory import AsyncStore, Clock
     from tools.registry import ToolRegistry
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graph.state import ExecutedCall, TraceEvent
-from memory.store import Message
+from memory import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from graph.events import (
 )
 from graph.jobs import schedule_segments, settle
 from graph.state import ExecutedCall, State, TraceEvent
-from memory.store import Message
+from memory import Message
 
 RECURSION_LIMIT = 40
 LIVE_MODES = ["custom", "values"]  # node events as they happen; the state after each step

@@ -20,11 +20,10 @@ from urllib.parse import urlsplit
 
 from config.settings import Settings, database_url, load_settings, require_chat_model
 from graph.context import Context
-from memory import backends
-from memory.accounts import Accounts, Person
-from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.backends import OWNER, release_connections
-from memory.store import Message, Store
+from memory import OWNER, AsyncStore, Message, Person, backends, release_connections
+from memory.sqlite.accounts import SqliteAccounts
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from providers import (
     lazy_local_model,
     make_chat_model,
@@ -34,7 +33,7 @@ from providers import (
 from tools.registry import ToolRegistry, default_registry
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is set
-    from memory.pg_accounts import PgAccounts
+    from memory.postgres.accounts import PgAccounts
 
 
 def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
@@ -189,11 +188,11 @@ class People:
         self.models = models  # chat_model, vision_model, registry (tests pass scripted ones)
         self.default = default or ContextFactory(flags, self.env, **models)
         self.url = database_url(flags, self.env)
-        self.accounts: Accounts | PgAccounts
+        self.accounts: SqliteAccounts | PgAccounts
         if self.url is None:
-            self.accounts = Accounts.open_home(self.root)
+            self.accounts = SqliteAccounts.open_home(self.root)
         else:
-            from memory.pg_accounts import PgAccounts
+            from memory.postgres.accounts import PgAccounts
 
             self.accounts = PgAccounts(self.url, self.root)
         self.hosted = self.accounts.enabled()

@@ -1,26 +1,29 @@
-"""Which store a person gets: the SQLite file of a home, or their rows of a shared
-Postgres database. Callers resolve the home and the URL from configuration
-(``graph.setup.open_store``); this module only opens.
+"""Which backend a Companion uses: the only module that looks at a database URL.
 
-A process keeps one ``memory.pg_pool.LoopPools`` per database URL, shared by every
-person's ``PgStore``: connections are a process's, not a person's. psycopg is the
-``postgres`` extra, so it is imported only when a URL is given.
+``url`` None means SQLite, a file per person in the home; a URL means the shared
+Postgres database, each person's rows under their key. ``open_store`` gives a person's
+``AsyncStore``, ``open_accounts`` the registry of people, ``migrate`` makes the Postgres
+schema. Callers resolve the home and the URL from configuration. psycopg is the
+``postgres`` extra: it is imported only when a URL is given (ImportError without it).
+A process keeps one set of Postgres pools per URL, shared by every person's store.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.store import Store
+from memory.errors import StoreError
+from memory.protocol import Accounts, AsyncStore
+from memory.sqlite.accounts import SqliteAccounts
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
+from memory.types import OWNER
 
 if TYPE_CHECKING:
-    from memory.pg_pool import LoopPools
+    from memory.postgres.pool import LoopPools
 
-# The person of a Companion on Postgres without accounts, and of its first account: the
-# rows from before accounts stay theirs, as the home's own SQLite file does.
-OWNER = "owner"
 _DATABASES: dict[str, LoopPools] = {}  # one set of pools per database URL in a process
 
 
@@ -29,11 +32,21 @@ def open_store(home: Path, url: str | None, *, person: str = OWNER) -> AsyncStor
     rows of the Postgres database at ``url``, with their images in ``home``/media."""
     if url is None:
         return AsyncSqliteStore(Store.open_home(home))
-    from memory.pg_pool import LoopPools
-    from memory.pg_store import PgStore
+    from memory.postgres.pool import LoopPools
+    from memory.postgres.store import PgStore
 
     pools = _DATABASES.get(url) or _DATABASES.setdefault(url, LoopPools(url))
     return PgStore.for_person(pools, person, media_dir=home / "media")
+
+
+def open_accounts(root: Path, url: str | None) -> Accounts:
+    """The people of the Companion at home ``root``: its accounts.db when ``url`` is
+    None, else the users table of the Postgres database at ``url``."""
+    if url is None:
+        return SqliteAccounts.open_home(root)
+    from memory.postgres.accounts import PgAccounts
+
+    return PgAccounts(url, root)
 
 
 async def release_connections() -> None:
@@ -41,3 +54,35 @@ async def release_connections() -> None:
     a start-up loop before Gradio starts its own: that loop's pool must not linger)."""
     for pools in _DATABASES.values():
         await pools.close()
+
+
+@dataclass(frozen=True)
+class Migrated:
+    """What ``migrate`` did and found: the versions in place, memory_sql's role, and the
+    problems (a broken guarantee) and notes (an open door not relied on) of the check."""
+
+    version: int
+    accounts_version: int
+    sql_role: str
+    problems: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+async def migrate(admin_url: str, url: str, app_role: str) -> Migrated:
+    """Make or update the Postgres schema, memory_sql's role and the users table as the
+    admin, grant ``app_role`` (the user of ``url``) what the app needs, then check every
+    privilege memory_sql relies on. StoreError when the database fails."""
+    import psycopg
+
+    from memory.postgres.accounts import migrate_accounts
+    from memory.postgres.sql_guard import SQL_ROLE, prepare, verify
+    from memory.postgres.store import migrate as migrate_store
+
+    try:
+        version = await migrate_store(admin_url, app_role)
+        await prepare(admin_url, SQL_ROLE, app_role)
+        accounts_version = migrate_accounts(admin_url, app_role)
+        report = await verify(admin_url, app_role, url)
+    except psycopg.Error as exc:
+        raise StoreError(str(exc)) from exc
+    return Migrated(version, accounts_version, SQL_ROLE, report.problems, report.notes)

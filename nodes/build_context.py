@@ -35,9 +35,9 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.routing import guard_reason, model_role, vision_missing
 from graph.state import State, TraceEvent
-from memory.memories import prompt_block
-from memory.store import Message
-from memory.temporal import clock_text
+from memory import Message
+from memory.rules.memories import prompt_block
+from memory.rules.temporal import clock_text
 from prompts.templates import ToolLine, persona_text, system_prompt, tool_result
 
 HISTORY_LIMIT = 25

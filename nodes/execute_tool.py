@@ -37,7 +37,7 @@ from graph.context import Context
 from graph.events import ConfirmationAsked, ConfirmationDecided, Decision, ToolEnd, ToolStart
 from graph.routing import MAX_CALLS_PER_REPLY, ToolKinds, capped, clearance, fresh_calls
 from graph.state import ExecutedCall, State, ToolCall, TraceEvent
-from memory.store import Message
+from memory import Message
 from prompts.templates import confirmation_question, not_confirmed
 from tools.registry import MALFORMED_ARGUMENTS
 

@@ -22,8 +22,8 @@ for _name, _value in {
 
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
-from memory.async_store import AsyncSqliteStore  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
+from memory.sqlite.store import Store  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402

@@ -13,8 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from config.settings import Settings
-from memory.async_store import AsyncStore
-from memory.store import ToolRole, utc_now
+from memory import AsyncStore, ToolRole, utc_now
 
 
 @dataclass

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.recall import Recollection
-from memory.segments import heading
-from memory.store import Message, parse_time
-from memory.temporal import zone_of
+from memory import Message, Recollection, parse_time
+from memory.rules.episodes import heading
+from memory.rules.temporal import zone_of
 from tools.base import ToolContext, ToolSpec
 
 CONTENT_CHARS = 500

@@ -12,15 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memory.sql_guard import (
-    CELL_CAP,
-    MAX_COLUMNS,
-    MAX_ROWS_CHANGED,
-    ROW_CAP,
-    SqlRefused,
-    check_sql,
-    format_result,
-)
+from memory import SqlRefused
+from memory.rules.sql_policy import CELL_CAP, MAX_ROWS_CHANGED, ROW_CAP
+from memory.sqlite.sql_guard import MAX_COLUMNS, check_sql, format_result
 from tools.base import ToolContext, ToolSpec
 
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)

@@ -12,11 +12,8 @@ import re
 from collections.abc import Awaitable
 from typing import Any
 
-from memory.memories import (
-    CATEGORIES,
-    Memory,
-    MemoryRecordError,
-)
+from memory import Memory, MemoryRecordError
+from memory.rules.memories import CATEGORIES
 from tools.base import ToolContext, ToolSpec, writes_always
 
 CATEGORY_HELP = (

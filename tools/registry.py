@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from config.settings import database_url, load_settings
-from memory.backends import open_store
+from memory import open_store
 from tools.base import ToolContext, ToolSpec
 
 log = logging.getLogger("companion.tools")

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from evals.fixtures import OpenMeteoFixture
-from memory.store import Store
+from memory.sqlite.store import Store
 from tests.support.chat_model import ScriptedChatModel, slow, tool_call
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, builtin_specs

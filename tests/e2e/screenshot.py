@@ -36,7 +36,7 @@ def take(folder: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch) / "home"
         with running_app(home) as app, chromium() as browser:
-            from memory.store import Store
+            from memory.sqlite.store import Store
 
             store = Store.open_home(home)
             store.set_profile({"latitude": 35.68, "longitude": 139.69, "timezone": "Asia/Tokyo"})

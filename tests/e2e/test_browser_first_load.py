@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from app.chat_tab import DRAW_EXAMPLE, EXAMPLES
 from graph.routing import NO_VISION_NOTICE
-from memory.store import Store
+from memory.sqlite.store import Store
 from prompts.templates import persona_greeting, persona_text
 from tests.e2e.harness import RunningApp, open_app
 

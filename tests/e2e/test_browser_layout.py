@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memory.store import Session, Store
+from memory import Session
+from memory.sqlite.store import Store
 from tests.e2e.harness import RunningApp, send
 
 TIMEOUT_MS = 15_000

@@ -27,7 +27,8 @@ import pytest
 from playwright.sync_api import expect
 
 from graph.setup import OWNER
-from memory.store import Message, Store
+from memory import Message
+from memory.sqlite.store import Store
 from tests.e2e.harness import free_port, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tests.support.postgres import PostgresServer
@@ -146,7 +147,7 @@ def newest_chat(processes: Processes) -> list[Message]:
 
 
 async def _newest_pg_chat(url: str) -> list[Message]:
-    from memory.pg_store import PgStore
+    from memory.postgres.store import PgStore
 
     store = await PgStore.open(url, OWNER)
     try:

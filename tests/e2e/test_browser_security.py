@@ -17,9 +17,9 @@ from playwright.sync_api import expect
 from app.ui import launch_app
 from evals.fixtures import ImageFixture, cat_image
 from graph.setup import People
-from memory.accounts import Accounts
-from memory.memories import create_memory
-from memory.store import Store
+from memory.sqlite.accounts import SqliteAccounts
+from memory.sqlite.memories import create_memory
+from memory.sqlite.store import Store
 from tests.e2e.harness import free_port, loaded, policy, send
 from tests.support.chat_model import ScriptedChatModel
 
@@ -84,7 +84,7 @@ SECRET = "PIN-4321-diabetic"  # ann's memory
 def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An app with accounts (ann, bob); ann has a memory. Its URL."""
     home = tmp_path_factory.mktemp("hosted") / "home"
-    accounts = Accounts.open_home(home)
+    accounts = SqliteAccounts.open_home(home)
     for name, password in PASSWORDS.items():
         accounts.add(name, password)
     store = Store.open_home(home)  # ann, the first person, owns the home's own store

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from playwright.sync_api import expect
 
 from evals.fixtures import DuckDuckGoFixture
-from memory.temporal import clock_text
+from memory.rules.temporal import clock_text
 from tests.e2e.harness import RunningApp, launched_app, loaded, send
 from tests.support.chat_model import tool_call
 from tools.registry import ToolRegistry, builtin_specs

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memory.store import Message, Store
+from memory import Message
+from memory.sqlite.store import Store
 from tests.e2e.harness import (
     SLOW_STORY,
     RunningApp,

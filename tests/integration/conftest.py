@@ -19,9 +19,9 @@ from app.ui import launch_app
 from config.settings import Settings
 from evals.fixtures import OpenMeteoFixture
 from graph.setup import ContextFactory, People
-from memory.accounts import Accounts
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.accounts import SqliteAccounts
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tests.support.chat_model import ScriptedChatModel, tool_call
 
 
@@ -127,7 +127,7 @@ def hosted(tmp_path: Path) -> Iterator[Callable[..., Hosted]]:
 
     def start(env: dict[str, str] | None = None, **flags: Any) -> Hosted:
         root = tmp_path / "home"
-        accounts = Accounts.open_home(root)
+        accounts = SqliteAccounts.open_home(root)
         for name, password in HOSTED_PASSWORDS.items():
             accounts.add(name, password)
         model = ScriptedChatModel(script=policy, name_="scripted-chat")

@@ -10,8 +10,8 @@ import pytest
 from gradio_client import Client, handle_file
 
 from evals.fixtures import ImageFixture, cat_image
-from memory.memories import create_memory
-from memory.segments import list_segments
+from memory.sqlite.memories import create_memory
+from memory.sqlite.segments import list_segments
 from prompts.templates import persona_text
 from tests.integration.conftest import settings_form
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from app.graph_view import plain
 from evals.fixtures import ImageFixture
 from graph.routing import NO_VISION_NOTICE
-from memory.memories import all_memories
+from memory.sqlite.memories import all_memories
 from tests.integration.test_app_client import send, text_of
 
 

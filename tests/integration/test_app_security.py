@@ -20,7 +20,7 @@ import pytest
 
 from app.security import CONTENT_SECURITY_POLICY, MAX_STREAMS_PER_ADDRESS
 from app.ui import MAX_UPLOAD_BYTES
-from memory.accounts import FIRST_LOCK_SECONDS, LOGIN_FREE_FAILURES
+from memory.rules.passwords import FIRST_LOCK_SECONDS, LOGIN_FREE_FAILURES
 
 EVIL = "evil.example"
 PASSWORD = "s3cret"

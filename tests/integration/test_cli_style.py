@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory.store import Store
+from memory.sqlite.store import Store
 from prompts.templates import persona_text
 from tests.support.fake_openai import FakeOpenAIServer
 

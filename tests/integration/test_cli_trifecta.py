@@ -16,8 +16,8 @@ import pytest
 from app.cli import _ask_on_terminal
 from evals.fixtures import DuckDuckGoFixture
 from graph.events import ConfirmationAsked
-from memory.memories import create_memory
-from memory.store import Store
+from memory.sqlite.memories import create_memory
+from memory.sqlite.store import Store
 from tests.support.fake_openai import FakeOpenAIServer, Step
 
 SECRET = "PIN-4321-diabetic"

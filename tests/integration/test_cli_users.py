@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory.accounts import Accounts
-from memory.store import Store
+from memory.sqlite.accounts import SqliteAccounts
+from memory.sqlite.store import Store
 from tests.support.fake_openai import FakeOpenAIServer
 
 
@@ -57,7 +57,7 @@ def test_add_and_list_people_with_the_password_from_stdin(tmp_path: Path) -> Non
     assert second.returncode == 0, second.stderr
     assert second.stdout.startswith("Added bob.") and "owns" not in second.stdout
 
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     assert accounts.check("ann", "ann's password") is not None  # the newline is not in it
     assert accounts.check("bob", "bob's password") is not None
 
@@ -80,7 +80,7 @@ def test_passwd_replaces_a_password(tmp_path: Path) -> None:
     assert companion(tmp_path, "user", "add", "ann", stdin="first password\n").returncode == 0
     done = companion(tmp_path, "user", "passwd", "ann", stdin="second password\n")
     assert done.returncode == 0, done.stderr
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     assert accounts.check("ann", "first password") is None
     assert accounts.check("ann", "second password") is not None
     unknown = companion(tmp_path, "user", "passwd", "nobody", stdin="third password\n")

@@ -17,9 +17,9 @@ from evals.cases import Case, load_cases
 from evals.fixtures import FixtureSuite
 from evals.results import CaseRun
 from evals.runner import ImageCache, run_case, run_from_cli
-from memory.pg_sql_guard import prepare
-from memory.pg_store import PgStore, migrate
-from memory.store import format_time
+from memory import format_time
+from memory.postgres.sql_guard import prepare
+from memory.postgres.store import PgStore, migrate
 from tests.support.policy import scripted_model
 from tests.support.postgres import APP_ROLE, DATABASE, PostgresServer
 from tools.registry import default_registry

@@ -20,7 +20,8 @@ import pytest
 
 from app.ui import launch_app
 from graph.setup import People
-from memory.accounts import LOGIN_FREE_FAILURES, MAX_LOGINS_PER_PERSON, Accounts
+from memory.rules.passwords import LOGIN_FREE_FAILURES, MAX_LOGINS_PER_PERSON
+from memory.sqlite.accounts import SqliteAccounts
 from tests.e2e.harness import free_port
 from tests.support.chat_model import ScriptedChatModel
 
@@ -66,7 +67,7 @@ class Hosted:
 @pytest.fixture
 def hosted(tmp_path: Path) -> Iterator[Hosted]:
     home = tmp_path / "home"
-    accounts = Accounts.open_home(home)
+    accounts = SqliteAccounts.open_home(home)
     for name, password in PASSWORDS.items():
         accounts.add(name, password)
     flags: dict[str, Any] = {"home": home, "provider": "openai-compatible"}

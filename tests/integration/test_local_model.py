@@ -20,8 +20,8 @@ import pytest
 from config.settings import load_settings
 from graph.runner import run_turn
 from graph.setup import context_for
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from providers import (
     LOCAL_BANNER,
     LocalServer,

@@ -12,22 +12,22 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory.accounts import (
+from memory.postgres.accounts import PgAccounts
+from memory.postgres.sql_guard import SQL_ROLE
+from memory.rules.passwords import (
     ACCOUNT_FREE_FAILURES,
     ADDRESS_FREE_FAILURES,
     FIRST_LOCK_SECONDS,
     LOGIN_FREE_FAILURES,
     MAX_LOGINS_PER_PERSON,
-    Accounts,
 )
-from memory.pg_accounts import PgAccounts
-from memory.pg_sql_guard import SQL_ROLE
+from memory.sqlite.accounts import SqliteAccounts
 from tests.support.pg_people import BACKENDS, migrated_postgres
 from tests.support.postgres import PostgresServer
 
 NOW = 1_800_000_000.0
 HOME, ATTACKER = "10.0.0.1", "10.6.6.6"
-Registry = Accounts | PgAccounts
+Registry = SqliteAccounts | PgAccounts
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def postgres() -> Iterator[PostgresServer]:
 @pytest.fixture(params=BACKENDS)
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Registry:
     if request.param == "sqlite":
-        return Accounts.open_home(tmp_path)  # the home exists: the app made it
+        return SqliteAccounts.open_home(tmp_path)  # the home exists: the app made it
     server: PostgresServer = request.getfixturevalue("postgres")
     with psycopg.connect(server.admin_url, autocommit=True) as conn:
         conn.execute("TRUNCATE users, logins, login_failures RESTART IDENTITY")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory.memories import create_memory
-from memory.sql_guard import run_sql
+from memory.sqlite.memories import create_memory
+from memory.sqlite.sql_guard import run_sql
 
 
 def test_undo_last_sql_edit_from_the_memories_tab(launch) -> None:

@@ -1,4 +1,4 @@
-"""Accounts on Postgres (``PgAccounts``) answer like the home's ``Accounts``: the shared
+"""Accounts on Postgres (``PgAccounts``) answer like the home's ``SqliteAccounts``: the shared
 cases run on both. Then what only Postgres has to prove: each person's key and folder,
 the app role's narrow grants, memory_sql's role blind to the users table, and the real
 ``companion user`` and ``companion db migrate`` commands against a real server."""
@@ -17,19 +17,15 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from memory.accounts import AccountError, Accounts
-from memory.pg_accounts import (
-    ACCOUNTS_MIGRATIONS,
-    AccountsUnavailable,
-    PgAccounts,
-    person_key,
-)
-from memory.pg_sql_guard import SQL_ROLE, run_sql
-from memory.pg_store import PG_MIGRATIONS
+from memory import AccountError, AccountsUnavailable
+from memory.postgres.accounts import ACCOUNTS_MIGRATIONS, PgAccounts, person_key
+from memory.postgres.sql_guard import SQL_ROLE, run_sql
+from memory.postgres.store import PG_MIGRATIONS
+from memory.sqlite.accounts import SqliteAccounts
 from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer
 
-Registry = Accounts | PgAccounts
+Registry = SqliteAccounts | PgAccounts
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +49,7 @@ def pg_accounts(postgres: PostgresServer, tmp_path: Path) -> PgAccounts:
 @pytest.fixture(params=["sqlite", "postgres"])
 def accounts(request: pytest.FixtureRequest, tmp_path: Path) -> Registry:
     if request.param == "sqlite":
-        return Accounts.open_home(tmp_path / "home")
+        return SqliteAccounts.open_home(tmp_path / "home")
     server: PostgresServer = request.getfixturevalue("postgres")
     empty_users(server)
     return PgAccounts(server.url, tmp_path / "home")

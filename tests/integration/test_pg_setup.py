@@ -17,11 +17,11 @@ import psycopg
 import pytest
 
 from graph.setup import OWNER, ContextFactory, open_store, release_connections, startup_settings
-from memory.async_store import AsyncSqliteStore
-from memory.pg_pool import LoopPools
-from memory.pg_sql_guard import SQL_ROLE, run_sql
-from memory.pg_store import PgStore
-from memory.store import StoreError
+from memory import StoreError
+from memory.postgres.pool import LoopPools
+from memory.postgres.sql_guard import SQL_ROLE, run_sql
+from memory.postgres.store import PgStore
+from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.pg_people import migrate_as_owner, migrated_postgres
 from tests.support.postgres import PostgresServer

@@ -21,11 +21,13 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from memory import pg_sql_guard, sql_guard
-from memory.pg_sql_guard import SQL_ROLE
-from memory.pg_store import PgStore
-from memory.sql_journal import KEPT_BATCHES, EditConflict
-from memory.store import Store
+from memory import EditConflict
+from memory.postgres import sql_guard as pg_sql_guard
+from memory.postgres.sql_guard import SQL_ROLE
+from memory.postgres.store import PgStore
+from memory.rules.sql_policy import KEPT_BATCHES
+from memory.sqlite import sql_guard
+from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
 from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer

@@ -15,7 +15,7 @@ from config.settings import Settings
 from graph.events import Answer, TextDelta
 from graph.runner import run_turn, stream_turn
 from graph.setup import context_for
-from memory.async_store import AsyncSqliteStore
+from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tools.registry import ToolRegistry
 

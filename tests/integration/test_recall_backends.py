@@ -19,13 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory import pg_recall
-from memory.async_store import AsyncSqliteStore
-from memory.memories import Memory, recalled_strength
-from memory.pg_store import PgStore, migrate
-from memory.recall import Recollection
-from memory.segments import Segment, Summarizer
-from memory.store import Message, Store, format_time
+from memory import Memory, Message, Recollection, Segment, Summarizer, format_time
+from memory.postgres import recall as pg_recall
+from memory.postgres.store import PgStore, migrate
+from memory.rules.memories import recalled_strength
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
 

@@ -25,7 +25,7 @@ import pytest
 from app.logins import SharedLogins
 from app.ui import launch_app
 from graph.setup import People
-from memory.accounts import LOGIN_FREE_FAILURES
+from memory.rules.passwords import LOGIN_FREE_FAILURES
 from tests.e2e.harness import free_port
 from tests.support.chat_model import ScriptedChatModel
 from tests.support.pg_people import BACKENDS, migrated_postgres, open_accounts

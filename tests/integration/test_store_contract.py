@@ -16,13 +16,27 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory import pg_sql_guard, scoring
-from memory.async_store import AsyncSqliteStore, TurnReads
-from memory.memories import InvalidMemory, Memory, MemoryExists, MemoryNotFound
-from memory.pg_store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
-from memory.segments import Segment, split_spans
-from memory.sql_journal import Edit, EditConflict
-from memory.store import Message, RunningTurn, Session, Store, StoreError, format_time
+from memory import (
+    Edit,
+    EditConflict,
+    InvalidMemory,
+    Memory,
+    MemoryExists,
+    MemoryNotFound,
+    Message,
+    RunningTurn,
+    Segment,
+    Session,
+    StoreError,
+    TurnReads,
+    format_time,
+)
+from memory.postgres import sql_guard as pg_sql_guard
+from memory.postgres.store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
+from memory.rules import scoring
+from memory.rules.episodes import split_spans
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
 

@@ -26,8 +26,8 @@ import pytest
 from config.settings import Settings
 from graph.context import Context
 from graph.runner import run_turn
-from memory.async_store import AsyncSqliteStore
-from memory.db import connect
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.db import connect
 from tests.conftest import FIXED_NOW
 from tests.support.chat_model import ScriptedChatModel
 from tools.registry import ToolRegistry
@@ -44,7 +44,7 @@ CHILD = textwrap.dedent(
     from graph.context import Context, Settings
     from tests.support.chat_model import ScriptedChatModel, tool_call
     from graph.runner import run_turn
-    from memory.async_store import AsyncSqliteStore
+    from memory.sqlite.async_store import AsyncSqliteStore
     from tools.base import ToolSpec
     from tools.registry import ToolRegistry
 

@@ -25,10 +25,9 @@ from gradio_client import Client
 from app.ui import launch_app
 from evals.fixtures import cat_image
 from graph.setup import People
-from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.backends import OWNER, release_connections
-from memory.pg_store import PgStore
-from memory.store import utc_now
+from memory import OWNER, AsyncStore, release_connections, utc_now
+from memory.postgres.store import PgStore
+from memory.sqlite.async_store import AsyncSqliteStore
 from tests.integration.conftest import free_port, policy, settings_form
 from tests.integration.test_app_client import send, text_of
 from tests.support.chat_model import ScriptedChatModel

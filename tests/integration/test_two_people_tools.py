@@ -23,10 +23,9 @@ import pytest
 from evals.fixtures import cat_image
 from graph.context import Context
 from graph.setup import People
-from memory.async_store import AsyncSqliteStore, AsyncStore
-from memory.backends import OWNER, release_connections
-from memory.pg_store import PgStore
-from memory.store import utc_now
+from memory import OWNER, AsyncStore, release_connections, utc_now
+from memory.postgres.store import PgStore
+from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.chat_model import ScriptedChatModel
 from tests.support.pg_people import (
     BACKENDS,

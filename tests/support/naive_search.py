@@ -7,9 +7,10 @@ It is a yardstick, never a search the product runs, so it lives with the test su
 
 from __future__ import annotations
 
-from memory.retrieval import MAX_QUERY_TERMS, TOP
-from memory.store import Message, Store, _message
-from memory.text import content_words
+from memory import Message
+from memory.rules.search import MAX_QUERY_TERMS, TOP
+from memory.rules.text import content_words
+from memory.sqlite.store import Store, _message
 
 ROLES_SQL = "m.role IN ('user', 'assistant')"  # the roles memory search reads
 

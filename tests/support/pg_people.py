@@ -22,10 +22,10 @@ from typing import Literal
 import psycopg
 from psycopg import sql
 
-from memory.accounts import Accounts
-from memory.pg_accounts import PgAccounts, migrate_accounts
-from memory.pg_sql_guard import SQL_ROLE, SetupReport, prepare, verify
-from memory.pg_store import APP_TABLES, migrate
+from memory.postgres.accounts import PgAccounts, migrate_accounts
+from memory.postgres.sql_guard import SQL_ROLE, SetupReport, prepare, verify
+from memory.postgres.store import APP_TABLES, migrate
+from memory.sqlite.accounts import SqliteAccounts
 from tests.support.postgres import APP_ROLE, PostgresServer
 
 Backend = Literal["sqlite", "postgres"]
@@ -60,10 +60,10 @@ def forget_everyone(server: PostgresServer) -> None:
 
 def open_accounts(
     backend: Backend, root: Path, server: PostgresServer | None
-) -> tuple[dict[str, str], Accounts | PgAccounts]:
+) -> tuple[dict[str, str], SqliteAccounts | PgAccounts]:
     """The environment that selects ``backend`` and the accounts ``People`` will read."""
     if backend == "sqlite":
-        return {}, Accounts.open_home(root)
+        return {}, SqliteAccounts.open_home(root)
     if server is None:
         raise ValueError("the postgres backend needs a server")
     return {"COMPANION_DATABASE_URL": server.url}, PgAccounts(server.url, root)

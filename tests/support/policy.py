@@ -36,7 +36,7 @@ from PIL import Image
 from config.settings import Settings, load_settings
 from evals.runner import Models, ModelUnderTest
 from evals.staged import command_line
-from memory.memories import PROMPT_HEADING
+from memory.rules.memories import PROMPT_HEADING
 from prompts.templates import TOOL_RESULT_LABEL
 from tests.support.chat_model import ScriptedChatModel
 

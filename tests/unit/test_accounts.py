@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.accounts import (
-    AccountError,
-    Accounts,
-    Person,
-    hash_password,
-    verify_password,
-)
+from memory import AccountError, Person
+from memory.rules.passwords import hash_password, verify_password
+from memory.sqlite.accounts import SqliteAccounts
 
 PASSWORD = "correct horse"
 
@@ -55,7 +51,7 @@ def test_a_malformed_stored_value_never_verifies(stored: str) -> None:
 
 
 def test_add_check_get_and_people(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     assert not accounts.enabled()
     assert accounts.people() == [] and accounts.get("ann") is None
     assert not (tmp_path / "accounts.db").exists()  # nothing is created by looking
@@ -72,7 +68,7 @@ def test_add_check_get_and_people(tmp_path: Path) -> None:
 
 
 def test_names_are_compared_ignoring_case(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     ann = accounts.add("Ann", PASSWORD)
     assert accounts.get("ANN") == ann
     assert accounts.check("aNN", PASSWORD) == ann
@@ -81,7 +77,7 @@ def test_names_are_compared_ignoring_case(tmp_path: Path) -> None:
 
 
 def test_a_taken_name_is_refused(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     accounts.add("ann", PASSWORD)
     with pytest.raises(AccountError, match="taken"):
         accounts.add("ann", "a different one")
@@ -90,18 +86,18 @@ def test_a_taken_name_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["", "a" * 41, "a/b", "../x", "name with space", "ann\n"])
 def test_a_bad_name_is_refused(tmp_path: Path, name: str) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     with pytest.raises(AccountError, match="not a valid name"):
         accounts.add(name, PASSWORD)
     assert not accounts.enabled()
 
 
 def test_forty_characters_is_the_longest_name(tmp_path: Path) -> None:
-    assert Accounts.open_home(tmp_path).add("a" * 40, PASSWORD).name == "a" * 40
+    assert SqliteAccounts.open_home(tmp_path).add("a" * 40, PASSWORD).name == "a" * 40
 
 
 def test_a_short_password_is_refused(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     with pytest.raises(AccountError, match="at least 8"):
         accounts.add("ann", "1234567")
     assert not accounts.enabled()
@@ -111,7 +107,7 @@ def test_a_short_password_is_refused(tmp_path: Path) -> None:
 def test_the_first_person_adopts_the_home_and_later_ones_get_their_own_folder(
     tmp_path: Path,
 ) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     ann = accounts.add("ann", PASSWORD)
     bob = accounts.add("bob", PASSWORD)
     assert ann.folder == "" and ann.home(tmp_path) == tmp_path
@@ -122,19 +118,19 @@ def test_the_first_person_adopts_the_home_and_later_ones_get_their_own_folder(
 
 
 def test_the_registry_file_is_owner_only(tmp_path: Path) -> None:
-    Accounts.open_home(tmp_path).add("ann", PASSWORD)
+    SqliteAccounts.open_home(tmp_path).add("ann", PASSWORD)
     assert mode(tmp_path / "accounts.db") == 0o600
 
 
 def test_an_unknown_name_checks_as_none(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     assert accounts.check("ann", PASSWORD) is None  # no registry yet
     accounts.add("ann", PASSWORD)
     assert accounts.check("nobody", PASSWORD) is None
 
 
 def test_set_password(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     ann = accounts.add("ann", PASSWORD)
     accounts.set_password("ANN", "a new password")
     assert accounts.check("ann", PASSWORD) is None

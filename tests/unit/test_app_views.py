@@ -134,8 +134,8 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
     from datetime import UTC, datetime, timedelta
 
     from app.memories_view import episode_rows
-    from memory.segments import recent_segments, refresh_segments
-    from memory.store import Store
+    from memory.sqlite.segments import recent_segments, refresh_segments
+    from memory.sqlite.store import Store
 
     start = datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
     now = [start + timedelta(hours=14, minutes=5)]
@@ -162,7 +162,7 @@ def test_memory_rows_go_by_category_most_retrievable_first(store) -> None:
     from zoneinfo import ZoneInfo
 
     from app.memories_view import memory_rows
-    from memory.memories import create_memory, mark_recalled, ranked
+    from memory.sqlite.memories import create_memory, mark_recalled, ranked
     from tests.conftest import FIXED_NOW
 
     create_memory(store, "signals", "drink", "kopi", now=FIXED_NOW - timedelta(days=1))

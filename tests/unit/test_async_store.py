@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memory import async_store as module
-from memory.async_store import AsyncSqliteStore
-from memory.db import connect, is_busy
-from memory.memories import create_memory
-from memory.store import Store
+from memory.sqlite import async_store as module
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.db import connect, is_busy
+from memory.sqlite.memories import create_memory
+from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
 
 

@@ -43,7 +43,7 @@ from graph.events import (
     UserStored,
 )
 from graph.runner import stream_turn
-from memory.store import Message
+from memory import Message
 from tests.support.chat_model import tool_call
 from tools.base import ToolSpec
 from tools.registry import ToolRegistry

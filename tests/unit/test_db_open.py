@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from memory.db import connect
+from memory.sqlite.db import connect
 
 
 def test_a_new_database_opens_while_another_connection_holds_its_lock(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from graph.jobs import schedule_catch_up, schedule_segments
 from graph.runner import run_turn
-from memory.segments import list_segments, pending_sessions
-from memory.store import Store
+from memory.sqlite.segments import list_segments, pending_sessions
+from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
 
 

@@ -23,7 +23,7 @@ from evals.report import markdown, report_data, suite_stats, summary_lines, writ
 from evals.results import CaseRun, EvalRun
 from evals.runner import model_under_test, run_from_cli, run_suites
 from evals.staged import PromptLog, StagedChatModel, command_line
-from memory.store import Store
+from memory.sqlite.store import Store
 from prompts.templates import persona_text
 from providers import LOCAL_MAX_TOKENS
 from tests.support.chat_model import ScriptedChatModel, tool_call

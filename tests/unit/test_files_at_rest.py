@@ -25,8 +25,8 @@ from app.attachments import save_upload
 from app.logs import GRADIO_CACHE, configure_logging
 from config.settings import Settings
 from evals.fixtures import cat_image
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext
 from tools.image_analyze import image_analyze
 from tools.images import SALT_FILE, media_path, write_image

@@ -16,7 +16,7 @@ from evals.fixtures import DuckDuckGoFixture
 from graph.events import ConfirmationAsked, Decision
 from graph.routing import MAX_CALLS_PER_REPLY, NO_VISION_NOTICE
 from graph.runner import run_turn
-from memory.memories import all_memories, create_memory
+from memory.sqlite.memories import all_memories, create_memory
 from prompts.templates import EMPTY_ANSWER
 from providers import ProviderError
 from tests.support.chat_model import tool_call

@@ -12,8 +12,8 @@ import pytest
 
 from config.settings import Settings
 from evals.fixtures import ImageFixture, cat_image
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools import net
 from tools.base import ToolContext
 from tools.image_analyze import (

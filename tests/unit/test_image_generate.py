@@ -13,8 +13,8 @@ from PIL import Image
 
 from config.settings import Settings
 from evals.fixtures import COLOURS, ImageFixture, RecordedRequest, Reply
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext
 from tools.image_generate import TOOLS, available, format_generated, image_generate
 from tools.registry import ToolRegistry

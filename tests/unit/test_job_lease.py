@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from graph import jobs
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 
 START = datetime(2026, 11, 26, 6, 0, tzinfo=UTC)
 

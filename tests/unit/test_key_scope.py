@@ -16,8 +16,8 @@ import pytest
 from app.settings_view import form_values, identity_text, profile_update, saved_message
 from config.settings import Settings, load_settings
 from evals.fixtures import ImageFixture
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext
 from tools.image_generate import image_generate
 

@@ -27,15 +27,15 @@ from app.logins import (
     single_password,
     without_api_info,
 )
-from memory.accounts import (
+from memory.rules.passwords import (
     ACCOUNT_FREE_FAILURES,
     ADDRESS_FREE_FAILURES,
     FIRST_LOCK_SECONDS,
     LOGIN_FREE_FAILURES,
     MAX_LOCK_SECONDS,
-    Accounts,
     lock_seconds,
 )
+from memory.sqlite.accounts import SqliteAccounts
 
 PASSWORDS = {"ann": "ann-password-1", "bob": "bob-password-2"}
 HOME = "10.0.0.1"  # the address ann and bob log in from
@@ -63,7 +63,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def logins(tmp_path: Path, clock: Clock) -> Logins:
-    registry = Accounts.open_home(tmp_path)
+    registry = SqliteAccounts.open_home(tmp_path)
     made = Logins.over(registry, check, str(tmp_path))
     made.clock = clock
     return made
@@ -203,7 +203,7 @@ def test_the_api_description_is_cut_from_a_page() -> None:
     assert without_api_info(b"<p>no script</p>") == b"<p>no script</p>"
 
 
-class Counting(Accounts):
+class Counting(SqliteAccounts):
     """The real SQLite registry, counting its token lookups."""
 
     def __init__(self, path: Path) -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memory import memories as mem
-from memory.store import Store
+from memory import InvalidMemory
+from memory.rules.memories import prompt_block
+from memory.sqlite import memories as mem
+from memory.sqlite.store import Store
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 
@@ -44,16 +46,16 @@ def test_key_whitespace_and_case_are_one_memory(store: Store) -> None:
     [
         (
             lambda s: mem.create_memory(s, "hobbies", "k", "v"),
-            mem.InvalidMemory,
+            InvalidMemory,
             "unknown category",
         ),
-        (lambda s: mem.create_memory(s, "focus", "k", "   "), mem.InvalidMemory, "cannot be empty"),
+        (lambda s: mem.create_memory(s, "focus", "k", "   "), InvalidMemory, "cannot be empty"),
         (
             lambda s: mem.create_memory(s, "focus", " ", "v"),
-            mem.InvalidMemory,
+            InvalidMemory,
             "key cannot be empty",
         ),
-        (lambda s: mem.create_memory(s, "focus", "k", "x" * 2001), mem.InvalidMemory, "at most"),
+        (lambda s: mem.create_memory(s, "focus", "k", "x" * 2001), InvalidMemory, "at most"),
         (lambda s: mem.update_memory(s, "focus", "missing", "v"), mem.MemoryNotFound, "no memory"),
         (lambda s: mem.update_memory(s, None, "missing", "v"), mem.MemoryNotFound, "no memory"),
         (lambda s: mem.delete_memory(s, "focus", "missing"), mem.MemoryNotFound, "no memory"),
@@ -108,14 +110,14 @@ def test_search_scores_relevance_times_retrievability(store: Store) -> None:
 
 
 def test_prompt_block_empty_when_no_memories(store: Store) -> None:
-    assert mem.prompt_block(mem.ranked(store, NOW)) == ""
+    assert prompt_block(mem.ranked(store, NOW)) == ""
 
 
 def test_prompt_block_groups_by_category_and_respects_budget(store: Store) -> None:
     mem.create_memory(store, "signals", "drink", "kopi susu", now=NOW - timedelta(days=1))
     mem.create_memory(store, "identity", "name", "Budi", now=NOW - timedelta(days=2))
     mem.create_memory(store, "identity", "city", "Bandung", now=NOW - timedelta(days=90))
-    block = mem.prompt_block(mem.ranked(store, NOW), budget_chars=1500)
+    block = prompt_block(mem.ranked(store, NOW), budget_chars=1500)
     assert block.splitlines() == [
         "Your current memories",
         "Identity:",
@@ -124,25 +126,25 @@ def test_prompt_block_groups_by_category_and_respects_budget(store: Store) -> No
         "Signals:",
         "- drink: kopi susu",
     ]
-    small = mem.prompt_block(mem.ranked(store, NOW), budget_chars=60)
+    small = prompt_block(mem.ranked(store, NOW), budget_chars=60)
     assert len(small) <= 60
     assert "kopi susu" in small and "Bandung" not in small
-    assert mem.prompt_block(mem.ranked(store, NOW), budget_chars=10) == ""
+    assert prompt_block(mem.ranked(store, NOW), budget_chars=10) == ""
 
 
 def test_prompt_block_never_exceeds_budget(store: Store) -> None:
     for i in range(40):
         mem.create_memory(store, "focus", f"item {i}", "x" * (i * 7 % 90 + 1))
     for budget in (0, 25, 100, 333, 1500):
-        assert len(mem.prompt_block(mem.ranked(store, NOW), budget)) <= budget
+        assert len(prompt_block(mem.ranked(store, NOW), budget)) <= budget
 
 
 async def test_a_memory_added_by_hand_through_the_async_store(async_store) -> None:
     added = await async_store.create_memory("focus", "project", "thesis")
     assert added.recall_count == 0 and added.last_recalled_at is None
     (ranked_now,) = await async_store.ranked_memories(async_store.clock())
-    assert ranked_now.id == added.id and "- project: thesis" in mem.prompt_block([ranked_now])
+    assert ranked_now.id == added.id and "- project: thesis" in prompt_block([ranked_now])
     with pytest.raises(mem.MemoryExists):
         await async_store.create_memory("focus", "Project", "novel")
-    with pytest.raises(mem.InvalidMemory):
+    with pytest.raises(InvalidMemory):
         await async_store.create_memory("hobbies", "music", "jazz")

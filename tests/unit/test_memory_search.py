@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
-from memory.async_store import AsyncSqliteStore
-from memory.memories import create_memory, get_memory
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.memories import create_memory, get_memory
+from memory.sqlite.store import Store
 from tools import memory_search as tool
 from tools.base import ToolContext
 from tools.registry import ToolRegistry

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from graph.setup import People, UnknownPerson
-from memory.accounts import Accounts
+from memory.sqlite.accounts import SqliteAccounts
 
 
 def people(home: Path) -> People:
@@ -25,7 +25,7 @@ def test_without_accounts_everyone_is_the_one_person(tmp_path: Path) -> None:
 
 
 def test_each_person_gets_their_own_database(tmp_path: Path) -> None:
-    accounts = Accounts.open_home(tmp_path)
+    accounts = SqliteAccounts.open_home(tmp_path)
     accounts.add("ann", "ann-password-1")
     accounts.add("bob", "bob-password-2")
     hosted = people(tmp_path)
@@ -47,6 +47,6 @@ def test_each_person_gets_their_own_database(tmp_path: Path) -> None:
 def test_with_accounts_a_request_naming_no_one_gets_nothing(
     tmp_path: Path, name: str | None
 ) -> None:
-    Accounts.open_home(tmp_path).add("ann", "ann-password-1")
+    SqliteAccounts.open_home(tmp_path).add("ann", "ann-password-1")
     with pytest.raises(UnknownPerson):
         people(tmp_path).factory(name)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.pg_sql_parse import check_pg_sql
-from memory.sql_guard import SqlRefused
+from memory import SqlRefused
+from memory.postgres.sql_parse import check_pg_sql
 
 # Issue 19's C1: sqlparse ended the first comment at the first */ and saw a statement it
 # allows; Postgres nests comments and sees a DO block.

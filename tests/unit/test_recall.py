@@ -12,9 +12,9 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from graph.context import Context
 from graph.runner import run_turn
-from memory.recall import recall
-from memory.segments import catch_up_segments, pending_sessions
-from memory.store import Store
+from memory.sqlite.recall import recall
+from memory.sqlite.segments import catch_up_segments, pending_sessions
+from memory.sqlite.store import Store
 from tests.support.chat_model import ScriptedChatModel, tool_call
 from tools import memory_search
 from tools.registry import ToolRegistry

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, default_registry, execute_tool, get_tool_schemas
 

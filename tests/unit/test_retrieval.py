@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.retrieval import fts_query, search_messages
-from memory.store import Store
-from memory.temporal import TemporalCue, parse_temporal
+from memory.rules.temporal import TemporalCue, parse_temporal
+from memory.sqlite.retrieval import fts_query, search_messages
+from memory.sqlite.store import Store
 from tests.support.naive_search import naive_search
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from memory import scoring
-from memory.scoring import Strength
+from memory.rules import scoring
+from memory.rules.scoring import Strength
 
 
 def test_retrievability_is_one_at_zero_and_ninety_percent_at_stability() -> None:

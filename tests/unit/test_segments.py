@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from memory.segments import (
+from memory import Message
+from memory.rules.episodes import extractive_summary
+from memory.rules.temporal import parse_temporal
+from memory.sqlite.segments import (
     catch_up_segments,
-    extractive_summary,
     list_segments,
     pending_sessions,
     refresh_segments,
     search_segments,
     segment_lines,
 )
-from memory.store import Message, Store
-from memory.temporal import parse_temporal
+from memory.sqlite.store import Store
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 THURSDAY_EVENING = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)  # 19:00 in Jakarta

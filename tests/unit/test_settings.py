@@ -257,7 +257,7 @@ def test_a_known_time_zone_is_kept_in_its_own_spelling() -> None:
 
 
 def test_the_database_file_is_owner_only(tmp_path: Path) -> None:
-    from memory.store import Store
+    from memory.sqlite.store import Store
 
     store = Store.open_home(tmp_path)
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600

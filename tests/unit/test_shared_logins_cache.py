@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.logins import SharedLogins
-from memory.accounts import Accounts
+from memory.sqlite.accounts import SqliteAccounts
 
 
-class Counting(Accounts):
+class Counting(SqliteAccounts):
     """The real SQLite registry, counting its lookups (and able to fail)."""
 
     def __init__(self, path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.sql_guard import ALLOWED_FUNCTIONS, MAX_VALUE_BYTES, run_sql
-from memory.store import Store
+from memory.sqlite.sql_guard import ALLOWED_FUNCTIONS, MAX_VALUE_BYTES, run_sql
+from memory.sqlite.store import Store
 
 QUICK = 1.0  # seconds: each refusal comes before any such loop starts
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.db import MIGRATIONS, connect, migrate
-from memory.store import Store, StoreError
+from memory import StoreError
+from memory.sqlite.db import MIGRATIONS, connect, migrate
+from memory.sqlite.store import Store
 
 
 def test_schema_builds_from_scratch_and_migrations_are_idempotent(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ import sqlite3
 import pytest
 
 from graph.runner import run_turn
-from memory.db import MIGRATIONS, _statements
-from memory.store import Store, StoreError
+from memory import StoreError
+from memory.sqlite.db import MIGRATIONS, _statements
+from memory.sqlite.store import Store
 from prompts.templates import persona_text
 from tests.support.chat_model import tool_call
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.temporal import clock_text, parse_temporal, zone_of
+from memory.rules.temporal import clock_text, parse_temporal, zone_of
 
 # Wednesday 25 November 2026, 10:00 UTC = 17:00 in Jakarta (UTC+7).
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)

@@ -16,9 +16,9 @@ import pytest
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture, ImageFixture, OpenMeteoFixture, cat_image
 from graph.runner import run_turn
-from memory.async_store import AsyncSqliteStore
-from memory.memories import create_memory
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.memories import create_memory
+from memory.sqlite.store import Store
 from tools import image_analyze, image_generate, weather, web_search
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, builtin_specs

@@ -30,7 +30,7 @@ from graph.events import (
     TurnStopped,
 )
 from graph.runner import run_turn
-from memory.memories import all_memories, create_memory
+from memory.sqlite.memories import all_memories, create_memory
 from prompts.templates import OUTSIDE_CONTENT_LABEL, TOOL_RESULT_LABEL, fill
 from tests.support.chat_model import tool_call
 from tools import image_analyze, memory_sql, memory_write, web_search

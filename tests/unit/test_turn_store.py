@@ -25,11 +25,12 @@ from app.chat_view import (
     user_bubble,
 )
 from graph.events import Answer, TextDelta, ToolStart, TurnStopped, UserStored
-from memory.async_store import AsyncSqliteStore
-from memory.db import MIGRATIONS, connect
-from memory.retrieval import search_messages
-from memory.segments import list_segments, refresh_segments
-from memory.store import Message, RunningTurn, Store, format_time
+from memory import Message, RunningTurn, format_time
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.db import MIGRATIONS, connect
+from memory.sqlite.retrieval import search_messages
+from memory.sqlite.segments import list_segments, refresh_segments
+from memory.sqlite.store import Store
 
 START = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

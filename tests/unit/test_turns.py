@@ -25,8 +25,8 @@ from app.turns import (
 )
 from graph.context import Context
 from graph.events import Answer, ModelDone, TextDelta, TurnError, TurnEvent, TurnStopped, UserStored
-from memory.async_store import AsyncSqliteStore
-from memory.store import Message
+from memory import Message
+from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.chat_model import ScriptedChatModel, slow
 
 HOST = socket.gethostname()

@@ -10,8 +10,8 @@ import pytest
 
 from config.settings import Settings
 from evals.fixtures import OpenMeteoFixture, RecordedRequest, Reply
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
 from tools.weather import (

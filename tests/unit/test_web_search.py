@@ -14,8 +14,8 @@ import pytest
 import tools.web_search as web_search_module
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture
-from memory.async_store import AsyncSqliteStore
-from memory.store import Store
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
 from tools.web_search import (

@@ -14,14 +14,15 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-from memory.db import (
+from memory.errors import StoreError
+from memory.sqlite.db import (
     BUSY_TIMEOUT_MS,
     connect,
     migrate,
@@ -29,91 +30,16 @@ from memory.db import (
     owner_only_folder,
     private_folder,
 )
-
-ToolRole = Literal["web_tool", "weather_tool", "memory_tool", "image_tool"]
-Role = Literal[
-    "user", "assistant", "system", "web_tool", "weather_tool", "memory_tool", "image_tool"
-]
-TOOL_ROLES: tuple[ToolRole, ...] = get_args(ToolRole)
-ROLES: tuple[Role, ...] = get_args(Role)
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The real clock, timezone-aware in UTC."""
-    return datetime.now(UTC)
-
-
-def format_time(moment: datetime) -> str:
-    """Render a moment the way the store keeps it: UTC, sortable, SQLite-compatible."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(TIME_FORMAT)
-
-
-def parse_time(text: str) -> datetime:
-    """Read a stored timestamp back as an aware UTC datetime."""
-    head = text[:19]
-    # Called for every message a segment refresh or a replay looks at: fromisoformat is
-    # ~50x faster than strptime, and the shape check keeps strptime's strictness.
-    if (
-        len(head) == 19
-        and head[4] == head[7] == "-"
-        and head[10] == " "
-        and head[13] == head[16] == ":"
-    ):
-        return datetime.fromisoformat(head).replace(tzinfo=UTC)
-    return datetime.strptime(head, TIME_FORMAT).replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One stored message of a session."""
-
-    id: int
-    session_id: str
-    role: str
-    content: str
-    created_at: str
-    tool_name: str | None = None
-    tool_call_id: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    image_path: str | None = None
-
-    @property
-    def is_tool(self) -> bool:
-        """True for tool results (any tool family role)."""
-        return self.role in TOOL_ROLES
-
-
-@dataclass(frozen=True)
-class Session:
-    """A conversation."""
-
-    id: str
-    title: str
-    persona: str | None
-    created_at: str
-    # Its newest message's time (its creation time while empty), from list_sessions only:
-    # derived, so it takes no part in comparing two sessions.
-    active_at: str = field(default="", compare=False)
-
-
-@dataclass(frozen=True)
-class RunningTurn:
-    """A turn that was running (``running_turns``): whose, since when, its text so far."""
-
-    id: int
-    session_id: str
-    user_message_id: int
-    owner: str
-    partial: str
-
-
-class StoreError(Exception):
-    """A store operation that cannot be done (unknown session, invalid role...)."""
+from memory.types import (
+    ROLES,
+    Clock,
+    Message,
+    RunningTurn,
+    Session,
+    format_time,
+    parse_time,
+    utc_now,
+)
 
 
 def _message(row: sqlite3.Row) -> Message:

@@ -50,16 +50,16 @@ from pglast import ast, enums, parse_sql
 from pglast.parser import ParseError
 from pglast.stream import RawStream
 
-from memory.sql_guard import (
+from memory.errors import SqlRefused
+from memory.rules.sql_policy import (
+    EDITABLE_COLUMNS,
     REFUSED_FUNCTION,
     REFUSED_KEYWORD,
     REFUSED_TYPE,
     REFUSED_UPDATE_COLUMN,
-    SqlRefused,
     sql_text,
 )
-from memory.sql_journal import EDITABLE_COLUMNS
-from memory.text import word_set
+from memory.rules.text import word_set
 
 # What memory_sql may read: SQLite's visible schema (memory.sql_guard), with the profile
 # cut to the readable settings and memory_tool messages dropped by policies.

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from psycopg.rows import DictRow
 
-from memory.memories import Memory
-from memory.segments import Segment
-from memory.store import Message, Session, format_time
+from memory.types import Memory, Message, Segment, Session, format_time
 
 
 def message(row: DictRow) -> Message:

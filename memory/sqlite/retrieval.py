@@ -23,33 +23,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memory.store import Message, Store, _message, format_time
-from memory.temporal import TemporalCue
-from memory.text import content_words, stem
-
-SCOPE = 1000
-TOP = 20
-MAX_QUERY_TERMS = 16
-SEARCH_ROLES = ("user", "assistant")
-MAX_ID = 2**62
+from memory.rules.search import MAX_ID, SCOPE, TOP, query_terms
+from memory.rules.temporal import TemporalCue
+from memory.sqlite.store import Store, _message
+from memory.types import Message, format_time
 
 _ROLES_SQL = "m.role IN ('user', 'assistant')"
-
-
-def query_terms(text: str) -> list[tuple[str, bool]]:
-    """The search terms of free text: (stemmed root, match it as a prefix), at most 16.
-
-    Roots are word characters only, so a quote or an operator can never appear inside
-    one; roots of four letters or more match as prefixes ("cooked" -> cook* meets
-    "cooking"). Both backends build their query from these.
-    """
-    terms: list[tuple[str, bool]] = []
-    for word in content_words(text):
-        root = stem(word)
-        term = (root, len(root) >= 4)
-        if term not in terms:
-            terms.append(term)
-    return terms[:MAX_QUERY_TERMS]
 
 
 def fts_query(text: str) -> str | None:

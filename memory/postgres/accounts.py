@@ -37,25 +37,24 @@ import psycopg
 from psycopg import errors, sql
 from psycopg.rows import DictRow, dict_row
 
-from memory.accounts import (
-    DUMMY_HASH,
+from memory.errors import AccountError, AccountsUnavailable
+from memory.rules.passwords import (
     FOLDER_MODE,
     FORGET_FAILURES_SECONDS,
     KNOWN_ADDRESS_SECONDS,
     LOGIN_DAYS,
     MAX_LOGINS_PER_PERSON,
-    AccountError,
     LoginRecord,
-    Person,
-    _check_name,  # memory.accounts' own rules: both registries refuse alike
-    _check_password,
-    _make_folder,
+    PasswordRegistry,
+    check_name,
+    check_password,
     hash_password,
     login_record,
+    make_folder,
     throttle_key,
     token_hash,
-    verify_password,
 )
+from memory.types import Person
 
 CONNECT_TIMEOUT = 10  # seconds: a login fails rather than hang on an unreachable server
 NOT_MIGRATED = "the database has no users table yet: run `companion db migrate`"
@@ -99,10 +98,6 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
 )
 
 
-class AccountsUnavailable(RuntimeError):
-    """The users table cannot be reached: no server, or the schema is not made yet."""
-
-
 def person_key(person: Person) -> str:
     """The key of ``person``'s rows in the shared database (``app.person``)."""
     return str(person.id)
@@ -144,13 +139,14 @@ def _person(row: DictRow) -> Person:
     return Person(id=row["id"], name=row["name"], folder=f"people/{row['id']}")
 
 
-class PgAccounts:
+class PgAccounts(PasswordRegistry):
     """The people of a Companion whose store is Postgres (``url``, the app role's); their
     media folders live under ``root``, the app's home."""
 
     def __init__(self, url: str, root: Path) -> None:
         self.url = url
         self.root = Path(root).expanduser()
+        self._first_id: int | None = None
 
     def enabled(self) -> bool:
         """True once anyone has been added: the app then asks everyone to log in."""
@@ -160,8 +156,8 @@ class PgAccounts:
 
     def add(self, name: str, password: str) -> Person:
         """Register a person and create their media folder under the home."""
-        _check_name(name)
-        _check_password(password)
+        check_name(name)
+        check_password(password)
         password_hash = hash_password(password)
         self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         with self._connection() as conn, conn.transaction():
@@ -174,21 +170,8 @@ class PgAccounts:
                 raise AccountError(f"the name {name!r} is taken") from exc
             assert row is not None  # INSERT … RETURNING returns the row it added
             person = _person(row)
-            _make_folder(person.home(self.root))  # before COMMIT: no person without one
+            make_folder(person.home(self.root))  # before COMMIT: no person without one
         return person
-
-    def check(self, name: str, password: str) -> Person | None:
-        """The person this name and password log in as, or None."""
-        row = self._find(name)
-        if row is None:
-            verify_password(password, DUMMY_HASH)  # as slow as a wrong password
-            return None
-        return _person(row) if verify_password(password, row["password_hash"]) else None
-
-    def get(self, name: str) -> Person | None:
-        """The person of this name (any case), or None."""
-        row = self._find(name)
-        return None if row is None else _person(row)
 
     def people(self) -> list[Person]:
         """Everyone, in the order they were added."""
@@ -200,7 +183,7 @@ class PgAccounts:
         """Replace a person's password."""
         if self.get(name) is None:
             raise AccountError(f"no user {name!r}")
-        _check_password(password)
+        check_password(password)
         password_hash = hash_password(password)
         with self._connection() as conn:
             conn.execute(
@@ -317,12 +300,24 @@ class PgAccounts:
             keys["now"],
         )
 
-    def _find(self, name: str) -> DictRow | None:
+    def is_first(self, person: Person) -> bool:
+        """The first person (the smallest id: ids are never reused) owns the rows from
+        before accounts."""
+        if self._first_id is None:
+            self._first_id = min(p.id for p in self.people())
+        return person.id == self._first_id
+
+    def person_key(self, person: Person) -> str:
+        """The key of ``person``'s rows in the shared database (``app.person``)."""
+        return person_key(person)
+
+    def _find(self, name: str) -> tuple[Person, str] | None:
         with self._connection() as conn:
-            return conn.execute(
+            row = conn.execute(
                 "SELECT id, name, password_hash FROM users WHERE lower(name) = lower(%s)",
                 (name,),
             ).fetchone()
+        return None if row is None else (_person(row), row["password_hash"])
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:

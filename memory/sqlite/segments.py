@@ -27,26 +27,23 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
-from memory.retrieval import fts_query
-from memory.store import Message, Store, _message, format_time, parse_time
-from memory.temporal import TemporalCue, zone_of
-from memory.text import content_words
+from memory.rules.episodes import (
+    CATCH_UP_BUDGET,
+    closed_spans,
+    pick_lines,
+    read_cap,
+    summarise_spans,
+)
+from memory.rules.temporal import TemporalCue
+from memory.sqlite.retrieval import fts_query
+from memory.sqlite.store import Store, _message
+from memory.types import Message, Segment, Summarizer, format_time
 
 log = logging.getLogger("companion.segments")
 
-GAP = timedelta(minutes=30)
-MAX_MESSAGES = 40
-SUMMARY_CHARS = 400
-SUMMARY_LINES = 3
-LINE_CHARS = 140
-SPEAKER_ROLES = ("user", "assistant")
-CATCH_UP_BUDGET = 20  # segments per catch_up_segments call (each may be a model call)
 
-Summarizer = Callable[[list[Message]], Awaitable[str]]
 T = TypeVar("T")
 
 
@@ -61,20 +58,6 @@ async def in_thread(call: Callable[[], T], *, writes: bool) -> T:
     return await asyncio.to_thread(call)
 
 
-@dataclass(frozen=True)
-class Segment:
-    """A stored span of one session's messages and its summary."""
-
-    id: int
-    session_id: str
-    start_message_id: int
-    end_message_id: int
-    start_at: str
-    end_at: str
-    summary: str
-    summary_kind: str
-
-
 def _segment(row: sqlite3.Row) -> Segment:
     return Segment(
         id=row["id"],
@@ -86,59 +69,6 @@ def _segment(row: sqlite3.Row) -> Segment:
         summary=row["summary"],
         summary_kind=row["summary_kind"],
     )
-
-
-def part_of_day(hour: int) -> str:
-    """The words a person would use for an hour of the day."""
-    if 5 <= hour < 12:
-        return "morning"
-    if 12 <= hour < 17:
-        return "afternoon"
-    if 17 <= hour < 21:
-        return "evening"
-    return "night"
-
-
-def heading(moment: str, tz: str = "UTC") -> str:
-    """ "Thu 20 Nov, evening" for a stored timestamp, in the user's timezone."""
-    local = parse_time(moment).astimezone(zone_of(tz))
-    return f"{local:%a} {local.day} {local:%b}, {part_of_day(local.hour)}"
-
-
-def extractive_summary(messages: list[Message], tz: str = "UTC") -> str:
-    """A deterministic summary: heading + the most informative user lines, in order."""
-    if not messages:
-        return ""
-    speakers = [m for m in messages if m.role in SPEAKER_ROLES and m.content.strip()]
-    lines = [m for m in speakers if m.role == "user"] or speakers
-    # Informative = many distinct content words; ties go to the earlier line.
-    ranked = sorted(
-        range(len(lines)),
-        key=lambda i: (-len(content_words(lines[i].content, drop_time_words=False)), i),
-    )
-    chosen = sorted(ranked[:SUMMARY_LINES])
-    parts = []
-    for index in chosen:
-        text = " ".join(lines[index].content.split())
-        parts.append(text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…")
-    summary = f"{heading(messages[0].created_at, tz)}: " + " · ".join(parts)
-    return summary if len(summary) <= SUMMARY_CHARS else summary[: SUMMARY_CHARS - 1] + "…"
-
-
-def split_spans(messages: list[Message]) -> list[list[Message]]:
-    """Cut consecutive messages into spans at gaps over 30 minutes or at 40 messages."""
-    spans: list[list[Message]] = []
-    for message in messages:
-        current = spans[-1] if spans else None
-        if (
-            current is None
-            or len(current) >= MAX_MESSAGES
-            or parse_time(message.created_at) - parse_time(current[-1].created_at) > GAP
-        ):
-            spans.append([message])
-        else:
-            current.append(message)
-    return spans
 
 
 def _last_segmented_id(store: Store, session_id: str) -> int:
@@ -160,49 +90,6 @@ def _closed_spans(
         (session_id, after, -1 if cap is None else cap),
     ).fetchall()
     return closed_spans([_message(row) for row in rows], force, limit, store.clock())
-
-
-def read_cap(limit: int | None) -> int | None:
-    """How many unsegmented messages to read for at most ``limit`` spans (None: all)."""
-    return None if limit is None else limit * MAX_MESSAGES + 1
-
-
-def closed_spans(
-    messages: list[Message], force: bool, limit: int | None, now: datetime
-) -> list[list[Message]]:
-    """Of a session's unsegmented messages (oldest first, at most ``read_cap(limit)``),
-    the closed spans (all of them with ``force``) at ``now``, at most ``limit``."""
-    spans = split_spans(messages)
-    cap = read_cap(limit)
-    if cap is not None and len(messages) == cap:
-        spans.pop()  # cut short by the read cap: the messages after it may continue it
-    elif spans and not force:
-        last = spans[-1]
-        quiet = now - parse_time(last[-1].created_at) > GAP
-        if len(last) < MAX_MESSAGES and not quiet:
-            spans.pop()
-    return spans if limit is None else spans[:limit]
-
-
-async def summarise_spans(
-    spans: list[list[Message]], session_id: str, summarize: Summarizer | None, tz: str
-) -> list[tuple[list[Message], str, str]]:
-    """Each span with its summary and summary_kind: ``summarize``'s over the span's
-    speakers, or the extractive one without it or when it fails (logged)."""
-    summaries: list[tuple[list[Message], str, str]] = []
-    for span in spans:
-        speakers = [m for m in span if m.role in SPEAKER_ROLES]
-        summary, kind = "", "extractive"
-        if summarize is not None and speakers:
-            try:
-                summary, kind = (await summarize(speakers)).strip(), "model"
-            except Exception:  # a failing model must not lose the segment: fall back
-                log.exception("summarising a segment of %s failed; extractive fallback", session_id)
-                summary = ""
-        if not summary:
-            summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"
-        summaries.append((span, summary, kind))
-    return summaries
 
 
 def _insert(store: Store, session_id: str, summaries: list[tuple[list[Message], str, str]]) -> int:
@@ -358,20 +245,3 @@ def segment_lines(store: Store, segment: Segment, query: str = "", count: int = 
         (segment.session_id, segment.start_message_id, segment.end_message_id),
     ).fetchall()
     return pick_lines([(row["role"], row["content"]) for row in rows], query, count)
-
-
-def pick_lines(said: list[tuple[str, str]], query: str = "", count: int = 3) -> list[str]:
-    """``count`` of a segment's (role, content) lines, in order, those sharing the most
-    words with ``query`` chosen first; each "role: text", shortened to LINE_CHARS."""
-    wanted = set(content_words(query))
-    order = sorted(
-        range(len(said)),
-        key=lambda i: (-len(wanted & set(content_words(said[i][1]))), i),
-    )
-    lines = []
-    for index in sorted(order[:count]):
-        role, content = said[index]
-        text = " ".join(content.split())
-        text = text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
-        lines.append(f"{role}: {text}")
-    return lines

@@ -21,45 +21,15 @@ model. It is blocking SQLite work: async callers run it in a worker thread.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
-from memory.memories import Memory, mark_recalled, search_memories
-from memory.retrieval import search_messages
-from memory.segments import Segment, search_segments, segment_lines
-from memory.store import Message, Store
-from memory.temporal import TemporalCue, parse_temporal
-
-SEMANTIC_LIMIT = 5
-SEGMENT_LIMIT = 3
-THIN = 2  # fewer structured results than this: search raw messages too
-
-
-@dataclass(frozen=True)
-class Episode:
-    """A matching segment, its session's title and the lines of it that fit the query."""
-
-    segment: Segment
-    session_title: str
-    lines: list[str]
-
-
-@dataclass(frozen=True)
-class RecalledMessage:
-    """A matching past message and the title of the session it was said in."""
-
-    message: Message
-    session_title: str
-
-
-@dataclass(frozen=True)
-class Recollection:
-    """Everything recalled for one question, best first within each part."""
-
-    facts: list[Memory]
-    episodes: list[Episode]
-    messages: list[RecalledMessage]
-    cue: TemporalCue | None
+from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT, THIN
+from memory.rules.temporal import parse_temporal
+from memory.sqlite.memories import mark_recalled, search_memories
+from memory.sqlite.retrieval import search_messages
+from memory.sqlite.segments import search_segments, segment_lines
+from memory.sqlite.store import Store
+from memory.types import Episode, Message, RecalledMessage, Recollection
 
 
 def recall(

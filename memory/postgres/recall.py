@@ -39,28 +39,28 @@ from typing import Protocol
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
-from memory import pg_rows
-from memory.memories import Memory, best_matches, recalled_strength
-from memory.recall import (
-    SEGMENT_LIMIT,
-    SEMANTIC_LIMIT,
-    THIN,
-    Episode,
-    RecalledMessage,
-    Recollection,
-)
-from memory.retrieval import MAX_ID, SCOPE, TOP, query_terms
-from memory.segments import (
+from memory.postgres import rows as pg_rows
+from memory.rules.episodes import (
     CATCH_UP_BUDGET,
-    Segment,
-    Summarizer,
     closed_spans,
     pick_lines,
     read_cap,
     summarise_spans,
 )
-from memory.store import Clock, Message, parse_time
-from memory.temporal import TemporalCue, parse_temporal
+from memory.rules.memories import best_matches, recalled_strength
+from memory.rules.search import MAX_ID, SCOPE, SEGMENT_LIMIT, SEMANTIC_LIMIT, THIN, TOP, query_terms
+from memory.rules.temporal import TemporalCue, parse_temporal
+from memory.types import (
+    Clock,
+    Episode,
+    Memory,
+    Message,
+    RecalledMessage,
+    Recollection,
+    Segment,
+    Summarizer,
+    parse_time,
+)
 
 Cursor = AsyncCursor[DictRow]
 

@@ -85,11 +85,15 @@ from psycopg import AsyncConnection, Rollback, errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
-from memory.pg_sql_parse import READABLE, PgChecked, check_pg_sql
-from memory.sql_guard import (
+from memory.errors import SqlRefused
+from memory.postgres.sql_parse import READABLE, PgChecked, check_pg_sql
+from memory.rules.sql_policy import (
     CELL_CAP,
     COLUMN_NAME_CAP,
+    EDITABLE_COLUMNS,
     EMPTY_TEXT,
+    HIDDEN_ROLE,
+    KEPT_BATCHES,
     MAX_ROWS_CHANGED,
     MAX_WRITE_CHARS,
     NOT_EMPTY,
@@ -99,10 +103,9 @@ from memory.sql_guard import (
     TIME_LIMIT_SECONDS,
     TOO_LONG,
     TOO_MANY_ROWS,
-    SqlRefused,
+    new_batch_id,
 )
-from memory.sql_journal import EDITABLE_COLUMNS, HIDDEN_ROLE, KEPT_BATCHES, new_batch_id
-from memory.store import format_time, utc_now
+from memory.types import format_time, utc_now
 
 log = logging.getLogger("companion.memory_sql")
 

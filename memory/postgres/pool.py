@@ -21,7 +21,7 @@ from psycopg import AsyncConnection, OperationalError
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from memory.store import StoreError
+from memory.errors import StoreError
 
 MAX_SIZE = 10  # connections a process keeps at most (per loop)
 CONNECT_SECONDS = 10

@@ -66,35 +66,41 @@ from typing import Any
 import sqlparse
 from sqlparse import tokens as T
 
-from memory.db import connect
-from memory.memories import MAX_VALUE_CHARS
-from memory.sql_journal import (
+from memory.errors import EditConflict, SqlRefused
+from memory.rules.sql_policy import (
+    CELL_CAP,
+    COLUMN_NAME_CAP,
     EDITABLE_COLUMNS,
+    EMPTY_TEXT,
     HIDDEN_ROLE,
-    Edit,
-    EditConflict,
-    apply_edits,
+    MAX_ROWS_CHANGED,
+    MAX_WRITE_CHARS,
+    NOT_EMPTY,
+    READABLE_SETTINGS,
+    REFUSED_FUNCTION,
+    REFUSED_KEYWORD,
+    REFUSED_TYPE,
+    REFUSED_UPDATE_COLUMN,
+    RESULT_CHAR_CAP,
+    ROW_CAP,
+    TIME_LIMIT_SECONDS,
+    TOO_LONG,
+    TOO_MANY_ROWS,
     new_batch_id,
+    sql_text,
 )
-from memory.store import format_time, utc_now
-from memory.text import word_set
+from memory.rules.text import word_set
+from memory.sqlite.db import connect
+from memory.sqlite.journal import apply_edits
+from memory.types import Edit, format_time, utc_now
 
 log = logging.getLogger("companion.memory_sql")
 
-MAX_SQL_CHARS = 20_000
-TIME_LIMIT_SECONDS = 2.0
 # SQLite consults the time limit every PROGRESS_STEPS program steps, a handful of rows:
 # with one 0.15 s LIKE per row (100-byte pattern, 1 MB value), 1,000 steps let a
 # statement overrun its 2 s by 14 s; 50 keeps the overrun under a second.
 PROGRESS_STEPS = 50
 
-# What comes back: at most ROW_CAP rows, each cell cut at CELL_CAP characters, column
-# names at COLUMN_NAME_CAP, and rows stop once RESULT_CHAR_CAP characters are used (the
-# first row always comes: at most MAX_COLUMNS cells, so about the same size).
-ROW_CAP = 100
-CELL_CAP = 500
-COLUMN_NAME_CAP = 60
-RESULT_CHAR_CAP = 16_000
 
 # SQLite limits of the guard's connection.
 MAX_VALUE_BYTES = 1_000_000  # one string or blob, also while it is being built
@@ -124,27 +130,8 @@ MAX_COSTLY_CALLS = 8
 # the last of each, so adding them all over-counts, never under-counts).
 PRINTF_SPEC = re.compile(r"%([-+ #!0,l*.0-9]*)")
 
-# What an UPDATE may write: at most this many rows per call, text only, this long.
-MAX_ROWS_CHANGED = 20
-MAX_WRITE_CHARS = {"messages": 100_000, "memories": MAX_VALUE_CHARS, "sessions": 200}
-NOT_EMPTY = frozenset({"memories", "sessions"})  # the store refuses empty values/titles too
 
 READABLE_TABLES = frozenset({"sessions", "memories", "segments", "sqlite_master", "schema_version"})
-# The settings memory_sql may read (``profile`` is a view of these rows only): never an API
-# key, a password or a URL that may carry credentials, which go only to the endpoint they
-# were given for. tests/unit/test_sql_guard.py checks this list against config's keys.
-READABLE_SETTINGS = (
-    "chat_model",
-    "vision_model",
-    "tool_mode",
-    "image_backend",
-    "image_model",
-    "latitude",
-    "longitude",
-    "timezone",
-    "persona",
-    "identity",
-)
 SHADOWED = frozenset(EDITABLE_COLUMNS)  # main tables the guard shadows with TEMP views
 FORBIDDEN_KEYWORDS = frozenset(
     {
@@ -191,15 +178,6 @@ ALLOWED_FUNCTIONS = word_set(
     """
 )
 
-REFUSED_TYPE = (
-    "refused: {what} is not allowed — memory_sql runs one SELECT (or WITH … "
-    "SELECT) or UPDATE statement"
-)
-REFUSED_KEYWORD = "refused: {what} is not allowed in memory_sql"
-REFUSED_UPDATE_COLUMN = (
-    "refused: updating {table}.{column} is not allowed; editable: "
-    "messages.content, memories.value, sessions.title"
-)
 REFUSED_TABLE = "refused: reading {table} is not allowed"
 REFUSED_SCHEMA = (
     "refused: changing the schema (sqlite_master) or using virtual tables (the FTS "
@@ -208,7 +186,6 @@ REFUSED_SCHEMA = (
 REFUSED_DIRECT_UPDATE = (
     "refused: updating {database}.{table} directly is not allowed (UPDATE {table})"
 )
-REFUSED_FUNCTION = "refused: function {name}() is not allowed"
 REFUSED_ACTION = "refused: {action} is not allowed"
 REFUSED_COSTLY = (
     "refused: at most {cap} calls of like/glob/instr/replace/trim per statement (each may "
@@ -225,19 +202,12 @@ REFUSED_TOO_COMPLEX = (
     "refused: the statement is too complex (more than {ops} SQLite program steps); "
     "split it into simpler questions"
 )
-TOO_MANY_ROWS = (
-    "refused: this UPDATE would change more than {cap} rows, and memory_sql changes at "
-    "most {cap} rows per call, so nothing was changed; narrow the WHERE clause "
-    "(for example WHERE id IN (…))"
-)
 NOT_TEXT = (
     "refused: only text can be written to {where}, and this UPDATE gives it {kind}; "
     "nothing was changed"
 )
 NOT_UTF8 = "refused: the new {where} is not valid UTF-8 text; nothing was changed"
 HAS_NUL = "refused: the new {where} contains a NUL character; nothing was changed"
-TOO_LONG = "refused: {where} is at most {cap:,} characters; nothing was changed"
-EMPTY_TEXT = "refused: {where} cannot be empty; nothing was changed"
 TOO_BIG = "one value may be at most {cap:,} bytes"
 TIME_LIMIT_ERROR = (
     "query stopped: it ran longer than {seconds:g} s (time limit); add a LIMIT or a narrower WHERE"
@@ -252,15 +222,6 @@ LIMIT_HINTS = (
 )
 
 
-class SqlRefused(Exception):
-    """The SQL was refused (before running, or its edits before they were written); the
-    message names what was refused, for the model; ``kind`` says which rule, for the log."""
-
-    def __init__(self, message: str, kind: str = "statement") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 class _Stopped(Exception):
     """Raised inside a guard function to stop the statement; the reason is recorded."""
 
@@ -271,21 +232,6 @@ class Checked:
 
     sql: str
     kind: str  # "SELECT" or "UPDATE"
-
-
-def sql_text(sql: object) -> str:
-    """The model's SQL, stripped, if it is text a parser should see at all (both
-    backends): not empty, not too long, no NUL; else SqlRefused."""
-    if not isinstance(sql, str):
-        raise SqlRefused("refused: the SQL must be text", "input")
-    text = sql.strip()
-    if not text:
-        raise SqlRefused("refused: no SQL given", "input")
-    if len(text) > MAX_SQL_CHARS:
-        raise SqlRefused(f"refused: SQL longer than {MAX_SQL_CHARS} characters", "input")
-    if "\x00" in text:
-        raise SqlRefused("refused: the SQL contains a NUL character", "input")
-    return text
 
 
 def check_sql(sql: object) -> Checked:

@@ -15,19 +15,12 @@ are deleted with the row (triggers of migration 2), so deleted text does not liv
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from memory.store import Store
-
-HIDDEN_ROLE = "memory_tool"
-EDITABLE_COLUMNS: dict[str, str] = {
-    "messages": "content",
-    "memories": "value",
-    "sessions": "title",
-}
-KEPT_BATCHES = 50
+from memory.errors import EditConflict
+from memory.rules.sql_policy import EDIT_CONFLICT, HIDDEN_ROLE, KEPT_BATCHES
+from memory.sqlite.store import Store
+from memory.types import Edit, EditBatch
 
 # Set one editable column from the value it is expected to hold to another. The values
 # are compared as bytes, so a value that is not valid text (a BLOB, or bad UTF-8 left by
@@ -41,44 +34,6 @@ _SET_IF_UNCHANGED: dict[str, str] = {
     "sessions": """UPDATE main.sessions SET title = :to
                    WHERE id = :id AND CAST(title AS BLOB) IS CAST(:was AS BLOB)""",
 }
-
-EDIT_CONFLICT = (
-    "{rows} changed since {when}; nothing was {done} (run it again to see the current values)"
-)
-
-
-class EditConflict(Exception):
-    """A row of the batch no longer holds the value the edit expects; nothing was written."""
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One value memory_sql changes: which row and column, what it was, what it becomes."""
-
-    table: str
-    row_id: int | str
-    column: str
-    old: str | bytes
-    new: str | bytes
-
-    @property
-    def label(self) -> str:
-        """How a person names the row: ``messages 12``, ``memories 3f2a…``."""
-        return f"{self.table} {self.row_id}"
-
-
-@dataclass(frozen=True)
-class EditBatch:
-    """The edits of one memory_sql UPDATE, as the journal keeps them."""
-
-    batch: str
-    created_at: str
-    edits: tuple[Edit, ...]
-
-
-def new_batch_id() -> str:
-    """A fresh batch id."""
-    return uuid.uuid4().hex[:12]
 
 
 def _write_all(conn: sqlite3.Connection, edits: Sequence[Edit], *, undo: bool) -> list[str]:

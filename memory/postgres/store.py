@@ -61,34 +61,27 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory import pg_recall, pg_rows, pg_sql_guard, scoring
-from memory.async_store import TurnReads
-from memory.memories import (
-    Memory,
-    MemoryExists,
-    MemoryNotFound,
-    _category,  # memory.memories' own validation: both backends refuse alike
-    _key,
-    _value,
-)
-from memory.pg_pool import LoopPools
-from memory.recall import Recollection
-from memory.segments import Segment, Summarizer
-from memory.sql_journal import (
-    EDIT_CONFLICT,
-    EDITABLE_COLUMNS,
-    HIDDEN_ROLE,
-    Edit,
-    EditBatch,
-    EditConflict,
-)
-from memory.store import (
+from memory.errors import EditConflict, MemoryExists, MemoryNotFound, StoreError
+from memory.postgres import recall as pg_recall
+from memory.postgres import rows as pg_rows
+from memory.postgres import sql_guard as pg_sql_guard
+from memory.postgres.pool import LoopPools
+from memory.protocol import TurnReads
+from memory.rules import scoring
+from memory.rules.memories import check_category, check_key, check_value
+from memory.rules.sql_policy import EDIT_CONFLICT, EDITABLE_COLUMNS, HIDDEN_ROLE
+from memory.types import (
     ROLES,
     Clock,
+    Edit,
+    EditBatch,
+    Memory,
     Message,
+    Recollection,
     RunningTurn,
+    Segment,
     Session,
-    StoreError,
+    Summarizer,
     format_time,
     parse_time,
     utc_now,
@@ -416,7 +409,7 @@ async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | N
     """The one memory a key names, locked for this transaction (memory.memories.find_by_key:
     the category is needed only when the key is in several)."""
     if category:
-        category, key = _category(category), _key(key)
+        category, key = check_category(category), check_key(key)
         await cursor.execute(
             f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE category = %s AND {_SAME_KEY}
                 FOR UPDATE""",
@@ -426,7 +419,7 @@ async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | N
         if row is None:
             raise MemoryNotFound(f"no memory {category}/{key} to change")
         return pg_rows.memory(row)
-    key = _key(key)
+    key = check_key(key)
     await cursor.execute(
         f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE {_SAME_KEY}
             ORDER BY category COLLATE "C" FOR UPDATE""",
@@ -453,8 +446,8 @@ async def _rewrite(
 ) -> Memory:
     """Save a changed memory (``value`` already validated) in the open transaction;
     restating a fact counts as a recall (it strengthens it)."""
-    new_category = _category(category) if category else memory.category
-    new_key = _key(key) if key else memory.key
+    new_category = check_category(category) if category else memory.category
+    new_key = check_key(key) if key else memory.key
     anchor = parse_time(memory.last_recalled_at or memory.created_at)
     strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
     await cursor.execute(
@@ -978,7 +971,7 @@ class PgStore:
         self, category: str, key: str, value: str, now: datetime | None = None
     ) -> Memory:
         """Store a new fact; raises MemoryExists when the key is taken (update it instead)."""
-        category, key, value = _category(category), _key(key), _value(value)
+        category, key, value = check_category(category), check_key(key), check_value(value)
         stamp = _stamp(now if now is not None else self.clock())
         strength = scoring.initial_strength()
         async with self._transaction() as cursor:
@@ -1033,7 +1026,9 @@ class PgStore:
             row = await cursor.fetchone()
             if row is None:
                 raise MemoryNotFound(f"no memory with id {memory_id!r}")
-            return await _rewrite(cursor, pg_rows.memory(row), _value(value), now, category, key)
+            return await _rewrite(
+                cursor, pg_rows.memory(row), check_value(value), now, category, key
+            )
 
     async def remember(self, category: str, key: str, value: str, now: datetime) -> Memory:
         """create_memory (the tool): a new fact (MemoryExists: the key is taken)."""
@@ -1042,7 +1037,7 @@ class PgStore:
     async def revise(self, category: str | None, key: str, value: str, now: datetime) -> Memory:
         """update_memory (the tool): a fact's new value, found by key (and category when
         given); MemoryNotFound when there is none, or the key is in several categories."""
-        value = _value(value)
+        value = check_value(value)
         async with self._transaction() as cursor:
             memory = await _find_by_key(cursor, key, category)
             return await _rewrite(cursor, memory, value, now)

@@ -1,0 +1,310 @@
+"""The interfaces both backends implement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from memory.types import (
+    Clock,
+    EditBatch,
+    Memory,
+    Message,
+    Person,
+    Recollection,
+    RunningTurn,
+    Segment,
+    Session,
+    Summarizer,
+)
+
+
+@dataclass(frozen=True)
+class TurnReads:
+    """What build_context reads for one model call, in one trip to the database."""
+
+    turn: list[Message]  # this turn's messages after the user's, oldest first
+    history: list[Message]  # the session's last messages up to the user's (if asked)
+    style_note: str | None  # the note kept on the session ("Keep for this chat")
+    memories: list[Memory]  # every memory, most retrievable first
+
+
+class AsyncStore(Protocol):
+    """The store's async interface: what the graph and the app call."""
+
+    @property
+    def clock(self) -> Clock:
+        """The store's clock (injectable: tests fix it)."""
+        ...
+
+    @property
+    def media_dir(self) -> Path:
+        """The folder images are kept in."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the data lives (a file, a database URL): names the database."""
+        ...
+
+    # sessions
+    async def create_session(self, title: str = "New chat") -> Session:
+        """Start a new conversation."""
+        ...
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """The session with that id, or None."""
+        ...
+
+    async def list_sessions(self) -> list[Session]:
+        """All sessions, most recently active first."""
+        ...
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        """Give a session a new title (StoreError: empty title, unknown session)."""
+        ...
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session and everything in it."""
+        ...
+
+    async def style_note(self, session_id: str) -> str | None:
+        """The style note kept on the session, or None."""
+        ...
+
+    async def set_style_note(self, session_id: str, note: str | None) -> None:
+        """Keep a style note on the session; None or blank removes it."""
+        ...
+
+    # messages
+    async def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        meta: dict[str, Any] | None = None,
+        image_path: str | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> Message:
+        """Append a message to a session (created if missing); the stored message. A tool
+        result names its tool and the call it answers."""
+        ...
+
+    async def messages(self, session_id: str) -> list[Message]:
+        """Every message of a session, oldest first."""
+        ...
+
+    async def count_messages(self, session_id: str) -> int:
+        """How many messages the session holds."""
+        ...
+
+    async def read_turn(
+        self, session_id: str, user_message_id: int, *, history: int, now: datetime
+    ) -> TurnReads:
+        """build_context's reads: this turn's messages, ``history`` messages up to the
+        user's (0: none), the kept style note, and the memories ranked at ``now``."""
+        ...
+
+    async def delete_messages_from(self, session_id: str, message_id: int) -> int:
+        """Delete the session's messages from ``message_id`` on, and the segments that
+        covered them (regenerate, edit and resend); how many messages went."""
+        ...
+
+    # running turns (graph.turns)
+    async def begin_turn(self, session_id: str, user_message_id: int, owner: str) -> int:
+        """Record a turn as running for process ``owner``; the record's id."""
+        ...
+
+    async def save_partial(self, turn_id: int, text: str) -> None:
+        """Keep the running turn's answer so far."""
+        ...
+
+    async def end_turn(self, turn_id: int) -> None:
+        """The turn is over: forget its record."""
+        ...
+
+    async def running_turns(self) -> list[RunningTurn]:
+        """Every turn recorded as running, oldest first."""
+        ...
+
+    async def claim(self, job: str, holder: str, seconds: float) -> bool:
+        """Take or renew a background job's lease (False: another process holds it)."""
+        ...
+
+    async def request_stop(self, session_id: str) -> bool:
+        """Ask the process running the session's turn to stop it (False: none runs)."""
+        ...
+
+    async def stop_requested(self, turn_id: int) -> bool:
+        """True once Stop was asked for this running turn."""
+        ...
+
+    async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
+        """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
+        its record (None: another process already did)."""
+        ...
+
+    # episodes
+    async def refresh_segments(
+        self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
+    ) -> int:
+        """Cut the session's closed spans into summarised segments; how many were added."""
+        ...
+
+    async def catch_up_segments(self, summarize: Summarizer | None, *, tz: str) -> int:
+        """Summarise a bounded batch of every session's quiet spans; 0 when done."""
+        ...
+
+    async def recent_segments(self, limit: int = 50) -> list[Segment]:
+        """The newest segments of every session, newest first."""
+        ...
+
+    # memories and the profile
+    async def ranked_memories(self, now: datetime) -> list[Memory]:
+        """Every memory, most retrievable at ``now`` first."""
+        ...
+
+    async def create_memory(self, category: str, key: str, value: str) -> Memory:
+        """Add a memory by hand (MemoryRecordError: invalid, or the key is taken)."""
+        ...
+
+    async def update_memory(
+        self, memory_id: str, value: str, *, key: str | None, category: str | None
+    ) -> Memory:
+        """Edit a memory (MemoryRecordError: unknown id, invalid value)."""
+        ...
+
+    async def delete_memory(self, memory_id: str) -> None:
+        """Delete a memory (MemoryNotFound: unknown id)."""
+        ...
+
+    async def undo_last_sql_edit(self) -> EditBatch | None:
+        """Undo the newest memory_sql edit (EditConflict: its rows changed since)."""
+        ...
+
+    async def profile(self) -> dict[str, str]:
+        """Every profile setting as text."""
+        ...
+
+    # what tools reach (memory_search, memory_sql, the memory writes, image_analyze)
+    async def has_history(self, before_id: int | None = None) -> bool:
+        """True when any memory exists, or any message older than ``before_id`` (the
+        question being answered): gates memory_search and memory_sql."""
+        ...
+
+    async def has_memories(self) -> bool:
+        """True when any memory is stored: gates updating and forgetting one."""
+        ...
+
+    async def latest_image(self, session_id: str) -> Message | None:
+        """The session's newest message that carries an image, or None."""
+        ...
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        now: datetime,
+        tz: str,
+        session_id: str | None,
+        question_id: int | None,
+    ) -> Recollection:
+        """memory_search's recall (memory.recall): facts (marked recalled at ``now``),
+        episodes and, when those are thin or time is named, messages before
+        ``question_id``; ``session_id``'s messages win ties."""
+        ...
+
+    async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
+        """memory_sql: one guarded SELECT or UPDATE over this person's chats; the result
+        or ``{"error": ...}``, never raises. An UPDATE is journalled at ``now``."""
+        ...
+
+    async def remember(self, category: str, key: str, value: str, now: datetime) -> Memory:
+        """create_memory: a new fact (MemoryExists: the key is taken; MemoryRecordError:
+        invalid)."""
+        ...
+
+    async def revise(self, category: str | None, key: str, value: str, now: datetime) -> Memory:
+        """update_memory: a fact's new value, found by key (and category when given)
+        (MemoryNotFound: none)."""
+        ...
+
+    async def forget(self, category: str | None, key: str) -> Memory:
+        """delete_memory: forget a fact found by key; what was deleted (MemoryNotFound)."""
+        ...
+
+    async def set_profile(self, values: dict[str, str | float | int | None]) -> None:
+        """Save settings; a None value removes the key."""
+        ...
+
+
+class Accounts(Protocol):
+    """A registry of the people of one Companion and their logins: ``SqliteAccounts``
+    (the home's accounts.db) or ``PgAccounts`` (the shared database's users table)."""
+
+    @property
+    def root(self) -> Path:
+        """The home the people's folders live under."""
+        ...
+
+    def enabled(self) -> bool:
+        """True once anyone has been added: the app then asks everyone to log in."""
+        ...
+
+    def add(self, name: str, password: str) -> Person:
+        """Register a person and make their folder (AccountError: bad or taken name)."""
+        ...
+
+    def check(self, name: str, password: str) -> Person | None:
+        """The person this name and password log in as, or None."""
+        ...
+
+    def get(self, name: str) -> Person | None:
+        """The person of this name (any case), or None."""
+        ...
+
+    def people(self) -> list[Person]:
+        """Everyone, in the order they were added."""
+        ...
+
+    def is_first(self, person: Person) -> bool:
+        """Does ``person`` own the data from before accounts (the first account)?"""
+        ...
+
+    def person_key(self, person: Person) -> str:
+        """The key ``open_store`` takes for ``person``'s data."""
+        ...
+
+    def set_password(self, name: str, password: str) -> None:
+        """Replace a person's password and end their logins."""
+        ...
+
+    def add_login(self, token: str, name: str) -> None:
+        """Keep a login (its cookie's token) for every process."""
+        ...
+
+    def login_name(self, token: str) -> str | None:
+        """Who this login token belongs to, or None (unknown, ended or expired)."""
+        ...
+
+    def end_login(self, token: str) -> None:
+        """Forget one login (logout)."""
+        ...
+
+    def end_logins(self, name: str) -> None:
+        """Forget every login of a person."""
+        ...
+
+    def claim_login(self, name: str, address: str, now: float) -> float:
+        """Count an attempt of ``name`` from ``address`` (epoch seconds ``now``) as a
+        failure unless a lock holds: the seconds left of that lock, 0 when counted."""
+        ...
+
+    def forgive_login(self, name: str, address: str, now: float) -> None:
+        """A claimed attempt succeeded: forget this name's failures from this address
+        and remember the address as one it logs in from."""
+        ...
