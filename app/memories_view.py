@@ -66,15 +66,120 @@ def episode_rows(segments: list[Segment]) -> list[list[str]]:
     ]
 
 
+NOT_DELETED = "Not deleted."
+PICK_FIRST = "Select a memory in the table first."
+NOTHING_TO_UNDO = "Nothing to undo: no memory_sql edit is left."
+
+
+def cleared() -> tuple[str, None, str, str]:
+    """The form emptied (id, category, key, value): the next save adds a new memory."""
+    return "", None, "", ""
+
+
+def ask(memory: str) -> tuple[Any, Any, str]:
+    """Delete pressed: show "Yes, delete it" and Cancel, or ask for a row first."""
+    if not memory:
+        return gr.skip(), gr.skip(), PICK_FIRST
+    return gr.update(visible=True), gr.update(visible=True), "Delete this memory?"
+
+
+def keep_memory() -> tuple[Any, Any, str]:
+    """Cancel: the confirmation goes, the memory stays."""
+    return gr.update(visible=False), gr.update(visible=False), NOT_DELETED
+
+
+class MemoriesHandlers:
+    """The tab's handlers, each on the logged-in person's store (``people.factory``)."""
+
+    def __init__(self, people: People) -> None:
+        self.people = people
+
+    async def table_rows(self, make_context: ContextFactory) -> list[list[Any]]:
+        store = make_context.store
+        now = store.clock()
+        tz = (await make_context()).settings.timezone
+        return memory_rows(await store.ranked_memories(now), now, tz)
+
+    async def rows(self, request: gr.Request) -> tuple[list[list[Any]], str]:
+        """The memories table, and the empty table's words."""
+        found = await self.table_rows(self.people.factory(request.username))
+        return found, "" if found else EMPTY
+
+    async def episodes_now(self, request: gr.Request) -> list[list[str]]:
+        store = self.people.factory(request.username).store
+        return episode_rows(await store.recent_segments())
+
+    async def on_select(
+        self, request: gr.Request, event: gr.SelectData
+    ) -> tuple[str, str, str, str]:
+        """A row selected: the form holds that memory (id, category, key, value)."""
+        row = event.row_value or [""] * len(COLUMNS)
+        # (category, key) names one memory: the row is found again whatever its position.
+        store = self.people.factory(request.username).store
+        memories = await store.ranked_memories(store.clock())
+        found = next((m for m in memories if (m.category, m.key) == (row[0], row[1])), None)
+        if found is None:
+            return "", row[0], row[1], row[2]
+        return found.id, found.category, found.key, found.value
+
+    async def on_save(
+        self, memory: str, cat: str, name: str, text: str, request: gr.Request
+    ) -> tuple[Any, str, str]:
+        """Save the form: edit the selected memory, or add one (the table, the status,
+        the memory's id)."""
+        make_context = self.people.factory(request.username)
+        store = make_context.store
+        try:
+            if memory:
+                await store.update_memory(memory, text, key=name, category=cat)
+            else:
+                memory = (await store.create_memory(cat or "", name, text)).id
+        except MemoryExists:
+            taken = f"❌ Not added: `{cat} / {name}` exists already; select it to edit it."
+            return gr.skip(), taken, memory
+        except MemoryRecordError as exc:
+            return gr.skip(), f"❌ Not saved: {exc}", memory
+        return await self.table_rows(make_context), f"✅ Saved `{cat} / {name}`.", memory
+
+    async def on_delete(self, memory: str, request: gr.Request) -> tuple[Any, ...]:
+        """The deletion confirmed: the memory goes and the form is cleared."""
+        make_context = self.people.factory(request.username)
+        hidden = gr.update(visible=False)
+        try:
+            await make_context.store.delete_memory(memory)
+        except MemoryRecordError as exc:
+            return gr.skip(), hidden, hidden, f"❌ {exc}", *(gr.skip(),) * 4
+        return await self.table_rows(make_context), hidden, hidden, "🗑️ Deleted.", *cleared()
+
+    async def on_undo_sql(self, request: gr.Request) -> tuple[Any, str]:
+        """Put back what the newest memory_sql edit replaced, unless it changed since."""
+        make_context = self.people.factory(request.username)
+        try:
+            batch = await make_context.store.undo_last_sql_edit()
+        except EditConflict as exc:
+            return gr.skip(), f"❌ Not undone: {exc}"
+        if batch is None:
+            return gr.skip(), NOTHING_TO_UNDO
+        restored = ", ".join(edit.label for edit in batch.edits)
+        return (
+            await self.table_rows(make_context),
+            f"↩️ Undid the SQL edit of {batch.created_at} UTC ({restored}).",
+        )
+
+
+def listing(headers: list[str], label: str, elem_id: str) -> gr.Dataframe:
+    """A read-only table (a click selects a row)."""
+    return gr.Dataframe(headers=headers, interactive=False, wrap=True, label=label, elem_id=elem_id)
+
+
 def build(people: People, refresh: list[Any]) -> None:
-    """Lay out the tab inside the current Blocks; ``refresh`` triggers reload the table.
-    Every handler works on the logged-in person's store (``people.factory``)."""
-    table = gr.Dataframe(
-        headers=COLUMNS,
-        interactive=False,
-        wrap=True,
-        label="Memories (select a row to edit it, or fill in the form to add one)",
-        elem_id="memories-table",
+    """Lay out the tab inside the current Blocks and wire it to ``MemoriesHandlers``;
+    ``refresh`` triggers reload the table."""
+    handlers = MemoriesHandlers(people)
+    table = listing(
+        COLUMNS,
+        "Memories (select a row to edit it, or fill in the form to add one)",
+        "memories-table",
     )
     with gr.Row():
         # The selected memory's id: empty when the form adds a new memory.
@@ -94,100 +199,21 @@ def build(people: People, refresh: list[Any]) -> None:
         cancel = gr.Button("Cancel", visible=False, elem_id="cancel-delete-memory")
         undo_sql = gr.Button("Undo last SQL edit", elem_id="undo-sql-edit")
     status = gr.Markdown(elem_id="memories-status")
-    episodes = gr.Dataframe(
-        headers=EPISODE_COLUMNS,
-        interactive=False,
-        wrap=True,
-        label="Episodes (conversation spans and their summaries)",
-        elem_id="episodes-table",
+    episodes = listing(
+        EPISODE_COLUMNS, "Episodes (conversation spans and their summaries)", "episodes-table"
     )
-
-    async def table_rows(make_context: ContextFactory) -> list[list[Any]]:
-        store = make_context.store
-        now = store.clock()
-        tz = (await make_context()).settings.timezone
-        return memory_rows(await store.ranked_memories(now), now, tz)
-
-    async def rows(request: gr.Request) -> tuple[list[list[Any]], str]:
-        found = await table_rows(people.factory(request.username))
-        return found, "" if found else EMPTY
-
-    async def episodes_now(request: gr.Request) -> list[list[str]]:
-        store = people.factory(request.username).store
-        return episode_rows(await store.recent_segments())
-
-    async def on_select(request: gr.Request, event: gr.SelectData) -> tuple[str, str, str, str]:
-        row = event.row_value or [""] * len(COLUMNS)
-        # (category, key) names one memory: the row is found again whatever its position.
-        store = people.factory(request.username).store
-        memories = await store.ranked_memories(store.clock())
-        found = next((m for m in memories if (m.category, m.key) == (row[0], row[1])), None)
-        if found is None:
-            return "", row[0], row[1], row[2]
-        return found.id, found.category, found.key, found.value
-
-    async def on_save(
-        memory: str, cat: str, name: str, text: str, request: gr.Request
-    ) -> tuple[Any, str, str]:
-        make_context = people.factory(request.username)
-        store = make_context.store
-        try:
-            if memory:
-                await store.update_memory(memory, text, key=name, category=cat)
-            else:
-                memory = (await store.create_memory(cat or "", name, text)).id
-        except MemoryExists:
-            taken = f"❌ Not added: `{cat} / {name}` exists already; select it to edit it."
-            return gr.skip(), taken, memory
-        except MemoryRecordError as exc:
-            return gr.skip(), f"❌ Not saved: {exc}", memory
-        return await table_rows(make_context), f"✅ Saved `{cat} / {name}`.", memory
-
-    def cleared() -> tuple[str, None, str, str]:
-        return "", None, "", ""
-
-    def ask(memory: str) -> tuple[Any, Any, str]:
-        if not memory:
-            return gr.skip(), gr.skip(), "Select a memory in the table first."
-        return gr.update(visible=True), gr.update(visible=True), "Delete this memory?"
-
-    async def on_delete(memory: str, request: gr.Request) -> tuple[Any, ...]:
-        make_context = people.factory(request.username)
-        hidden = gr.update(visible=False)
-        try:
-            await make_context.store.delete_memory(memory)
-        except MemoryRecordError as exc:
-            return gr.skip(), hidden, hidden, f"❌ {exc}", *(gr.skip(),) * 4
-        return await table_rows(make_context), hidden, hidden, "🗑️ Deleted.", *cleared()
-
-    async def on_undo_sql(request: gr.Request) -> tuple[Any, str]:
-        make_context = people.factory(request.username)
-        try:
-            batch = await make_context.store.undo_last_sql_edit()
-        except EditConflict as exc:
-            return gr.skip(), f"❌ Not undone: {exc}"
-        if batch is None:
-            return gr.skip(), "Nothing to undo: no memory_sql edit is left."
-        restored = ", ".join(edit.label for edit in batch.edits)
-        return (
-            await table_rows(make_context),
-            f"↩️ Undid the SQL edit of {batch.created_at} UTC ({restored}).",
-        )
-
-    gr.on(refresh, rows, None, [table, status], api_name="memories")
-    gr.on(refresh, episodes_now, None, episodes, api_name="episodes")
+    gr.on(refresh, handlers.rows, None, [table, status], api_name="memories")
+    gr.on(refresh, handlers.episodes_now, None, episodes, api_name="episodes")
     form = [memory_id, category, key, value]
-    table.select(on_select, None, form, api_visibility="private")
-    save.click(on_save, form, [table, status, memory_id], api_name="update_memory")
+    table.select(handlers.on_select, None, form, api_visibility="private")
+    save.click(handlers.on_save, form, [table, status, memory_id], api_name="update_memory")
     new.click(cleared, None, form, api_visibility="private")
     delete.click(ask, memory_id, [confirm, cancel, status], api_visibility="private")
     confirm.click(
-        on_delete, memory_id, [table, confirm, cancel, status, *form], api_name="delete_memory"
+        handlers.on_delete,
+        memory_id,
+        [table, confirm, cancel, status, *form],
+        api_name="delete_memory",
     )
-    undo_sql.click(on_undo_sql, None, [table, status], api_name="undo_sql_edit")
-    cancel.click(
-        lambda: (gr.update(visible=False), gr.update(visible=False), "Not deleted."),
-        None,
-        [confirm, cancel, status],
-        api_visibility="private",
-    )
+    undo_sql.click(handlers.on_undo_sql, None, [table, status], api_name="undo_sql_edit")
+    cancel.click(keep_memory, None, [confirm, cancel, status], api_visibility="private")

@@ -247,14 +247,90 @@ def provider_line(settings: Settings) -> str:
     )
 
 
+def settings_notice(settings: Settings) -> str:
+    """The provider line, and the call to choose a chat model while none is set."""
+    line = provider_line(settings)
+    return line if settings.is_local or settings.chat_model else f"{line}\n\n{CHOOSE_MODEL}"
+
+
+class SettingsHandlers:
+    """The tab's handlers: each reads or saves the logged-in person's profile
+    (``people.factory``); ``fixed`` are the fields a flag or the environment holds."""
+
+    def __init__(self, people: People) -> None:
+        self.people = people
+        self.fixed = fixed_fields(people.flags, people.env, hosted=people.hosted)
+
+    async def settings(self, request: gr.Request) -> Settings:
+        return (await self.people.factory(request.username)()).settings
+
+    def fields(self, settings: Settings) -> list[Any]:
+        """Each form field's update (value, label, editable), in ``FORM_KEYS`` order."""
+        fields = field_updates(settings, self.fixed)
+        return [gr.update(**fields[key]) for key in FORM_KEYS]
+
+    async def fill(self, request: gr.Request) -> list[Any]:
+        """The page load: the provider line, the form, the identity block, the notice."""
+        settings = await self.settings(request)
+        return [
+            settings_notice(settings),
+            *self.fields(settings),
+            identity_text(settings),
+            gr.update(**vision_warning(settings)),
+        ]
+
+    async def on_save(self, request: gr.Request, *values: Any) -> tuple[str, str, bool]:
+        """Save what changed in the form (``values``: the fields, then the identity
+        block); (what the person reads, the identity block now, whether it was saved)."""
+        *fields, edited = values
+        make_context = self.people.factory(request.username)
+        current = (await make_context()).settings
+        form = dict(zip(FORM_KEYS, fields, strict=True))
+        try:
+            update = profile_update(form, edited, current, self.fixed)
+        except ConfigError as exc:
+            return f"❌ Not saved: {exc}", edited, False
+        await make_context.store.set_profile(update)
+        settings = (await make_context()).settings
+        dropped = bool(current.api_key) and "api_key" in update and update["api_key"] is None
+        return saved_message(update, settings, dropped_key=dropped), identity_text(settings), True
+
+    async def refresh(self, saved: bool, request: gr.Request) -> list[Any]:
+        """After a save: the form as now in effect (typed keys cleared, labels say "set");
+        after a refusal, what the user typed stays."""
+        if not saved:
+            return [gr.skip() for _ in range(len(FORM_KEYS) + 2)]
+        settings = await self.settings(request)
+        return [
+            settings_notice(settings),
+            *self.fields(settings),
+            gr.update(**vision_warning(settings)),
+        ]
+
+    async def on_verify(self, request: gr.Request, *fields: Any) -> list[Any]:
+        """Check the form's endpoint (unsaved) and offer its models in both dropdowns."""
+        current = await self.settings(request)
+        target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current, self.fixed)
+        verified: Verified = await verify_endpoint(target)
+        choices = list(verified.models)
+        return [
+            f"**Endpoint:** {verified.text}",
+            gr.update(choices=choices),
+            gr.update(choices=["", *choices]),
+        ]
+
+    async def on_check(self, request: gr.Request) -> str:
+        """The endpoint in effect, checked (page load, the tab opened)."""
+        return f"**Endpoint:** {await endpoint_status(await self.settings(request))}"
+
+
 def build(people: People, load: Any, opened: Any) -> None:
-    """Lay out the tab inside the current Blocks.
+    """Lay out the tab inside the current Blocks and wire it to ``SettingsHandlers``.
 
     The form is filled when the page loads (not each time the tab opens, which would
-    overwrite what the user is typing); the endpoint is checked on both. Every handler
-    reads and saves the logged-in person's profile (``people.factory``).
+    overwrite what the user is typing); the endpoint is checked on both.
     """
-    fixed = fixed_fields(people.flags, people.env, hosted=people.hosted)
+    handlers = SettingsHandlers(people)
     provider = gr.Markdown(elem_id="provider-line")
     with gr.Row():
         base_url = gr.Textbox(label=LABELS["base_url"], elem_id="set-base-url")
@@ -313,66 +389,11 @@ def build(people: People, load: Any, opened: Any) -> None:
         "persona": persona,
     }
     form = [components[key] for key in FORM_KEYS]
-
-    def updates(settings: Settings) -> list[Any]:
-        fields = field_updates(settings, fixed)
-        return [gr.update(**fields[key]) for key in FORM_KEYS]
-
-    def notice(settings: Settings) -> str:
-        line = provider_line(settings)
-        return line if settings.is_local or settings.chat_model else f"{line}\n\n{CHOOSE_MODEL}"
-
-    async def fill(request: gr.Request) -> list[Any]:
-        settings = (await people.factory(request.username)()).settings
-        return [
-            notice(settings),
-            *updates(settings),
-            identity_text(settings),
-            gr.update(**vision_warning(settings)),
-        ]
-
-    async def on_save(request: gr.Request, *values: Any) -> tuple[str, str, bool]:
-        *fields, edited = values
-        make_context = people.factory(request.username)
-        current = (await make_context()).settings
-        form = dict(zip(FORM_KEYS, fields, strict=True))
-        try:
-            update = profile_update(form, edited, current, fixed)
-        except ConfigError as exc:
-            return f"❌ Not saved: {exc}", edited, False
-        await make_context.store.set_profile(update)
-        settings = (await make_context()).settings
-        dropped = bool(current.api_key) and "api_key" in update and update["api_key"] is None
-        return saved_message(update, settings, dropped_key=dropped), identity_text(settings), True
-
-    async def refresh(saved: bool, request: gr.Request) -> list[Any]:
-        """After a save: the form as now in effect (typed keys cleared, labels say "set");
-        after a refusal, what the user typed stays."""
-        if not saved:
-            return [gr.skip() for _ in range(len(FORM_KEYS) + 2)]
-        settings = (await people.factory(request.username)()).settings
-        return [notice(settings), *updates(settings), gr.update(**vision_warning(settings))]
-
-    async def on_verify(request: gr.Request, *fields: Any) -> list[Any]:
-        current = (await people.factory(request.username)()).settings
-        target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current, fixed)
-        verified: Verified = await verify_endpoint(target)
-        choices = list(verified.models)
-        return [
-            f"**Endpoint:** {verified.text}",
-            gr.update(choices=choices),
-            gr.update(choices=["", *choices]),
-        ]
-
-    async def on_check(request: gr.Request) -> str:
-        settings = (await people.factory(request.username)()).settings
-        return f"**Endpoint:** {await endpoint_status(settings)}"
-
     saved = gr.State(False)
     save.click(
-        on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
-    ).then(refresh, saved, [provider, *form, no_vision], api_visibility="private")
-    check.click(on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
+        handlers.on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
+    ).then(handlers.refresh, saved, [provider, *form, no_vision], api_visibility="private")
+    check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     persona.input(persona_text, persona, identity, api_visibility="private")
-    load(fill, None, [provider, *form, identity, no_vision], api_visibility="private")
-    gr.on([load, opened], on_check, None, endpoint, api_name="endpoint_status")
+    load(handlers.fill, None, [provider, *form, identity, no_vision], api_visibility="private")
+    gr.on([load, opened], handlers.on_check, None, endpoint, api_name="endpoint_status")

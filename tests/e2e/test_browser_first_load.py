@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from app.chat_tab import DRAW_EXAMPLE, EXAMPLES
+from app.chat_handlers import DRAW_EXAMPLE, EXAMPLES
 from graph.routing import NO_VISION_NOTICE
 from memory.sqlite.store import Store
 from prompts.templates import persona_greeting, persona_text

@@ -8,7 +8,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from app.attachments import AttachmentError, image_url_in, save_upload
-from app.chat_tab import DRAW_EXAMPLE, EXAMPLES, welcome
+from app.chat_handlers import DRAW_EXAMPLE, EXAMPLES, welcome
 from app.graph_view import NO_TRACE, describe, path, trace_markdown
 from app.settings_view import form_values, profile_update
 from config.settings import LOCAL_MODEL_NAME, ConfigError, Settings
@@ -201,7 +201,7 @@ def test_how_well_a_memory_is_remembered_in_words(retrievability: float, words: 
 
 
 def test_the_no_vision_notice_is_told_once_per_session() -> None:
-    from app.chat_tab import vision_notice
+    from app.chat_handlers import vision_notice
     from graph.routing import NO_VISION_NOTICE
 
     guard = {"kind": "guard", "name": "no_vision_model", "detail": {"notice": NO_VISION_NOTICE}}

@@ -1,0 +1,680 @@
+"""The Chat tab's state and handlers: what each click, send and load does.
+
+``ChatTab`` is one person's chat state (their store, their turns, their context
+factory); ``Chats`` finds it for a request's login. ``ChatHandlers`` holds the handlers
+``chat_tab.build`` wires: each is a method over the person's ``ChatTab`` and the tab's
+components (``ChatComponents``, the keys of the updates it returns), so a test calls it
+with a fake store and turn runtime, no browser.
+
+- **Turns belong to the server** (``graph.turns``): sending starts a turn and follows it;
+  the chat is yielded after each visible event, folded into a ``chat_view.TurnView``. A
+  reload, a switch back or a second tab follows the turn still running in its chat, from
+  its first event. A message sent while a turn runs waits for it. **Stop** cancels it.
+- **Retry** answers the last message again; **edit** asks first, then deletes that message
+  and everything after it (``AsyncStore.delete_messages_from``) and sends the edited text.
+- **Questions** (the lethal trifecta, proposed memory changes): Allow or Deny
+  (``on_option``) gives the answer to the waiting turn (``Turns.decide``).
+- A message that cannot be sent (too long, or the database cannot take it) stays in the
+  composer, and the chat says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from app.attachments import AttachmentError, pasted_image, save_upload
+from app.chat_view import (
+    TurnView,
+    answer_bubble,
+    chosen_option,
+    history_entries,
+    history_messages,
+    local_time,
+    notice_bubble,
+    user_bubble,
+)
+from app.graph_view import plain, trace_markdown
+from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
+from config.settings import Settings
+from graph.context import Context
+from graph.events import ModelDone, UserStored
+from graph.jobs import catch_up_once, schedule_segments
+from graph.runner import too_long
+from graph.setup import ContextFactory, People
+from graph.state import TraceEvent
+from memory import AsyncStore, RunningTurn, Session, StoreError
+from prompts.templates import persona_greeting
+
+log = logging.getLogger("companion.app")
+
+NEW_TITLE = "New chat"
+TITLE_CHARS = 40
+# SQLite's primary result codes for a database that cannot take a write.
+WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
+WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
+# An empty chat's example prompts: what Companion can do (drawing only with an image backend).
+EXAMPLES = (
+    "What's the weather like today?",
+    "Search the web: what's the tallest building in the world?",
+    "Remember that my favourite tea is jasmine.",
+)
+DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
+STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
+NOT_WAITING = "That question was already answered, or it is no longer waiting."
+GONE = "That conversation is gone (deleted in another tab?)."
+POLL_SECONDS = 0.3  # how often a turn run by another process is read back from the store
+NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
+EDIT_CONFIRM = (
+    "Send the edited message? The {count} message{s} after it will be deleted, and what "
+    "Companion remembers of them with them."
+)
+
+
+def title_for(text: str) -> str:
+    """A session title from its first message."""
+    line = " ".join(text.split()) or "Image"
+    return line if len(line) <= TITLE_CHARS else f"{line[: TITLE_CHARS - 1]}…"
+
+
+async def ensure_session(store: AsyncStore, session_id: str | None, text: str) -> str:
+    """The session to write to: the given one (titled from its first message) or a new one."""
+    session = await store.get_session(session_id) if session_id else None
+    if session is None:
+        return (await store.create_session(title_for(text))).id
+    if session.title == NEW_TITLE and await store.count_messages(session.id) == 0:
+        await store.rename_session(session.id, title_for(text))
+    return session.id
+
+
+def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None) -> str:
+    """'model: X' for the model that answered last (or will answer next)."""
+    calls = [e.get("detail") or {} for e in trace or [] if e.get("kind") in ("model", "error")]
+    if not calls:
+        return f"model: {settings.chat_model or 'none yet: choose one in Settings'}"
+    last = calls[-1]
+    role = " (vision)" if last.get("model_role") == "vision" else ""
+    return f"model: {last.get('model')}{role}"
+
+
+def welcome(settings: Settings) -> dict[str, Any]:
+    """The empty chat's placeholder (the persona's name and greeting) and example prompts,
+    as Chatbot properties; shown only, never stored."""
+    prompts = [*EXAMPLES, DRAW_EXAMPLE] if settings.image_backend else list(EXAMPLES)
+    greeting = persona_greeting(settings.persona)
+    return {
+        "placeholder": f"### {settings.persona.capitalize()}\n\n{greeting}",
+        "examples": [{"text": text} for text in prompts],
+    }
+
+
+async def _history(store: AsyncStore, session_id: str | None) -> list[Any]:
+    return history_messages(await store.messages(session_id)) if session_id else []
+
+
+async def active_note(store: AsyncStore, session_id: str | None) -> tuple[Any, Any]:
+    """(the active-note line, the Remove button) for the note kept on this session."""
+    note = await store.style_note(session_id) if session_id else None
+    text = f"📝 **Note for this chat:** {note}" if note else ""
+    return gr.update(value=text, visible=bool(note)), gr.update(visible=bool(note))
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """What to tell the user when the database refused a write (read-only, full), or None."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(exc, sqlite3.Error) and isinstance(name, str) and name.startswith(WRITE_FAILURES):
+        return WRITE_FAILURE.format(error=exc)
+    return None
+
+
+def failure_bubble(exc: Exception, *, logged: bool = False) -> Any:
+    """The chat's account of an exception that stopped a turn (call it where it is caught,
+    or pass ``logged`` when that place logged it already)."""
+    problem = write_failure(exc)
+    if problem:
+        if not logged:
+            log.exception("the database refused a write")
+        return answer_bubble(problem, error=True)
+    # A bug below must not leave the chat frozen: show it instead.
+    if not logged:
+        log.exception("turn failed")
+    return answer_bubble(f"Something went wrong: {type(exc).__name__}: {exc}", error=True)
+
+
+async def pasted(ctx: Context, session_id: str | None, text: str) -> str | None:
+    """The image a pasted URL in ``text`` points at, saved (None if there is none; a URL
+    that is not an image is said in a warning, and the text goes on without it)."""
+    try:
+        return await pasted_image(ctx, session_id or "", text)
+    except AttachmentError as exc:
+        gr.Warning(str(exc))
+        return None
+
+
+def session_rows(sessions: list[Session], tz: str) -> list[dict[str, str]]:
+    """The sidebar's rows: every chat, most recently active first, with the time of its
+    last message on the person's clock."""
+    return [
+        {"id": s.id, "title": s.title, "when": local_time(s.active_at or s.created_at, tz)}
+        for s in sessions
+    ]
+
+
+def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: Any) -> int | None:
+    """The stored id of the user message an edit in the chat changed, or None when the
+    edited bubble is not a stored user message (or no longer the one shown there)."""
+    position = index[0] if isinstance(index, list | tuple) else index
+    if not isinstance(position, int) or not 0 <= position < len(entries):
+        return None
+    bubble, message_id = entries[position]
+    if message_id is None:
+        return None
+    shown = bubble.content if isinstance(bubble.content, str) else ""
+    was = previous if isinstance(previous, str) else ""
+    return message_id if not was or " ".join(was.split()) in " ".join(shown.split()) else None
+
+
+def list_rows(rows: list[dict[str, str]], current: str | None) -> list[list[str]]:
+    """The sidebar's table: "● " marks the chat in view; then its title and last activity,
+    a rename and a delete cell. Titles are shown as text (the cells are not Markdown)."""
+    return [
+        [f"{'● ' if row['id'] == current else ''}{row['title']} · {row['when']}", "✎", "🗑"]
+        for row in rows
+    ]
+
+
+def example_message(example: gr.SelectData) -> dict[str, Any]:
+    """The composer's value for a clicked example prompt."""
+    return {"text": str(example.value.get("text") or ""), "files": []}
+
+
+def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> str | None:
+    """The no-vision-model notice when this turn's trace has it and the session was not
+    told yet (once per session), else None."""
+    if session_id in told:
+        return None
+    notices = (
+        str((e.get("detail") or {}).get("notice"))
+        for e in trace
+        if e.get("kind") == "guard" and e.get("name") == "no_vision_model"
+    )
+    return next(notices, None)
+
+
+def fit_sidebar(shown: float | None) -> tuple[Any, Any]:
+    """A chat chosen: the Chat tab shows it; on a phone (``shown``, the window's width,
+    under ``NARROW``) the sidebar, which covers the chat, closes."""
+    narrow = 0 < (shown or 0) < NARROW
+    return gr.Sidebar(open=False) if narrow else gr.skip(), gr.Tabs(selected="chat")
+
+
+def close_row() -> tuple[None, Any]:
+    """Cancel or Keep in the sidebar: the row's chat is forgotten and its row hidden."""
+    return None, gr.update(visible=False)
+
+
+class ChatTab:
+    """One person's chat state: their store, their turns and their context factory."""
+
+    def __init__(self, make_context: ContextFactory, trace: gr.Markdown) -> None:
+        self.make_context = make_context
+        self.store = make_context.store
+        self.turns = Turns()
+        self.trace = trace
+        self.recovered = False
+
+    async def recover_once(self) -> None:
+        """Mark the turns a dead process left running as interrupted (first load only)."""
+        if not self.recovered:
+            self.recovered = True
+            await recover_interrupted(self.store)
+
+    async def settings(self) -> Settings:
+        return (await self.make_context()).settings
+
+    async def rows(self) -> list[dict[str, str]]:
+        return session_rows(await self.store.list_sessions(), (await self.settings()).timezone)
+
+    async def leave(self, left: str | None, going_to: str | None) -> None:
+        """The person left a session: what they said there becomes an episode now."""
+        if left and left != going_to and await self.store.get_session(left):
+            schedule_segments(await self.make_context(), left, force=True)
+
+    async def running_elsewhere(self, session_id: str) -> RunningTurn | None:
+        """The session's turn that another app process on this database runs, if any."""
+        for turn in await self.store.running_turns():
+            mine = turn.owner == self.turns.owner
+            if turn.session_id == session_id and not mine and owner_alive(turn.owner) is not False:
+                return turn
+        return None
+
+    async def elsewhere(self, session_id: str) -> AsyncIterator[list[Any]]:
+        """Follow a turn another process runs, from the store: what it has stored so far
+        and its answer's text so far (polled every ``POLL_SECONDS``), until it ends; then
+        the stored chat."""
+        last: list[Any] | None = None
+        while True:
+            turn = await self.running_elsewhere(session_id)
+            shown = await _history(self.store, session_id)
+            if turn is not None and turn.partial:
+                shown.append(answer_bubble(turn.partial))
+            if shown != last:
+                yield shown
+                last = shown
+            if turn is None:
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def following(
+        self, session_id: str, told: list[str], first: LiveTurn | None = None
+    ) -> AsyncIterator[tuple[list[Any], list[TraceEvent] | None]]:
+        """The chat while the session's turns run (``first``, the turn this page started,
+        even if it has ended already; else the running one from its first event), then the
+        queued ones, as (messages, trace once answered); a session told of the missing
+        vision model is added to ``told``. Ends with the stored chat."""
+        trace: list[TraceEvent] | None = None
+        notices: list[Any] = []
+        live = self.turns.live(session_id)
+        if first is not None and first not in live:
+            live = [first, *live]
+        while live:
+            turn = live[0]
+            waiting = [user_bubble(t.text, t.image_path) for t in live[1:]]
+            view: TurnView | None = None
+            async for event in turn.follow():
+                if isinstance(event, UserStored):
+                    before = await self.store.messages(session_id)
+                    view = TurnView(history_messages(m for m in before if m.id < event.message.id))
+                if view is None:
+                    continue
+                view.apply(event)
+                if not isinstance(event, ModelDone):
+                    yield view.chat(*notices, *waiting), trace
+            if view is not None and view.answer is not None:
+                trace = view.trace
+                notice = vision_notice(view.trace, session_id, told)
+                if notice:
+                    notices.append(notice_bubble(notice))
+                    told.append(session_id)
+            if turn.failure is not None:
+                notices.append(failure_bubble(turn.failure, logged=True))
+            live = self.turns.live(session_id)
+        shown = [*await _history(self.store, session_id), *notices]
+        yield shown, trace
+
+
+class Chats:
+    """A ``ChatTab`` per person (their store, their turns), made on first use."""
+
+    def __init__(self, people: People, trace: gr.Markdown) -> None:
+        self.people, self.trace = people, trace
+        self._tabs: dict[int, ChatTab] = {}
+
+    def of(self, request: gr.Request) -> ChatTab:
+        """The chat state of the person logged in on this request."""
+        factory = self.people.factory(request.username)
+        tab = self._tabs.get(id(factory))
+        if tab is None:
+            tab = self._tabs[id(factory)] = ChatTab(factory, self.trace)
+        return tab
+
+
+@dataclass(frozen=True)
+class ChatComponents:
+    """The components the handlers update by name (the keys of their update dicts)."""
+
+    session: gr.State  # the session id in view (None: a new, empty chat)
+    told: gr.State  # sessions already told that no vision model is set
+    listing: gr.State  # the sidebar's rows
+    renaming: gr.State  # the chat whose row shows the rename box
+    deleting: gr.State  # the chat whose row asks to confirm its deletion
+    edit: gr.State  # {"id", "text"} of an edit waiting for confirmation
+    chatbot: gr.Chatbot
+    box: gr.MultimodalTextbox
+    stop: gr.Button
+    note: gr.Textbox
+    keep: gr.Checkbox
+    note_line: gr.Markdown
+    remove_note: gr.Button
+    line: gr.Markdown
+    trace: gr.Markdown
+    confirm_edit: gr.Row
+    rename_row: gr.Row
+    rename_box: gr.Textbox
+    delete_row: gr.Row
+    delete_words: gr.Markdown
+
+
+class ChatHandlers:
+    """The Chat tab's handlers, each on the logged-in person's ``ChatTab`` (``Chats.of``)."""
+
+    def __init__(self, chats: Chats, ui: ChatComponents) -> None:
+        self.chats, self.ui = chats, ui
+
+    async def on_load(self, request: gr.Request) -> tuple[Any, ...]:
+        """A page load: the newest chat, the sidebar, the model line and the local banner."""
+        tab = self.chats.of(request)
+        ctx = await tab.make_context()
+        catch_up_once(ctx)
+        await tab.recover_once()
+        sessions = await tab.store.list_sessions()
+        current = sessions[0].id if sessions else None
+        return (
+            current,
+            await tab.rows(),
+            await _history(tab.store, current),
+            model_line(ctx.settings),
+            gr.update(visible=ctx.settings.is_local),
+        )
+
+    async def on_switch(
+        self, going_to: str, left: str | None, request: gr.Request
+    ) -> tuple[Any, ...]:
+        """Show chat ``going_to`` (the one ``left`` becomes an episode now)."""
+        tab = self.chats.of(request)
+        going = await tab.store.get_session(going_to) if going_to else None
+        if going is None:
+            gr.Warning(GONE)
+            return left, await tab.rows(), await _history(tab.store, left), None, None
+        await tab.leave(left, going.id)
+        return going.id, gr.skip(), await _history(tab.store, going.id), None, None
+
+    async def on_new(self, left: str | None, request: gr.Request) -> tuple[Any, ...]:
+        """An empty chat. Nothing is stored until the first message: "New chat" twice is
+        one empty chat."""
+        await self.chats.of(request).leave(left, None)
+        return None, [], None, None
+
+    async def on_rename(self, chosen: str, title: str, request: gr.Request) -> tuple[Any, Any]:
+        tab = self.chats.of(request)
+        try:
+            await tab.store.rename_session(chosen, title)
+        except StoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip(), gr.skip()
+        return await tab.rows(), None
+
+    async def on_delete(
+        self, chosen: str, current: str | None, request: gr.Request
+    ) -> tuple[Any, ...]:
+        """Delete chat ``chosen`` (its turn stopped first); if it was in view, the newest
+        chat left is shown."""
+        tab = self.chats.of(request)
+        if chosen:
+            await tab.turns.stop(chosen)
+            await tab.store.delete_session(chosen)
+        rows = await tab.rows()
+        if chosen != current:
+            return gr.skip(), rows, gr.skip(), None
+        after = rows[0]["id"] if rows else None
+        return after, rows, await _history(tab.store, after), None
+
+    async def on_remove_note(self, session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
+        store = self.chats.of(request).store
+        if session_id and await store.get_session(session_id):
+            await store.set_style_note(session_id, None)
+        return await active_note(store, session_id)
+
+    async def show_note(self, session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
+        return await active_note(self.chats.of(request).store, session_id)
+
+    async def greet(self, request: gr.Request) -> Any:
+        """The greeting and examples for the settings now in effect (shown while empty)."""
+        return gr.update(**welcome(await self.chats.of(request).settings()))
+
+    async def follow(
+        self, session_id: str | None, noticed: list[str], request: gr.Request
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Stream the session's running and queued turns into the chat, if any (after a
+        load, a switch: a reload or a second tab re-attaches here)."""
+        async for update in self.stream(self.chats.of(request), session_id, noticed):
+            yield update
+
+    async def stream(
+        self,
+        tab: ChatTab,
+        session_id: str | None,
+        noticed: list[str],
+        first: LiveTurn | None = None,
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """``follow`` for ``tab``, from ``first`` (the turn this page just started). Always
+        yields: a generator that yields nothing would blank every output."""
+        ui, turns = self.ui, tab.turns
+        here = bool(session_id and (first is not None or turns.live(session_id)))
+        if session_id and not here and await tab.running_elsewhere(session_id):
+            # Another app process runs it (several processes on one database).
+            yield {ui.stop: gr.update(visible=True)}
+            async for polled in tab.elsewhere(session_id):
+                yield {ui.chatbot: polled, ui.stop: gr.update(visible=True)}
+        if not session_id or (first is None and not turns.live(session_id)):
+            yield {ui.stop: gr.update(visible="hidden")}
+            return
+        yield {ui.stop: gr.update(visible=True)}
+        answered: list[TraceEvent] | None = None
+        shown: list[Any] = []
+        told_now = list(noticed)  # ChatTab.following adds the sessions it tells
+        async for shown, turn_trace in tab.following(session_id, told_now, first):
+            answered = turn_trace or answered
+            # Stop is shown again each time: a re-render of the sidebar's rows (another
+            # event) puts it back in its initial, hidden state.
+            yield {ui.chatbot: shown, ui.stop: gr.update(visible=True)}
+        settings = await tab.settings()
+        yield {
+            ui.chatbot: shown,
+            ui.stop: gr.update(visible="hidden"),
+            ui.told: told_now,
+            ui.listing: await tab.rows(),
+            ui.line: model_line(settings, list(answered or [])),
+            ui.trace: trace_markdown(answered) if answered else gr.skip(),
+        }
+
+    async def on_send(
+        self,
+        message: Mapping[str, Any] | None,
+        session_id: str | None,
+        style_note: str,
+        kept: bool,
+        noticed: list[str],
+        request: gr.Request,
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Send the composer's message (text, an attached or pasted image, the style note)
+        and follow its turn; a message that cannot go stays in the composer."""
+        ui, tab = self.ui, self.chats.of(request)
+        text = str((message or {}).get("text") or "").strip()
+        files = [str(f) for f in (message or {}).get("files") or []]
+        if not text and not files:
+            yield {ui.box: gr.update(value=None)}
+            return
+        style_note = (style_note or "").strip()
+        # A copy: the factory's Context is shared, the style note is this turn's only (a
+        # kept note is read from the session by build_context instead).
+        ctx = await tab.make_context()
+        ctx = dataclasses.replace(ctx, style_note=None if kept else style_note or None)
+        # Refused before the composer is cleared: the message stays there to be fixed.
+        refusal = too_long(text, ctx.settings.max_message_chars)
+        upload = None
+        if refusal is None and files:
+            try:
+                upload = save_upload(files[0], tab.store.media_dir)
+            except AttachmentError as exc:
+                refusal = str(exc)
+        if refusal is not None:
+            refused = answer_bubble(refusal, error=True)
+            yield {ui.chatbot: [*await _history(tab.store, session_id), refused], ui.box: message}
+            return
+        image_path = upload or await pasted(ctx, session_id, text)
+        try:
+            session_id = await ensure_session(tab.store, session_id, text)
+            if kept and style_note:
+                await tab.store.set_style_note(session_id, style_note)
+            stored = None
+            if not tab.turns.live(session_id):  # stored now: a failed write keeps the text
+                stored = await tab.store.add_message(
+                    session_id, "user", text, image_path=image_path
+                )
+        except Exception as exc:
+            failed = failure_bubble(exc)
+            yield {ui.chatbot: [*await _history(tab.store, session_id), failed], ui.box: message}
+            return
+        started = tab.turns.start(ctx, session_id, text, image_path=image_path, stored=stored)
+        yield await self._sent(tab, session_id)
+        async for update in self.stream(tab, session_id, noticed, started):
+            yield update
+
+    async def _sent(self, tab: ChatTab, session_id: str) -> dict[Any, Any]:
+        """The composer cleared once a message is on its way, and the chat's kept note."""
+        ui = self.ui
+        shown_note, remove_shown = await active_note(tab.store, session_id)
+        return {
+            ui.box: gr.update(value=None),
+            ui.session: session_id,
+            ui.note: "",
+            ui.keep: False,
+            ui.note_line: shown_note,
+            ui.remove_note: remove_shown,
+            # Not the sidebar's rows yet: re-rendering them mid-turn resets the Stop button
+            # to its initial (hidden) state in Gradio 6; they update when the turn ends.
+        }
+
+    async def on_option(
+        self, session_id: str | None, choice: gr.SelectData, request: gr.Request
+    ) -> None:
+        """Allow or Deny under a question: the answer goes to the turn waiting on it."""
+        chosen = chosen_option(choice.value)
+        if not session_id or chosen is None:
+            return
+        if not self.chats.of(request).turns.decide(session_id, *chosen):
+            gr.Warning(NOT_WAITING)
+
+    async def on_stop(self, session_id: str | None, request: gr.Request) -> None:
+        tab = self.chats.of(request)
+        if session_id:
+            await tab.turns.stop(session_id, tab.store)
+
+    async def on_retry(
+        self, session_id: str | None, noticed: list[str], request: gr.Request
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Answer the chat's last user message again (regenerate, or retry after an error
+        or an interruption); what answered it before is deleted first."""
+        tab = self.chats.of(request)
+        messages = await tab.store.messages(session_id) if session_id else []
+        asked = next((m for m in reversed(messages) if m.role == "user"), None)
+        if not session_id or asked is None or tab.turns.live(session_id):
+            if session_id and asked is not None:
+                gr.Warning(STILL_ANSWERING)
+            yield {self.ui.stop: gr.skip()}
+            return
+        after = [m.id for m in messages if m.id > asked.id]
+        if after:
+            await tab.store.delete_messages_from(session_id, after[0])
+        started = tab.turns.start(await tab.make_context(), session_id, asked.content, stored=asked)
+        async for update in self.stream(tab, session_id, noticed, started):
+            yield update
+
+    async def on_edit(
+        self, session_id: str | None, edited: gr.EditData, request: gr.Request
+    ) -> tuple[Any, ...]:
+        """An edited user message: ask before the messages after it are deleted."""
+        tab = self.chats.of(request)
+        messages = await tab.store.messages(session_id) if session_id else []
+        entries = history_entries(messages)
+        chosen = edited_message(entries, edited.index, edited.previous_value)
+        text = edited.value.strip() if isinstance(edited.value, str) else ""
+        if session_id and tab.turns.live(session_id):
+            gr.Warning(STILL_ANSWERING)
+            chosen = None
+        if chosen is None or not text:
+            return [bubble for bubble, _ in entries], None, gr.update(visible=False), ""
+        count = sum(m.id > chosen for m in messages)
+        words = EDIT_CONFIRM.format(count=count, s="" if count == 1 else "s")
+        return gr.skip(), {"id": chosen, "text": text}, gr.update(visible=True), words
+
+    async def on_resend(
+        self,
+        session_id: str | None,
+        pending: dict[str, Any] | None,
+        noticed: list[str],
+        request: gr.Request,
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Delete the edited message and what followed it, then send the edited text."""
+        ui, tab = self.ui, self.chats.of(request)
+        yield {ui.confirm_edit: gr.update(visible=False), ui.edit: None}
+        if not session_id or not pending:
+            return
+        messages = await tab.store.messages(session_id)
+        old = next((m for m in messages if m.id == pending["id"]), None)
+        if old is None or tab.turns.live(session_id):
+            yield {ui.chatbot: await _history(tab.store, session_id)}
+            return
+        await tab.store.delete_messages_from(session_id, old.id)
+        stored = await tab.store.add_message(
+            session_id, "user", pending["text"], image_path=old.image_path
+        )
+        ctx = await tab.make_context()
+        started = tab.turns.start(ctx, session_id, stored.content, stored=stored)
+        async for update in self.stream(tab, session_id, noticed, started):
+            yield update
+
+    async def on_cancel_edit(self, session_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        store = self.chats.of(request).store
+        return await _history(store, session_id), None, gr.update(visible=False)
+
+    async def on_pick(
+        self,
+        rows: list[dict[str, str]],
+        left: str | None,
+        picked: gr.SelectData,
+        request: gr.Request,
+    ) -> dict[Any, Any]:
+        """A click in the chats list: its title opens the chat, ✎ asks for a new title,
+        🗑 asks before deleting."""
+        ui, hide = self.ui, gr.update(visible=False)
+        row, column = picked.index if isinstance(picked.index, list | tuple) else (-1, 0)
+        if not 0 <= row < len(rows):
+            return {ui.rename_row: hide, ui.delete_row: hide}
+        chosen = rows[row]
+        if column == 1:
+            return {
+                ui.rename_row: gr.update(visible=True),
+                ui.rename_box: chosen["title"],
+                ui.renaming: chosen["id"],
+                ui.delete_row: hide,
+            }
+        if column == 2:
+            return {
+                ui.delete_row: gr.update(visible=True),
+                ui.delete_words: f"Delete “{plain(chosen['title'])}”?",
+                ui.deleting: chosen["id"],
+                ui.rename_row: hide,
+            }
+        shown, rows_now, history, *_ = await self.on_switch(chosen["id"], left, request)
+        return {
+            ui.session: shown,
+            ui.listing: rows_now,
+            ui.chatbot: history,
+            ui.rename_row: hide,
+            ui.delete_row: hide,
+        }
+
+    async def on_rename_row(
+        self, chosen: str | None, title: str, request: gr.Request
+    ) -> tuple[Any, ...]:
+        """Save in a row's rename box: the new title, or the box stays with a warning."""
+        if not chosen:
+            return gr.skip(), None, gr.update(visible=False)
+        rows, renamed = await self.on_rename(chosen, title, request)
+        if isinstance(rows, dict):
+            return rows, chosen, gr.skip()  # refused (the warning says why): the box stays
+        return rows, renamed, gr.update(visible=False)
+
+    async def on_delete_row(
+        self, chosen: str | None, current: str | None, request: gr.Request
+    ) -> tuple[Any, ...]:
+        return (*await self.on_delete(chosen or "", current, request), gr.update(visible=False))
