@@ -1,16 +1,17 @@
 """The Gradio app: Chat, Settings, Memories and Graph tabs, and the server around them.
 
 ``build_app(people)`` lays the app out around ``graph.setup.People``, one builder per tab
-(``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``). Every
-handler takes the ``gr.Request`` and asks ``people`` for the ``ContextFactory`` of the
-person logged in (``request.username``; the one default factory while there are no
-accounts): it awaits that factory for the ``Context`` of the person's profile now, so a
-saved setting applies to the next message, and reaches that person's store through its
-async interface (``make_context.store``) and nothing else. ``launch_app`` starts it without
-blocking (tests launch it around a scripted model); ``serve`` is what ``companion`` runs.
-Each browser keeps its own session id in a ``gr.State``, handlers are async and the queue
-runs many at once, so two browsers chat side by side and a running tool never freezes the
-page.
+(``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``); each tab's
+handlers are methods of one class (``ChatHandlers``, ``SettingsHandlers``,
+``MemoriesHandlers``) that a unit test calls without a browser. Every handler takes the
+``gr.Request`` and asks ``people`` for the ``ContextFactory`` of the person logged in
+(``request.username``; the one default factory while there are no accounts): it awaits that
+factory for the ``Context`` of the person's profile now, so a saved setting applies to the
+next message, and reaches that person's store through its async interface
+(``make_context.store``) and nothing else. ``launch_app`` starts it without blocking (tests
+launch it around a scripted model); ``serve`` is what ``companion`` runs. Each browser
+keeps its own session id in a ``gr.State``, handlers are async and the queue runs many at
+once, so two browsers chat side by side and a running tool never freezes the page.
 
 The server trusts no stranger (``app.security``, ``app.logins``): it answers only to its
 own Host names and its own origin, serves a Content-Security-Policy, caps each address's

@@ -326,6 +326,25 @@ async def test_follow_with_no_turn_running_hides_stop(page: Page) -> None:
     assert updates == [{page.ui.stop: gr.update(visible="hidden")}]
 
 
+async def test_follow_reads_a_turn_another_process_runs_until_it_ends(
+    page: Page, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chat_handlers, "POLL_SECONDS", 0.01)
+    session = (await page.store.create_session("chat")).id
+    asked = await page.store.add_message(session, "user", "hello?")
+    turn = await page.store.begin_turn(session, asked.id, "another-host:4242:token")
+    await page.store.save_partial(turn, "Hel")
+    ui, follow = page.ui, page.handlers.follow(session, [], request())
+    assert await anext(follow) == {ui.stop: gr.update(visible=True)}
+    polled = await anext(follow)
+    assert contents(polled[ui.chatbot]) == ["hello?", "Hel"]
+    await page.store.add_message(session, "assistant", "Hello!")
+    await page.store.end_turn(turn)
+    updates = await drain(follow)
+    assert contents(updates[-2][ui.chatbot]) == ["hello?", "Hello!"]
+    assert updates[-1] == {ui.stop: gr.update(visible="hidden")}
+
+
 async def test_greet_shows_the_persona_greeting(page: Page) -> None:
     update = await page.handlers.greet(request())
     assert update["placeholder"].startswith("### ") and update["examples"]
