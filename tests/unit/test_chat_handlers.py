@@ -348,3 +348,49 @@ async def test_follow_reads_a_turn_another_process_runs_until_it_ends(
 async def test_greet_shows_the_persona_greeting(page: Page) -> None:
     update = await page.handlers.greet(request())
     assert update["placeholder"].startswith("### ") and update["examples"]
+
+
+async def test_a_file_that_is_not_an_image_stays_in_the_composer(
+    page: Page, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a picture")
+    [update] = await page.send("look", files=[str(notes)])
+    assert update[page.ui.box] == {"text": "look", "files": [str(notes)]}
+    assert "notes.txt" in contents(update[page.ui.chatbot])[-1]
+    assert page.turns.started == [] and await page.store.list_sessions() == []
+
+
+async def test_an_edit_confirmed_while_a_turn_runs_changes_nothing(page: Page) -> None:
+    session = (await page.store.create_session("chat")).id
+    asked = await page.chat(session, "first")
+    page.turns.hold = True
+    running = page.handlers.on_send({"text": "next"}, session, "", False, [], request())
+    await anext(running)
+    pending = {"id": asked[0], "text": "changed"}
+    updates = await drain(page.handlers.on_resend(session, pending, [], request()))
+    assert contents(updates[-1][page.ui.chatbot])[:2] == ["first", "answer to first"]
+    assert len(page.turns.started) == 1
+    page.turns.release()
+    await drain(running)
+
+
+def test_the_sidebar_rows_and_row_buttons() -> None:
+    rows = [
+        {"id": "a", "title": "Tea", "when": "09:30"},
+        {"id": "b", "title": "Trip", "when": "Mon"},
+    ]
+    assert chat_handlers.list_rows(rows, "b") == [
+        ["Tea · 09:30", "✎", "🗑"],
+        ["● Trip · Mon", "✎", "🗑"],
+    ]
+    assert chat_handlers.close_row() == (None, gr.update(visible=False))
+    example = gr.SelectData(None, {"index": 0, "value": {"text": "Draw a cat"}})
+    assert chat_handlers.example_message(example) == {"text": "Draw a cat", "files": []}
+
+
+def test_choosing_a_chat_closes_the_sidebar_only_on_a_phone() -> None:
+    sidebar_update, tabs_update = chat_handlers.fit_sidebar(400)
+    assert sidebar_update.open is False and tabs_update.selected == "chat"
+    assert chat_handlers.fit_sidebar(1280)[0] == gr.skip()
+    assert chat_handlers.fit_sidebar(0)[0] == gr.skip()  # width not known yet
