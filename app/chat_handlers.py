@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,15 +49,13 @@ from graph.jobs import catch_up_once, schedule_segments
 from graph.runner import too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
-from memory import AsyncStore, RunningTurn, Session, StoreError
+from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused
 from prompts.templates import persona_greeting
 
 log = logging.getLogger("companion.app")
 
 NEW_TITLE = "New chat"
 TITLE_CHARS = 40
-# SQLite's primary result codes for a database that cannot take a write.
-WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
 WRITE_FAILURE = "Companion can't write to its database (disk full or read-only): {error}"
 # An empty chat's example prompts: what Companion can do (drawing only with an image backend).
 EXAMPLES = (
@@ -128,8 +125,7 @@ async def active_note(store: AsyncStore, session_id: str | None) -> tuple[Any, A
 
 def write_failure(exc: BaseException) -> str | None:
     """What to tell the user when the database refused a write (read-only, full), or None."""
-    name = getattr(exc, "sqlite_errorname", None)
-    if isinstance(exc, sqlite3.Error) and isinstance(name, str) and name.startswith(WRITE_FAILURES):
+    if isinstance(exc, WriteRefused):  # either backend, translated at the store's edge
         return WRITE_FAILURE.format(error=exc)
     return None
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from config.settings import PROVIDERS, TOOL_MODES, ConfigError
 
 if TYPE_CHECKING:
     from graph.events import ConfirmationAsked, Decision
-    from memory.postgres.accounts import PgAccounts
-    from memory.sqlite.accounts import SqliteAccounts
+    from memory import Accounts, AsyncStore
 
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 
@@ -65,11 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat in the terminal (or answer one message with -m)")
     chat.add_argument("-m", "--message", help="answer this one message and exit")
     chat.add_argument("--session", help="session id (default: a new session)")
-    chat.add_argument(
-        "--user",
-        metavar="NAME",
-        help="chat as this person, in their own conversations (needed once accounts are on)",
-    )
+    _person_option(chat)
     chat.add_argument(
         "--style",
         metavar="NOTE",
@@ -152,7 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
         "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
     )
     _common(undo_sql)
+    _person_option(undo_sql)
     return parser
+
+
+def _person_option(parser: argparse.ArgumentParser) -> None:
+    """Whose data a command touches: ``--user`` (needed once accounts are on); with
+    ``_common``'s ``--home``, and the database from COMPANION_DATABASE_URL, every command
+    that reads or writes a person's data finds it the same way (``_person_factory``)."""
+    parser.add_argument(
+        "--user",
+        metavar="NAME",
+        help="this person's own data: their conversations and memories "
+        "(needed once accounts are on)",
+    )
 
 
 def _database_flag(parser: argparse.ArgumentParser) -> None:
@@ -171,9 +179,9 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _person_factory(args: argparse.Namespace) -> Any:
-    """The ``ContextFactory`` of ``companion chat``'s person (the --user's own data, on
-    either backend); None (said why) when there is no such person, or accounts are on and
-    no --user was given."""
+    """The ``ContextFactory`` of the --user's own data (``companion chat``, ``undo-sql``),
+    on either backend; None (said why) when there is no such person, or accounts are on
+    and no --user was given."""
     from graph.setup import People
 
     people = People(_flags(args))
@@ -182,7 +190,7 @@ def _person_factory(args: argparse.Namespace) -> Any:
             return people.default  # one person, no login: the home is theirs
         names = ", ".join(person.name for person in people.accounts.people())
         print(
-            f"companion: this home has accounts ({names}): chat as one of them with --user NAME",
+            f"companion: this home has accounts ({names}): choose one of them with --user NAME",
             file=sys.stderr,
         )
         return None
@@ -309,24 +317,15 @@ def _configure_logging(args: argparse.Namespace) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from app.doctor import doctor
-    from config.settings import database_url
-    from graph.setup import open_settings
+    from config.settings import database_url, load_settings
+    from graph.setup import ContextFactory, startup_settings
 
-    url = database_url(_flags(args))
-    if url is not None:  # the profile is in Postgres: read through the owner's store
-        import asyncio
-
-        from config.settings import load_settings
-        from graph.setup import ContextFactory, startup_settings
-
-        try:
-            settings = asyncio.run(startup_settings(ContextFactory(_flags(args))))
-        except Exception:  # the database check below says what is wrong with it
-            settings = load_settings(_flags(args))
-        return doctor(settings, url)
-    settings, store = open_settings(_flags(args))
-    store.close()
-    return doctor(settings)
+    flags = _flags(args)
+    try:
+        settings = asyncio.run(startup_settings(ContextFactory(flags)))
+    except Exception:  # the database check below says what is wrong with it
+        settings = load_settings(flags)
+    return doctor(settings, database_url(flags))
 
 
 def _read_password() -> str | None:
@@ -354,7 +353,7 @@ def _user(args: argparse.Namespace) -> int:
 
     from config.settings import database_url
     from graph.setup import resolve_home
-    from memory.sqlite.accounts import SqliteAccounts
+    from memory import AccountsUnavailable, open_accounts
 
     root = resolve_home(_flags(args), os.environ)
     try:
@@ -362,25 +361,18 @@ def _user(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
-    if url is None:
-        return _user_command(args, SqliteAccounts.open_home(root), postgres=False)
     try:
-        from memory import AccountsUnavailable
-        from memory.postgres.accounts import PgAccounts
+        return _user_command(args, open_accounts(root, url), postgres=url is not None)
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
-    try:
-        return _user_command(args, PgAccounts(url, root), postgres=True)
     except AccountsUnavailable as exc:
         print(f"companion: {exc}", file=sys.stderr)
         return 1
 
 
-def _user_command(
-    args: argparse.Namespace, accounts: SqliteAccounts | PgAccounts, *, postgres: bool
-) -> int:
-    """add, list or passwd on ``accounts`` (an ``SqliteAccounts`` or a ``PgAccounts``)."""
+def _user_command(args: argparse.Namespace, accounts: Accounts, *, postgres: bool) -> int:
+    """add, list or passwd on ``accounts`` (``postgres``: the shared database's)."""
     from memory import AccountError
 
     root = accounts.root
@@ -410,8 +402,7 @@ def _user_command(
         return 2
     # The first person owns the home's own data (graph.setup.People): on SQLite its
     # database file, on Postgres the rows from before accounts and the home's images.
-    first = accounts.people()[0].id == person.id if postgres else not person.folder
-    if first:
+    if accounts.is_first(person):
         where = "the shared database" if postgres else str(root)
         print(
             f"Added {person.name}. {person.name} owns the conversations already in {where}, "
@@ -456,20 +447,13 @@ def _db_migrate(args: argparse.Namespace) -> int:
         print(f"companion: {exc}", file=sys.stderr)
         return 2
     try:
-        import psycopg
+        from memory import StoreError, migrate
 
-        from memory.postgres.accounts import migrate_accounts
-        from memory.postgres.sql_guard import SQL_ROLE, prepare, verify
-        from memory.postgres.store import migrate
+        report = asyncio.run(migrate(admin_url, url, app_role))
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
-    try:
-        version = asyncio.run(migrate(admin_url, app_role))
-        asyncio.run(prepare(admin_url, SQL_ROLE, app_role))
-        accounts_version = migrate_accounts(admin_url, app_role)
-        report = asyncio.run(verify(admin_url, app_role, url))
-    except psycopg.Error as exc:
+    except StoreError as exc:
         print(f"companion: the migration failed: {exc}", file=sys.stderr)
         return 1
     for note in report.notes:
@@ -485,28 +469,37 @@ def _db_migrate(args: argparse.Namespace) -> int:
         )
         return 1
     print(
-        f"Schema at version {version}, accounts at version {accounts_version}; "
-        f"granted to {app_role} (memory_sql runs as {SQL_ROLE})."
+        f"Schema at version {report.version}, accounts at version {report.accounts_version}; "
+        f"granted to {app_role} (memory_sql runs as {report.sql_role})."
     )
     return 0
 
 
-def _undo_sql(args: argparse.Namespace) -> int:
-    import os
-
-    from graph.setup import resolve_home
-    from memory import EditConflict
-    from memory.sqlite.journal import undo_last_edit
-    from memory.sqlite.store import Store
-
-    store = Store.open_home(resolve_home(_flags(args), os.environ))
+def _for_person(args: argparse.Namespace, run: Callable[[Any], Coroutine[Any, Any, int]]) -> int:
+    """``run`` on the --user's ``ContextFactory`` (``_person_factory``); exit 2, said
+    why, when there is no such person."""
     try:
-        batch = undo_last_edit(store)
+        factory = _person_factory(args)
+    except ConfigError as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    if factory is None:
+        return 2
+    return asyncio.run(run(factory))
+
+
+async def _undo_sql(store: AsyncStore) -> int:
+    """``companion undo-sql``: undo the newest memory_sql edit of the --user's data (or
+    the home's one person), on either backend."""
+    from memory import EditConflict, release_connections
+
+    try:
+        batch = await store.undo_last_sql_edit()
     except EditConflict as exc:
         print(f"companion: not undone: {exc}", file=sys.stderr)
         return 1
     finally:
-        store.close()
+        await release_connections()
     if batch is None:
         print("Nothing to undo: no memory_sql edit is left in the journal.")
         return 0
@@ -523,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":
         return _doctor(args)
     if args.command == "undo-sql":
-        return _undo_sql(args)
+        return _for_person(args, lambda factory: _undo_sql(factory.store))
     if args.command == "user":
         return _user(args)
     if args.command == "db":
@@ -532,14 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
             return 2
-        try:
-            factory = _person_factory(args)
-        except ConfigError as exc:
-            print(f"companion: {exc}", file=sys.stderr)
-            return 2
-        if factory is None:
-            return 2
-        return asyncio.run(_chat(args, factory))
+        return _for_person(args, lambda factory: _chat(args, factory))
     if args.command == "graph":
         from graph.builder import mermaid
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from config.settings import NO_CHAT_MODEL, Settings
-from memory.sqlite.store import Store
+from memory.backends import sqlite_health
 from providers import PLACEHOLDER_KEY, local_server
 
 Status = Literal["ok", "fail", "info"]
@@ -57,9 +57,7 @@ def versions() -> Check:
 def database(settings: Settings) -> Check:
     """The database file opens, passes its integrity check, and has the current schema."""
     try:
-        store = Store.open_home(settings.home)
-        verdict, version = store.health()
-        store.close()
+        verdict, version = sqlite_health(settings.home)
     except Exception as exc:
         return Check(
             "fail",

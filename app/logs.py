@@ -17,7 +17,7 @@ import os
 from collections.abc import MutableMapping
 from pathlib import Path
 
-from memory.sqlite.db import DB_FILE_MODE, owner_only, owner_only_folder
+from memory.rules.files import DB_FILE_MODE, owner_only, owner_only_folder
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MAX_BYTES = 2_000_000

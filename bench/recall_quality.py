@@ -64,8 +64,9 @@ quiet_environment()
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
 from evals.runner import arun_suites  # noqa: E402
+from memory.postgres.schema import migrate  # noqa: E402
 from memory.postgres.sql_guard import prepare  # noqa: E402
-from memory.postgres.store import PgStore, migrate  # noqa: E402
+from memory.postgres.store import PgStore  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import Store  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
@@ -732,7 +733,7 @@ async def measure_search() -> dict[str, dict[Probe, Ranks]]:
         try:
             results["sqlite"] = await search_backend(lite)
         finally:
-            lite.close()
+            await lite.close()
     with PostgresServer() as server:
         await migrate(server.admin_url, APP_ROLE)
         pg = await PgStore.open(server.url, "recall-bench", clock=lambda: NOW)

@@ -12,10 +12,10 @@ The parent starts ``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a
 server on 127.0.0.1 that answers every chat call with its default text after ``latency``
 seconds) and ``--processes`` worker processes (multiprocessing, "spawn"), started once
 and reused by both runs. For a run, each worker opens the run's home with
-``graph.setup.open_context`` (provider openai-compatible, ``base_url=server.url``,
-``tool_mode=commands``; on Postgres ``graph.setup.ContextFactory`` with the database's
-URL, as the app does), runs one untimed warm-up turn in a session of its own (the graph
-compiled, the HTTP client opened), says it is ready, and on the parent's go runs
+``graph.setup.ContextFactory`` as the app does (provider openai-compatible,
+``base_url=server.url``, ``tool_mode=commands``; on Postgres with the database's
+URL), runs one untimed warm-up turn in a session of its own (the graph compiled, the
+HTTP client opened), says it is ready, and on the parent's go runs
 ``--sessions`` sessions at once with asyncio, each ``--turns`` calls of
 ``graph.runner.run_turn`` in a row (one model call per turn). It reports every turn's
 latency, every error (an exception, or ``TurnResult.error``) and its session ids.
@@ -63,7 +63,7 @@ quiet_environment()
 
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
-from graph.setup import OWNER, ContextFactory, open_context, release_connections  # noqa: E402
+from graph.setup import OWNER, ContextFactory, release_connections  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
@@ -156,11 +156,9 @@ async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[obje
         "tool_mode": "commands",
     }
     env = {"COMPANION_API_KEY": "bench"}
-    if job.database_url is None:
-        ctx = open_context(flags=flags, env=env)
-    else:
+    if job.database_url is not None:
         flags["database_url"] = job.database_url
-        ctx = await ContextFactory(flags, env, person=job.person)()
+    ctx = await ContextFactory(flags, env, person=job.person)()
     try:
         warm = await run_turn(ctx, f"warmup-{index}", "warm up")
         if warm.error:
@@ -172,7 +170,7 @@ async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[obje
         outcomes = await asyncio.gather(*(session(ctx, name, job.turns) for name in ids))
     finally:
         if isinstance(ctx.store, AsyncSqliteStore):
-            ctx.store.close()
+            await ctx.store.close()
         else:
             await release_connections()
     latencies = [seconds for done, _ in outcomes for seconds in done]

@@ -6,12 +6,14 @@ seeding use, on a ``CaseClock`` (the store's clock, set to each seeded message's
 while the history is written, then to the case's "now"), and how the case's database
 checks read rows after the turn.
 
-- ``SqliteBackend`` (the default): ``Store.open_home`` in the case's temporary home,
-  behind ``AsyncSqliteStore``; checks run on the store's own connection, as they always
-  did (so SQLite's catalog, ``sqlite_master``, is readable).
+Both open their stores with ``memory.open_store``, as the app does, and read checks with
+``memory.backends.check_rows``:
+
+- ``SqliteBackend`` (the default): the SQLite file of the case's temporary home; checks
+  run on the store's own connection (so SQLite's catalog, ``sqlite_master``, is readable).
 - ``PostgresBackend``: every case run is a new person (``eval-<run>-<case>-<repeat>``)
-  of one shared, migrated database (``companion db migrate``), reached through the
-  process's ``memory.pg_pool.LoopPools`` as the app does; images go to the case's home.
+  of one shared, migrated database (``companion db migrate``), on the process's shared
+  connections; images go to the case's home.
   Checks run through the person's memory_sql (``AsyncStore.run_sql``: read-only, scoped
   to the person by row-level security), so a check sees what memory_sql shows — no
   ``memory_tool`` messages, no SQLite catalog. The rows stay in the database after the
@@ -26,17 +28,12 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from config.settings import ConfigError
 from evals.cases import Case
-from evals.evaluators import query_rows
-from memory import AsyncStore, StoreError
-from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
-
-if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is given
-    from memory.postgres.pool import LoopPools
+from memory import AsyncStore, open_store, release_connections
+from memory.backends import check_rows
 
 SQLITE = "sqlite"
 POSTGRES = "postgres"
@@ -95,15 +92,15 @@ class SqliteBackend:
         self, case: Case, run: int, home: Path, clock: CaseClock
     ) -> AsyncIterator[CaseStore]:
         """The home's store; checks read its own connection."""
-        store = AsyncSqliteStore(Store.open_home(home, clock=clock))
+        store = open_store(home, None, clock=clock)
 
         async def rows(sql: str) -> list[list[Any]]:
-            return query_rows(store.blocking, sql)
+            return await check_rows(store, sql, now=clock())
 
         try:
             yield CaseStore(store, rows)
         finally:
-            store.close()
+            await store.close()
 
     async def close(self) -> None:
         """Nothing outlives a case on SQLite."""
@@ -115,10 +112,7 @@ class PostgresBackend:
     name = POSTGRES
 
     def __init__(self, url: str) -> None:
-        from memory.postgres.pool import LoopPools
-
         self.url = url
-        self.pools: LoopPools = LoopPools(url)
         self.token = uuid.uuid4().hex[:8]  # this run's people: eval-<token>-<case>-<repeat>
 
     def person(self, case: Case, run: int) -> str:
@@ -127,14 +121,10 @@ class PostgresBackend:
 
     async def check(self) -> None:
         """Connect and read as a person: ConfigError when the server or schema is missing."""
-        import psycopg
-
-        from memory.postgres.store import PgStore
-
-        probe = PgStore.for_person(self.pools, f"eval-{self.token}-probe")
+        probe = open_store(Path("."), self.url, person=f"eval-{self.token}-probe")
         try:
             await probe.count_messages()
-        except (psycopg.Error, OSError, StoreError) as exc:
+        except Exception as exc:  # whatever the database says: it cannot be used
             raise ConfigError(
                 f"--database-url: cannot use the database ({type(exc).__name__}: {exc}); "
                 "is the server up, and its schema made by `companion db migrate`?"
@@ -145,17 +135,10 @@ class PostgresBackend:
         self, case: Case, run: int, home: Path, clock: CaseClock
     ) -> AsyncIterator[CaseStore]:
         """The case run's person on the shared pools; checks run through its memory_sql."""
-        from memory.postgres.store import PgStore
-
-        store = PgStore.for_person(
-            self.pools, self.person(case, run), clock=clock, media_dir=home / "media"
-        )
+        store = open_store(home, self.url, person=self.person(case, run), clock=clock)
 
         async def rows(sql: str) -> list[list[Any]]:
-            result = await store.run_sql(sql, now=clock())
-            if "error" in result:
-                return [[f"error: {result['error']}"]]
-            return [list(row) for row in result.get("rows", [])]
+            return await check_rows(store, sql, now=clock())
 
         try:
             yield CaseStore(store, rows)
@@ -163,8 +146,8 @@ class PostgresBackend:
             await store.close()
 
     async def close(self) -> None:
-        """Close the running loop's pool."""
-        await self.pools.close()
+        """Close the running loop's connections."""
+        await release_connections()
 
 
 def backend_for(database_url: str | None) -> Backend:

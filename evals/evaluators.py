@@ -29,7 +29,6 @@ latency, and the rows of the case's database queries.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,7 +40,6 @@ from graph.commands import call_signature
 if TYPE_CHECKING:
     from graph.runner import TurnResult
     from memory import Message
-    from memory.sqlite.store import Store
 
 IMAGE_TOOLS = ("image_generate", "image_analyze")
 # What an answer must never say: tool names, the word "tool", result blocks, commands.
@@ -149,14 +147,6 @@ def observe(
         prompts=list(prompts),
         identity=identity,
     )
-
-
-def query_rows(store: Store, sql: str) -> list[list[Any]]:
-    """Rows of a read-only check query (an error becomes one row holding it)."""
-    try:
-        return [list(row) for row in store.conn.execute(sql).fetchall()]
-    except sqlite3.Error as exc:
-        return [[f"error: {exc}"]]
 
 
 # --- the checks -------------------------------------------------------------------------

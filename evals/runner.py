@@ -70,7 +70,7 @@ from graph.events import ConfirmationAsked, Decision
 from graph.runner import run_turn
 from graph.setup import context_for, model_summarizer, resolve_home
 from memory import AsyncStore
-from memory.sqlite.store import Store
+from memory.backends import sqlite_profile
 from prompts.templates import persona_text
 from providers import LOCAL_MAX_TOKENS
 from tools.registry import default_registry
@@ -132,14 +132,7 @@ def configured_models(settings: Settings) -> Models:
 
 def configured_profile(env: Mapping[str, str]) -> dict[str, str]:
     """The model keys of the configured home's profile (none when it has no database)."""
-    home = resolve_home(None, env)
-    if not (home / "companion.db").exists():
-        return {}
-    store = Store.open_home(home)
-    try:
-        profile = store.profile()
-    finally:
-        store.close()
+    profile = sqlite_profile(resolve_home(None, env))
     return {key: value for key, value in profile.items() if key in MODEL_PROFILE_KEYS}
 
 

@@ -3,9 +3,9 @@
 The one place the application turns flags + environment + profile into live objects;
 the CLI, the app and the eval runner all start here. ``open_store`` picks the backend:
 a SQLite file under the home by default, or the shared Postgres database of
-COMPANION_DATABASE_URL. ``People`` is the app's view of who uses it: one person with no
-login by default, or the accounts of ``memory.accounts`` (``memory.pg_accounts`` on
-Postgres), each with a ``ContextFactory`` over their own data.
+COMPANION_DATABASE_URL (``memory.backends`` decides). ``People`` is the app's view of who
+uses it: one person with no login by default, or the people of ``memory.open_accounts``,
+each with a ``ContextFactory`` over their own data.
 """
 
 from __future__ import annotations
@@ -15,15 +15,21 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from config.settings import Settings, database_url, load_settings, require_chat_model
+from config.settings import Settings, database_url, load_settings
 from graph.context import Context
-from memory import OWNER, AsyncStore, Message, Person, backends, release_connections
-from memory.sqlite.accounts import SqliteAccounts
-from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory import (
+    OWNER,
+    AccountsUnavailable,
+    AsyncStore,
+    Message,
+    Person,
+    backends,
+    open_accounts,
+    release_connections,
+)
 from providers import (
     lazy_local_model,
     make_chat_model,
@@ -31,9 +37,6 @@ from providers import (
     unchosen_model,
 )
 from tools.registry import ToolRegistry, default_registry
-
-if TYPE_CHECKING:  # psycopg is the postgres extra: imported only when a URL is set
-    from memory.postgres.accounts import PgAccounts
 
 
 def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
@@ -65,31 +68,6 @@ async def startup_settings(factory: ContextFactory) -> Settings:
         return (await factory()).settings
     finally:
         await release_connections()
-
-
-def open_settings(
-    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
-) -> tuple[Settings, Store]:
-    """Settings resolved with the profile table of the configured home, and its store."""
-    env = os.environ if env is None else env
-    store = Store.open_home(resolve_home(flags, env))
-    settings = load_settings(flags, env, store.profile())
-    return settings, store
-
-
-def open_context(
-    flags: Mapping[str, Any] | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    registry: ToolRegistry | None = None,
-) -> Context:
-    """A ready Context for the configured provider (starts nothing until the first call).
-
-    Raises ConfigError, naming COMPANION_CHAT_MODEL, when no chat model is set.
-    """
-    settings, store = open_settings(flags, env)
-    require_chat_model(settings)
-    return context_for(settings, AsyncSqliteStore(store), registry=registry)
 
 
 def context_for(
@@ -188,17 +166,10 @@ class People:
         self.models = models  # chat_model, vision_model, registry (tests pass scripted ones)
         self.default = default or ContextFactory(flags, self.env, **models)
         self.url = database_url(flags, self.env)
-        self.accounts: SqliteAccounts | PgAccounts
-        if self.url is None:
-            self.accounts = SqliteAccounts.open_home(self.root)
-        else:
-            from memory.postgres.accounts import PgAccounts
-
-            self.accounts = PgAccounts(self.url, self.root)
+        self.accounts = open_accounts(self.root, self.url)
         self.hosted = self.accounts.enabled()
         self.default.hosted = self.hosted  # before its first call: settings follow from it
         self._people: dict[str, Person] = {}  # by login name: a request asks the registry once
-        self._first_id: int | None = None
         self._factories: dict[int, ContextFactory] = {}
 
     @classmethod
@@ -222,21 +193,13 @@ class People:
             return False
         try:
             return self.accounts.check(name, password) is not None
-        except RuntimeError:  # pg_accounts.AccountsUnavailable: the database is down
+        except AccountsUnavailable:  # the database is down
             log.exception("could not check a login")
             return False
 
-    def _first(self, person: Person) -> bool:
-        """Does this person own the home's own data (the first account)?"""
-        if self.url is None:
-            return not person.folder
-        if self._first_id is None:  # ids are never reused: the first stays the first
-            self._first_id = min(p.id for p in self.accounts.people())
-        return person.id == self._first_id
-
     def _home(self, person: Person) -> Path:
         """The folder of the person's data: the home itself for the first person."""
-        return self.root if self._first(person) else person.home(self.root)
+        return self.root if self.accounts.is_first(person) else person.home(self.root)
 
     def factory(self, name: str | None) -> ContextFactory:
         """The factory of the person a request names (``request.username``).
@@ -252,12 +215,12 @@ class People:
             if person is None:
                 raise UnknownPerson(f"no person named {name!r}")
             self._people[person.name] = self._people[name or ""] = person
-        if self._first(person):
+        if self.accounts.is_first(person):
             return self.default
         factory = self._factories.get(person.id)
         if factory is None:
             flags = {**self.flags, "home": str(person.home(self.root))}
-            key = OWNER if self.url is None else str(person.id)  # pg_accounts.person_key
+            key = self.accounts.person_key(person)
             factory = ContextFactory(flags, self.env, person=key, hosted=True, **self.models)
             self._factories[person.id] = factory
         return factory
@@ -275,10 +238,6 @@ class People:
         for person in self.accounts.people() if self.hosted else []:
             folders.append(self._home(person) / "media")
         return list(dict.fromkeys(folders))
-
-    def factories(self) -> list[ContextFactory]:
-        """Every factory opened so far (to close their stores)."""
-        return [self.default, *self._factories.values()]
 
 
 def model_summarizer(model: Any) -> Any:

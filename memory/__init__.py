@@ -9,13 +9,7 @@ choose the backend from a database URL. ``memory.rules`` holds the backend-neutr
 See docs/storage.md.
 """
 
-from memory.backends import (
-    Migrated,
-    migrate,
-    open_accounts,
-    open_store,
-    release_connections,
-)
+from memory.backends import Migrated, migrate, open_accounts, open_store, release_connections
 from memory.errors import (
     AccountError,
     AccountsUnavailable,

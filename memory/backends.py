@@ -11,15 +11,15 @@ A process keeps one set of Postgres pools per URL, shared by every person's stor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from memory.errors import StoreError
 from memory.protocol import Accounts, AsyncStore
 from memory.sqlite.accounts import SqliteAccounts
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
-from memory.types import OWNER
+from memory.sqlite.store import Store, query_rows
+from memory.types import OWNER, Clock, utc_now
 
 if TYPE_CHECKING:
     from memory.postgres.pool import LoopPools
@@ -27,16 +27,52 @@ if TYPE_CHECKING:
 _DATABASES: dict[str, LoopPools] = {}  # one set of pools per database URL in a process
 
 
-def open_store(home: Path, url: str | None, *, person: str = OWNER) -> AsyncStore:
+def open_store(
+    home: Path, url: str | None, *, person: str = OWNER, clock: Clock = utc_now
+) -> AsyncStore:
     """``person``'s store: the SQLite file of ``home`` when ``url`` is None, else their
     rows of the Postgres database at ``url``, with their images in ``home``/media."""
     if url is None:
-        return AsyncSqliteStore(Store.open_home(home))
+        return AsyncSqliteStore(Store.open_home(home, clock=clock))
     from memory.postgres.pool import LoopPools
     from memory.postgres.store import PgStore
 
     pools = _DATABASES.get(url) or _DATABASES.setdefault(url, LoopPools(url))
-    return PgStore.for_person(pools, person, media_dir=home / "media")
+    return PgStore.for_person(pools, person, clock=clock, media_dir=home / "media")
+
+
+async def check_rows(store: AsyncStore, sql: str, *, now: datetime) -> list[list[Any]]:
+    """The rows of a read-only check query (the evals' database checks), an error as one
+    row holding it: on SQLite on the file's own connection (its catalog readable), on
+    Postgres through the person's memory_sql (read-only, scoped to the person)."""
+    if isinstance(store, AsyncSqliteStore):
+        return query_rows(store.blocking, sql)
+    result = await store.run_sql(sql, now=now)
+    if "error" in result:
+        return [[f"error: {result['error']}"]]
+    return [list(row) for row in result.get("rows", [])]
+
+
+def sqlite_health(home: Path) -> tuple[str, int]:
+    """The SQLite file of ``home``, opened (made if missing): SQLite's integrity verdict
+    ("ok" or what it found) and the schema version."""
+    store = Store.open_home(home)
+    try:
+        return store.health()
+    finally:
+        store.close()
+
+
+def sqlite_profile(home: Path) -> dict[str, str]:
+    """The profile kept in the SQLite file of ``home`` (empty when it has no file yet:
+    none is made)."""
+    if not (home / "companion.db").exists():
+        return {}
+    store = Store.open_home(home)
+    try:
+        return store.profile()
+    finally:
+        store.close()
 
 
 def open_accounts(root: Path, url: str | None) -> Accounts:
@@ -72,17 +108,8 @@ async def migrate(admin_url: str, url: str, app_role: str) -> Migrated:
     """Make or update the Postgres schema, memory_sql's role and the users table as the
     admin, grant ``app_role`` (the user of ``url``) what the app needs, then check every
     privilege memory_sql relies on. StoreError when the database fails."""
-    import psycopg
+    from memory.postgres.schema import migrate_everything
+    from memory.postgres.sql_guard import SQL_ROLE
 
-    from memory.postgres.accounts import migrate_accounts
-    from memory.postgres.sql_guard import SQL_ROLE, prepare, verify
-    from memory.postgres.store import migrate as migrate_store
-
-    try:
-        version = await migrate_store(admin_url, app_role)
-        await prepare(admin_url, SQL_ROLE, app_role)
-        accounts_version = migrate_accounts(admin_url, app_role)
-        report = await verify(admin_url, app_role, url)
-    except psycopg.Error as exc:
-        raise StoreError(str(exc)) from exc
+    version, accounts_version, report = await migrate_everything(admin_url, url, app_role)
     return Migrated(version, accounts_version, SQL_ROLE, report.problems, report.notes)

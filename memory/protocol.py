@@ -98,8 +98,8 @@ class AsyncStore(Protocol):
         """Every message of a session, oldest first."""
         ...
 
-    async def count_messages(self, session_id: str) -> int:
-        """How many messages the session holds."""
+    async def count_messages(self, session_id: str | None = None) -> int:
+        """How many messages there are (in one session, or in all)."""
         ...
 
     async def read_turn(
@@ -180,6 +180,11 @@ class AsyncStore(Protocol):
 
     async def delete_memory(self, memory_id: str) -> None:
         """Delete a memory (MemoryNotFound: unknown id)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish what is queued and release the store's threads and connections (a
+        store on a shared pool leaves the pool open)."""
         ...
 
     async def undo_last_sql_edit(self) -> EditBatch | None:

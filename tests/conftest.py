@@ -96,7 +96,7 @@ def async_store(store: Store) -> Iterator[AsyncSqliteStore]:
     """The same store through its async interface (what the graph and the app use)."""
     facade = AsyncSqliteStore(store)
     yield facade
-    facade.close()
+    asyncio.run(facade.close())
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from memory.sqlite.db import owner_only_folder
+from memory.rules.files import owner_only_folder
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 FILE_MODE = 0o600  # owner only

@@ -13,8 +13,14 @@ import re
 from typing import Any
 
 from memory import SqlRefused
-from memory.rules.sql_policy import CELL_CAP, MAX_ROWS_CHANGED, ROW_CAP
-from memory.sqlite.sql_guard import MAX_COLUMNS, check_sql, format_result
+from memory.rules.sql_policy import (
+    CELL_CAP,
+    MAX_COLUMNS,
+    MAX_ROWS_CHANGED,
+    ROW_CAP,
+    check_sql,
+    format_result,
+)
 from tools.base import ToolContext, ToolSpec
 
 FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)

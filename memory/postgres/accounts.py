@@ -1,29 +1,10 @@
-"""The people of a hosted Companion on Postgres (issue 15): ``memory.accounts``' registry in
-a ``users`` table that every app process sharing the database reads.
+"""``PgAccounts``: the people of a Companion on Postgres, in the shared ``users`` table.
 
-``PgAccounts`` answers like ``memory.accounts.Accounts`` (``enabled``, ``add``, ``check``,
-``get``, ``people``, ``set_password``, ``root``, and the logins and login throttle of
-``add_login``, ``claim_login`` and the rest), with the same name rules, the same scrypt
-hashes and throttle budgets (``memory.accounts``' own functions) and the same errors, so
-the CLI and the app's login need not know which one they hold. What differs:
-
-- **The person key.** Every row of memory.pg_store belongs to ``app.person``; a person's
-  key is ``person_key(person)``, their ``id`` as text. The id comes from an identity
-  column: unique, never reused (a sequence), never changed (``GENERATED ALWAYS``, and the
-  app role may update only ``password_hash``). The name is not the key: names compare
-  ignoring case, so "Ann" and "ann" are one person, while ``app.person`` is compared
-  exactly — one spelling would see rows another could not.
-- **No folder to adopt.** All conversations live in the shared database, so nobody takes
-  over the home's own SQLite file: every person's folder is ``people/<id>`` under the
-  home (``Person.home(root)``), for their media only.
-
-Logins and the CLI are rare and synchronous (Gradio's auth callback is sync), so every
-call opens its own short-lived connection. The table is made by ``migrate_accounts`` as
-an admin role, with its own version table (``accounts_schema_version``) beside
-memory.pg_store's ``schema_version``. ``users`` has no row-level security (it is the
-login table, read before anyone is logged in); the app role may read it, add rows and
-change a password, nothing else, and memory_sql's role (``companion_sql``) has no
-privilege on it at all.
+Answers like ``SqliteAccounts`` (the same name rules, hashes, throttle and errors) so the
+CLI and the app need not know which they hold. A person's key is their id as text
+(``person_key``: unique, never reused, never changed); every person's folder is
+``people/<id>``, for their media only. Each call opens its own short-lived connection.
+Design: docs/postgres.md.
 """
 
 from __future__ import annotations
@@ -34,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import errors, sql
+from psycopg import errors
 from psycopg.rows import DictRow, dict_row
 
 from memory.errors import AccountError, AccountsUnavailable
@@ -59,80 +40,10 @@ from memory.types import Person
 CONNECT_TIMEOUT = 10  # seconds: a login fails rather than hang on an unreachable server
 NOT_MIGRATED = "the database has no users table yet: run `companion db migrate`"
 
-# Each entry upgrades the accounts schema by one version. Never edit a shipped entry.
-ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
-    # 1: the people. A name is unique ignoring case, as on SQLite (NAME_PATTERN is ASCII,
-    # so lower() folds it exactly like COLLATE NOCASE).
-    """
-    CREATE TABLE users (
-        id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        name          text NOT NULL CHECK (name <> ''),
-        password_hash text NOT NULL,
-        created_at    timestamptz NOT NULL DEFAULT now()
-    );
-    CREATE UNIQUE INDEX users_name ON users (lower(name));
-    """,
-    # 2: logins, shared by every app process (memory.accounts' migration 2): a token's
-    # hash, whose login it is, and when it began.
-    """
-    CREATE TABLE logins (
-        token_hash text PRIMARY KEY,
-        name       text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now()
-    );
-    CREATE INDEX logins_name ON logins (lower(name));
-    """,
-    # 3: the login throttle (memory.accounts' migration 3): failed logins per name tried
-    # (lower case) and client address, and when that name last logged in from there.
-    """
-    CREATE TABLE login_failures (
-        name     text NOT NULL,
-        address  text NOT NULL,
-        failures integer NOT NULL,
-        last_at  double precision NOT NULL,
-        known_at double precision,
-        PRIMARY KEY (name, address)
-    );
-    CREATE INDEX login_failures_address ON login_failures (address);
-    """,
-)
-
 
 def person_key(person: Person) -> str:
     """The key of ``person``'s rows in the shared database (``app.person``)."""
     return str(person.id)
-
-
-def migrate_accounts(admin_url: str, app_role: str) -> int:
-    """Bring the users table up to date as the admin and grant ``app_role`` exactly what
-    logins and the CLI need; the version in place. Safe to run again, and at once from
-    two processes (the second waits, then finds nothing to do)."""
-    role = sql.Identifier(app_role)
-    with psycopg.connect(admin_url, autocommit=True) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.accounts_migrate'))")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS accounts_schema_version (version integer NOT NULL)"
-        )
-        row = conn.execute("SELECT MAX(version) FROM accounts_schema_version").fetchone()
-        current = int(row[0] or 0) if row else 0
-        for version, script in enumerate(ACCOUNTS_MIGRATIONS[current:], start=current + 1):
-            conn.execute(script)
-            conn.execute("INSERT INTO accounts_schema_version (version) VALUES (%s)", (version,))
-        # Exactly these privileges: take back anything granted before (to anyone), then
-        # grant. Not UPDATE of id or name: a person's key and name never change.
-        conn.execute(
-            sql.SQL("REVOKE ALL ON users, logins, login_failures FROM PUBLIC, {}").format(role)
-        )
-        conn.execute(sql.SQL("GRANT SELECT, INSERT, DELETE ON logins TO {}").format(role))
-        conn.execute(
-            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON login_failures TO {}").format(role)
-        )
-        conn.execute(
-            sql.SQL(
-                "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash) ON users TO {}"
-            ).format(role)
-        )
-    return len(ACCOUNTS_MIGRATIONS)
 
 
 def _person(row: DictRow) -> Person:

@@ -21,7 +21,7 @@ from psycopg import AsyncConnection, OperationalError
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from memory.errors import StoreError
+from memory.errors import StoreUnavailable
 
 MAX_SIZE = 10  # connections a process keeps at most (per loop)
 CONNECT_SECONDS = 10
@@ -68,7 +68,7 @@ class LoopPools:
         try:
             conn = await AsyncConnection.connect(self.conninfo, connect_timeout=CONNECT_SECONDS)
         except OperationalError as exc:
-            raise StoreError(f"could not reach the Postgres database: {exc}") from exc
+            raise StoreUnavailable(f"could not reach the Postgres database: {exc}") from exc
         await conn.close()
 
     @asynccontextmanager

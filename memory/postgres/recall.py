@@ -1,32 +1,9 @@
 """Recall and episodes on Postgres: memory_search's recall, and cutting segments.
 
-The Postgres side of memory.recall, memory.retrieval and memory.segments, with the same
-behaviour (proven by tests/integration/test_recall_backends.py, which runs the same
-scenarios on both backends). Each function takes one person's store (``PersonStore``:
-``memory.pg_store.PgStore``, which delegates here) and works through its transactions,
-so row-level security keeps it to that person's rows. Every pure step is SQLite's own:
-the relevance ranking and FSRS update of memory.memories, temporal cues, query terms,
-span cutting, summaries and line picking. Only the queries differ:
-
-- Full-text search runs over the tables' generated ``tsvector`` (``companion_words``:
-  'simple' through unaccent, no language dictionary, so English and Indonesian alike;
-  the text split at punctuation first), with a ``tsquery`` built from
-  ``memory.retrieval.query_terms``: each root quoted, ``:*`` for the prefix roots,
-  OR-joined. Roots are word characters only, so no input can be a tsquery syntax error.
-- Ranking is ``ts_rank`` normalised by document length, where SQLite has BM25: both
-  favour more of the query's words and shorter messages, but ts_rank has no inverse
-  document frequency, so among several keyword hits the order can differ. Ties are
-  broken alike (the current session first, then the newest message).
-- Words are split at punctuation and lose their accents, as unicode61 does on SQLite:
-  "rendang" finds "budi.dev/posts/rendang", "cafe" finds "Café" (memory.pg_store's
-  migration 4).
-- Timestamps are ``timestamptz`` kept to the second; windows are compared to the second
-  as SQLite compares its text timestamps.
-
-A recall is one transaction (its reads, and marking the returned facts recalled). Cutting
-segments reads in one transaction, summarises outside any (a model call may take
-seconds), and stores the new segments in another, which first locks the session's row,
-so two processes refreshing one session never store a span twice.
+The same behaviour as SQLite (tests/integration/test_recall_backends.py): every pure step
+is ``memory.rules``'; only the queries differ (a ``tsvector`` with ``companion_words``,
+``ts_rank`` where SQLite has BM25). Each function works through one person's store's
+transactions, so row-level security keeps it to that person. Design: docs/postgres.md.
 """
 
 from __future__ import annotations

@@ -1,73 +1,12 @@
-"""memory_sql on Postgres (issues 15, 19): model-written SQL over one person's rows of a
-shared database, held by the database itself rather than by string pasting.
+"""memory_sql on Postgres: model-written SQL over one person's rows of the shared database.
 
-On SQLite (memory.sql_guard) each person has a file of their own and the guard shadows
-tables with views and watches every compiled step. On Postgres every person's rows share
-the tables, so each layer below holds even if the ones before it fail:
-
-1. **Parse** (memory.pg_sql_parse): Postgres's own grammar (pglast), one SELECT or
-   UPDATE, allow-lists of relations, functions and casts; what runs is the checked tree
-   deparsed, never the model's text.
-2. **A login of its own.** The statement runs on a new connection whose *login* role is
-   ``companion_sql``: LOGIN, NOINHERIT, no superuser, BYPASSRLS, CREATEROLE or
-   CREATEDB, and a member of no role at all, so nothing it runs (not a DO block, not
-   ``SET ROLE``) can become the app's role or anyone else. It may SELECT what SQLite's
-   memory_sql shows (sessions, messages, memories, segments, profile) and UPDATE only
-   ``messages.content``, ``memories.value`` and ``sessions.title``: no other table
-   (sql_bindings, sql_login, the journal sql_edits, users, logins, …), no INSERT or
-   DELETE, no sequence, no schema to create objects in. ``prepare`` (run by
-   ``companion db migrate``) makes the role with a random password, kept in
-   ``sql_login`` for the app role alone to read, so operators configure nothing new;
-   ``run_sql`` connects with the app URL's host, port and database as companion_sql.
-   *pg_hba.conf* must let companion_sql log in with a password from the app's machines
-   (a ``host … scram-sha-256`` line): peer or ident authentication on a unix socket
-   would need an operating-system user of that name. ``verify`` tries the login from
-   where ``companion db migrate`` runs and says so when it fails.
-3. **Whose rows, from something no statement can change.** Before the statement the
-   app role writes a binding ``(backend_pid, person, batch, edit_at)`` for the
-   companion_sql connection's backend into ``sql_bindings`` (memory.pg_store's
-   migration 5) and deletes it after. On every readable table a permissive policy for
-   companion_sql shows it the rows with ``person = memory_sql_person()`` (a SECURITY
-   DEFINER function reading the binding of ``pg_backend_pid()``), and a RESTRICTIVE one
-   keeps it to those: the tables' own policy, for every role, trusts ``app.person``,
-   which ``set_config`` can change (it is granted to PUBLIC and only a superuser could
-   take it back), and permissive policies add up. companion_sql cannot write
-   sql_bindings, so no statement changes whose rows it sees. No binding, no rows (and
-   an UPDATE is refused by the journal). Two more restrictive
-   policies drop ``role = 'memory_tool'`` messages and keep only the profile keys of
-   ``sql_guard.READABLE_SETTINGS`` (never an API key), whatever the spelling.
-4. **Read-only SELECTs** — a SELECT runs in a ``READ ONLY`` transaction that is rolled
-   back, never committed, which also undoes what READ ONLY lets through.
-5. **The journal** — every UPDATE as companion_sql fires a statement-level AFTER UPDATE
-   trigger whose function runs as the admin (SECURITY DEFINER): from the transition
-   tables it records each changed text with the text it replaced in ``sql_edits``,
-   under the person, batch and time of the connection's binding. companion_sql has no
-   privilege on sql_edits and cannot call a trigger function; the app role reads it and
-   marks batches undone but cannot insert. The function refuses what SQLite's guard
-   refuses of the new text (over ``MAX_WRITE_CHARS`` unless it shrinks, an empty memory
-   value or title) and an edit of more than ``MAX_ROWS_CHANGED`` rows, and keeps the
-   last ``KEPT_BATCHES`` batches. ``PgStore.undo_last_sql_edit`` undoes the newest batch
-   through fixed statements under the undoer's row-level security.
-
-``verify`` (run by ``companion db migrate`` after everything else) checks that all of
-this holds in the database as it is — role attributes, no membership, every privilege
-companion_sql has on every relation, sequence, schema and SECURITY DEFINER function, row
-security and the policies, and that the login cannot ``SET ROLE`` to the app — and
-migrate fails when it does not. Built-ins granted to PUBLIC that a database owner who is
-not a superuser cannot revoke (set_config, lo_*, pg_notify, the statistics views) are
-reported, not relied on: the parse refuses them, and the layers above hold without it.
-
-Limits: ``statement_timeout`` (``timeout_ms``, set when connecting; the role's own
-setting is the default); at most ``max_rows`` rows fetched (``max_rows + 1`` read to
-report truncation), cells, column names and the whole result capped as on SQLite; an
-UPDATE changing more than ``sql_guard.MAX_ROWS_CHANGED`` rows is rolled back. Postgres
-has no per-value length limit like SQLite's: a value is bounded by its own 1 GB limit
-and the time limit. ``run_sql`` never raises: every failure is ``{"error": ...}``; the
-log says its kind and SQLSTATE, never its text, which may quote rows. An UPDATE reports
-the rows it matched (SQLite: the rows whose text changed); only changed texts are
-journalled. Every person's statements share the one login role, so what Postgres keeps
-per role rather than per row (a large object, the statements in pg_stat_activity) is
-reachable only past the parse.
+The statement is parsed with Postgres's grammar (``memory.postgres.sql_parse``) and run
+as ``companion_sql``, a login role that is a member of no role, bound to its person by a
+binding the app writes and it cannot change; restrictive policies, a read-only
+transaction for SELECTs and an admin-owned journal trigger for UPDATEs hold even if a
+layer before fails. ``prepare`` makes the role and ``verify`` checks every guarantee
+(``companion db migrate`` runs both). ``run_sql`` never raises. Design: docs/postgres.md;
+threat model: docs/security.md.
 """
 
 from __future__ import annotations

@@ -1,43 +1,9 @@
-"""memory_sql's parse on Postgres (issue 19): the model's statement read with Postgres's
-own grammar, checked against allow-lists, and written back out as the text that runs.
+"""memory_sql's parse on Postgres: the statement read with Postgres's own grammar (pglast).
 
-sqlparse (SQLite's pre-check) is not Postgres's grammar: it ends a ``/* */`` comment at
-the first ``*/`` where Postgres nests them, so ``/* /* */ SELECT 1 */ DO $x$ … $x$``
-looked like a SELECT and ran as a DO block. Here ``pglast`` (libpg_query: the parser of
-the Postgres server itself) reads the statement, and nothing is trusted but its tree:
-
-- **Exactly one statement**, a SelectStmt (``WITH … SELECT``, ``VALUES`` and ``TABLE``
-  included) or an UpdateStmt; DO, SET/RESET, CALL, COPY, LOCK and every other statement
-  are refused, and so is any part of the tree not on the allow-list of node types:
-  ``SELECT … INTO``, ``FOR UPDATE``, RETURNING, a data-modifying WITH (an UPDATE is
-  only ever the top statement), parameters, XML and SQL/JSON constructors, TABLESAMPLE.
-- **Relations**: the person's readable tables (``READABLE``, optionally ``public.``),
-  and the names of the statement's own CTEs where Postgres resolves them to the CTE
-  (its scope: a WITH's later siblings, unless RECURSIVE, and never a sibling
-  subquery). No catalog (``pg_stat_user_tables``, ``pg_locks``), no
-  ``information_schema``: the tool's description names every table and column, so the
-  model needs no schema discovery. An UPDATE's target is an editable table
-  (``memory.sql_journal.EDITABLE_COLUMNS``) and it sets that table's editable column.
-- **Functions**: ``ALLOWED_FUNCTIONS`` only (aggregates, window functions, text,
-  date/time, math, JSON, arrays, full-text search), each called as ``pg_catalog.name``
-  in the text that runs, so no function of another schema can stand in for it (and
-  ``m.pg_typeof``, attribute notation for a call, is refused by name). Not
-  there: set_config/current_setting, pg_* administration and statistics, lo_*,
-  pg_notify, dblink, query_to_xml and anything else that runs SQL text, pg_sleep, and
-  repeat, lpad, rpad and format, whose one call can build a value of any width.
-- **Casts** only to ``ALLOWED_TYPES`` (text, numbers, booleans, dates and times, JSON,
-  full-text search): no ``regclass`` and friends, which read the catalogs. Of the SQL
-  value keywords only the date and time ones (``CURRENT_DATE``…), not CURRENT_USER.
-- **SQLite's dialect where it matters**: the model writes memory_sql as for SQLite,
-  whose LIKE ignores case, so a LIKE (or NOT LIKE, LIKE ANY/ALL) node becomes ILIKE.
-
-The text that runs is the checked tree deparsed (pglast's ``RawStream``): no comment,
-dollar quote or spelling of the model's survives, and it is parsed once more to prove
-that it reads as exactly the tree that was checked. It is standard SQL with standard
-strings (``standard_conforming_strings`` must be on where it runs: memory.pg_sql_guard
-sets it). This parse is the first layer, not the only one: memory.pg_sql_guard runs the
-text as a login role that holds nothing but these tables, under row-level security
-bound to the person by something no statement can change.
+One SELECT or UPDATE; every node type, relation (with CTE scope), function, cast and
+operator on an allow-list; LIKE becomes ILIKE as on SQLite. What runs is the checked tree
+deparsed, parsed again to prove it reads the same. The first layer of several, not the
+only one. Design: docs/postgres.md.
 """
 
 from __future__ import annotations

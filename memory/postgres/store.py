@@ -1,46 +1,11 @@
-"""The store on Postgres (issue 15): one database shared by every person, for hosting.
+"""``PgStore``: the ``AsyncStore`` interface on one Postgres database shared by everyone.
 
-On SQLite each person has a database file of their own. On Postgres all people share one
-database (several app processes behind a load balancer reach it), so every row carries
-its ``person``, and row-level security scopes every query to one person by construction:
-
-- Each table's ``person`` defaults to ``current_setting('app.person')`` and a policy
-  (``FORCE``d, so even the tables' owner is held to it) lets a query see, change and add
-  only rows whose person is that setting. Unset, a query sees nothing and an insert fails.
-- ``PgStore`` is one person's store: each call runs in one transaction that first sets
-  ``app.person`` for that transaction alone (``set_config(..., true)``), so a pooled
-  connection carries no person from one call to the next, and no query text needs a
-  ``WHERE person = …`` to be safe.
-- The app connects as a role that owns no table, is no superuser and has no BYPASSRLS:
-  it cannot switch the policies off (``ALTER TABLE``, ``row_security = off``). The
-  schema is made by an admin role (``migrate``).
-
-Same behaviour as ``memory.store.Store`` behind ``AsyncSqliteStore``, proven by the same
-contract tests (tests/integration/test_store_contract.py); timestamps are kept to the
-second and come back formatted like ``memory.store.format_time``. Here so far: sessions,
-messages (and their full-text search), running turns with Stop asked from another
-process (``request_stop``, ``stop_requested``), job leases (``claim``: one holder per
-person and job until the lease runs out), the profile, memories (validated by
-memory.memories' own helpers, ranked with its ordering and memory.scoring's
-retrievability; found by key for the memory tools: ``remember``, ``revise``, ``forget``),
-the tools' gates (``has_history``, ``has_memories``) and ``latest_image``, segments
-(read, and dropped with the messages they covered), ``read_turn``, and memory_sql
-(``run_sql`` through memory.pg_sql_guard, whose trigger journals every UPDATE in
-``sql_edits``; ``undo_last_sql_edit`` puts the newest batch back, by id, under this
-person's row-level security, never on a memory_tool message, and only where the row
-still holds the text memory_sql gave it). Full-text search (``search_messages``) uses
-``companion_words`` ('simple' through unaccent: no stemming, any language) over a
-generated tsvector of the text split at punctuation;
-segments' summaries have one too.
-
-The media folder: images are files, so each person's store is given a folder of its own
-(``media_dir=``, on the app's home); there is no default folder, and a store opened
-without one raises StoreError when asked for it.
-
-memory_search's ``recall`` and the episodes (``refresh_segments``,
-``catch_up_segments``) are memory.pg_recall's, called from here. The pool is either one
-of the store's own (``open``) or the process's ``memory.pg_pool.LoopPools``, shared by
-every person's store (``for_person``, what the app uses).
+Every row carries its ``person``; forced row-level security shows a query only the rows
+of ``app.person``, which each call sets for its own transaction. The app's role owns no
+table and cannot turn the policies off; the schema is ``memory.postgres.schema``'s. Same
+behaviour as SQLite (the contract tests); recall and episodes are
+``memory.postgres.recall``'s. Each person's images live in the ``media_dir`` given.
+Driver failures a caller can act on become ``memory.errors``. Design: docs/postgres.md.
 """
 
 from __future__ import annotations
@@ -55,13 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from psycopg import AsyncConnection, AsyncCursor, errors, sql
+from psycopg import AsyncCursor, errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory.errors import EditConflict, MemoryExists, MemoryNotFound, StoreError
+from memory.errors import EditConflict, MemoryExists, MemoryNotFound, StoreError, WriteRefused
 from memory.postgres import recall as pg_recall
 from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
@@ -92,249 +57,6 @@ NOT_MIGRATED = (
     "run `companion db migrate` (with COMPANION_DATABASE_ADMIN_URL set)"
 )
 POOL_MAX = 10  # connections a PgStore.open pool keeps at most
-
-# The tables each migration adds (all scoped to a person), and their sequences.
-_TABLES_1 = ("sessions", "messages", "running_turns", "profile")
-_TABLES_2 = ("memories", "segments")
-_TABLES_3 = ("job_leases", "sql_edits")
-# The tables the app role may read and write (schema_version is the admin's alone; the
-# journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
-# trigger, memory.pg_sql_guard, writes new entries).
-APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3
-APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
-JOURNAL = "sql_edits"
-
-_ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
-# Every table's person: the transaction's app.person unless given, never empty.
-_PERSON = "person text NOT NULL DEFAULT current_setting('app.person') CHECK (person <> '')"
-
-
-# The words full-text search indexes: punctuation splits them, accents go, any language
-# (TEXT_SEARCH: 'simple' through unaccent).
-TEXT_SEARCH = "companion_words"
-_WORDS = f"to_tsvector('{TEXT_SEARCH}', regexp_replace(%s, '[[:punct:]]+', ' ', 'g'))"
-
-
-def _scoped(table: str) -> str:
-    """Row-level security on ``table``: its rows are the current person's only."""
-    return f"""
-    ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
-    ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
-    CREATE POLICY {table}_person ON {table}
-        USING (person = current_setting('app.person', true))
-        WITH CHECK (person = current_setting('app.person', true));
-    """
-
-
-# Each entry upgrades the schema by one version. Never edit a shipped entry: append.
-PG_MIGRATIONS: tuple[str, ...] = (
-    # 1: sessions, messages (+ a generated tsvector for full-text search), running
-    # turns and the profile, every row a person's.
-    f"""
-    CREATE TABLE sessions (
-        id          text NOT NULL,
-        {_PERSON},
-        title       text NOT NULL DEFAULT 'New chat',
-        persona     text,
-        created_at  timestamptz NOT NULL,
-        style_note  text,
-        PRIMARY KEY (person, id)
-    );
-    CREATE TABLE messages (
-        id           bigserial PRIMARY KEY,
-        {_PERSON},
-        session_id   text NOT NULL,
-        role         text NOT NULL CHECK (role IN ({_ROLE_LIST})),
-        content      text NOT NULL DEFAULT '',
-        created_at   timestamptz NOT NULL,
-        tool_name    text,
-        tool_call_id text,
-        meta         jsonb NOT NULL DEFAULT '{{}}',
-        image_path   text,
-        tsv          tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED,
-        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
-    );
-    CREATE INDEX messages_session_id ON messages (person, session_id, id);
-    CREATE INDEX messages_tsv ON messages USING gin (tsv);
-    CREATE TABLE running_turns (
-        id              bigserial PRIMARY KEY,
-        {_PERSON},
-        session_id      text NOT NULL,
-        user_message_id bigint NOT NULL,
-        owner           text NOT NULL,
-        partial         text NOT NULL DEFAULT '',
-        started_at      timestamptz NOT NULL,
-        updated_at      timestamptz NOT NULL,
-        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
-    );
-    CREATE INDEX running_turns_session ON running_turns (person, session_id);
-    CREATE TABLE profile (
-        {_PERSON},
-        key   text NOT NULL,
-        value text NOT NULL,
-        PRIMARY KEY (person, key)
-    );
-    """
-    + "".join(_scoped(table) for table in _TABLES_1),
-    # 2: memories (FSRS state beside each fact) and segments (a generated tsvector over
-    # the summary). stability and difficulty are double precision, as SQLite's REAL is:
-    # float4 would rank memories differently from SQLite near ties.
-    f"""
-    CREATE TABLE memories (
-        id               text NOT NULL,
-        {_PERSON},
-        category         text NOT NULL CHECK (category IN
-                              ('identity', 'principles', 'focus', 'signals')),
-        key              text NOT NULL,
-        value            text NOT NULL,
-        created_at       timestamptz NOT NULL,
-        updated_at       timestamptz NOT NULL,
-        stability        double precision NOT NULL DEFAULT 1.0,
-        difficulty       double precision NOT NULL DEFAULT 5.0,
-        last_recalled_at timestamptz,
-        recall_count     integer NOT NULL DEFAULT 0,
-        PRIMARY KEY (person, id),
-        UNIQUE (person, category, key)
-    );
-    CREATE TABLE segments (
-        id               bigserial PRIMARY KEY,
-        {_PERSON},
-        session_id       text NOT NULL,
-        start_message_id bigint NOT NULL,
-        end_message_id   bigint NOT NULL,
-        start_at         timestamptz NOT NULL,
-        end_at           timestamptz NOT NULL,
-        summary          text NOT NULL,
-        summary_kind     text NOT NULL DEFAULT 'extractive',
-        tsv              tsvector GENERATED ALWAYS AS (to_tsvector('simple', summary)) STORED,
-        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
-    );
-    CREATE INDEX segments_session ON segments (person, session_id, end_message_id);
-    CREATE INDEX segments_end_at ON segments (person, end_at);
-    CREATE INDEX segments_tsv ON segments USING gin (tsv);
-    """
-    + "".join(_scoped(table) for table in _TABLES_2),
-    # 3: Stop asked from another process (the running one polls the flag), leases of
-    # background jobs (one holder at a time per person and job, until it expires), and
-    # the journal of memory_sql edits (memory.sql_journal's sql_edits, by person): each
-    # changed text with what it replaced, written by memory.pg_sql_guard's trigger, so
-    # the newest batch can be undone. A row's entries go when the row goes (the
-    # triggers below), so deleted text does not live on in the journal.
-    f"""
-    ALTER TABLE running_turns ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
-    CREATE TABLE job_leases (
-        name   text NOT NULL,
-        {_PERSON},
-        holder text NOT NULL,
-        until  timestamptz NOT NULL,
-        PRIMARY KEY (person, name)
-    );
-    CREATE TABLE sql_edits (
-        id          bigserial PRIMARY KEY,
-        {_PERSON},
-        batch       text NOT NULL,
-        table_name  text NOT NULL,
-        row_id      text NOT NULL,
-        column_name text NOT NULL,
-        old_value   text NOT NULL,
-        new_value   text NOT NULL,
-        created_at  timestamptz NOT NULL,
-        undone_at   timestamptz,
-        CHECK ((table_name, column_name) IN
-               (('messages', 'content'), ('memories', 'value'), ('sessions', 'title')))
-    );
-    CREATE INDEX sql_edits_batch ON sql_edits (person, batch);
-    CREATE INDEX sql_edits_row ON sql_edits (person, table_name, row_id);
-    CREATE FUNCTION sql_edits_forget_rows() RETURNS trigger LANGUAGE plpgsql
-        SET search_path = pg_catalog, pg_temp AS $$
-    BEGIN
-        DELETE FROM public.sql_edits e USING gone g
-        WHERE e.person = g.person AND e.table_name = TG_TABLE_NAME AND e.row_id = g.id::text;
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER sql_edits_messages_ad AFTER DELETE ON messages
-        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
-        EXECUTE FUNCTION sql_edits_forget_rows();
-    CREATE TRIGGER sql_edits_memories_ad AFTER DELETE ON memories
-        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
-        EXECUTE FUNCTION sql_edits_forget_rows();
-    CREATE TRIGGER sql_edits_sessions_ad AFTER DELETE ON sessions
-        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
-        EXECUTE FUNCTION sql_edits_forget_rows();
-    """
-    + "".join(_scoped(table) for table in _TABLES_3),
-    # 4: full-text search splits words at punctuation and drops accents, as SQLite's
-    # FTS5 unicode61 does ("rendang" finds budi.dev/posts/rendang and rendang@example.com,
-    # "cafe" finds "Café"; 'simple' alone keeps those whole and accented; unaccent is a
-    # trusted extension, so the database's owner may create it); and the person's newest
-    # messages and time windows are found by index (the newest-1000 floor and a cue's id
-    # range scanned all of a person's messages).
-    f"""
-    CREATE EXTENSION IF NOT EXISTS unaccent;
-    CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH} (COPY = simple);
-    ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
-        ALTER MAPPING FOR word, hword, hword_part WITH unaccent, simple;
-    ALTER TABLE messages DROP COLUMN tsv;
-    ALTER TABLE messages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "content"}) STORED;
-    CREATE INDEX messages_tsv ON messages USING gin (tsv);
-    ALTER TABLE segments DROP COLUMN tsv;
-    ALTER TABLE segments ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "summary"}) STORED;
-    CREATE INDEX segments_tsv ON segments USING gin (tsv);
-    CREATE INDEX messages_person_id ON messages (person, id);
-    CREATE INDEX messages_person_time ON messages (person, created_at, id);
-    """,
-    # 5: memory_sql's own login (issue 19; memory.pg_sql_guard). The model's statement
-    # runs on a connection whose login role is companion_sql: sql_login keeps that
-    # role's password (made by `companion db migrate`) for the app role alone to read,
-    # and sql_bindings names, for each such connection by its backend pid, whose rows it
-    # sees and which journal batch and time its edits go under. Only the app role
-    # writes bindings; companion_sql reads its own through a SECURITY DEFINER function,
-    # so no statement can change whose rows it sees. Neither table is a person's.
-    """
-    CREATE TABLE sql_login (
-        role     text PRIMARY KEY,
-        password text NOT NULL
-    );
-    CREATE TABLE sql_bindings (
-        backend_pid integer PRIMARY KEY,
-        person      text NOT NULL CHECK (person <> ''),
-        batch       text NOT NULL,
-        edit_at     timestamptz NOT NULL
-    );
-    """,
-)
-
-
-async def migrate(admin_url: str, app_role: str) -> int:
-    """Bring the schema up to date as the admin and grant ``app_role`` what the app needs
-    (rows of the app tables, their sequences; never ownership); the version in place."""
-    connecting = AsyncConnection.connect(admin_url, autocommit=True)
-    async with await connecting as conn, conn.transaction():
-        # Two processes starting at once: the second waits, then finds nothing to do.
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.migrate'))")
-        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
-        cursor = await conn.execute("SELECT MAX(version) FROM schema_version")
-        row = await cursor.fetchone()
-        current = int(row[0] or 0) if row else 0
-        for version, script in enumerate(PG_MIGRATIONS[current:], start=current + 1):
-            await conn.execute(script)
-            await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
-        role = sql.Identifier(app_role)
-        await conn.execute(
-            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, APP_TABLES)), role
-            )
-        )
-        await conn.execute(
-            sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, APP_SEQUENCES)), role
-            )
-        )
-        # Only memory_sql's trigger (running as the admin) adds journal entries.
-        await conn.execute(
-            sql.SQL("REVOKE INSERT ON {} FROM {}").format(sql.Identifier(JOURNAL), role)
-        )
-    return len(PG_MIGRATIONS)
 
 
 def _stamp(moment: datetime) -> datetime:
@@ -606,6 +328,12 @@ class PgStore:
                 yield cursor
         except (errors.UndefinedTable, errors.UndefinedColumn) as exc:
             raise StoreError(f"{NOT_MIGRATED} ({exc.diag.message_primary})") from exc
+        except (
+            errors.ReadOnlySqlTransaction,
+            errors.DiskFull,
+            errors.InsufficientPrivilege,
+        ) as exc:
+            raise WriteRefused(str(exc)) from exc
 
     # sessions -------------------------------------------------------------------
 

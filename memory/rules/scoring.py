@@ -1,29 +1,7 @@
-"""FSRS-style memory strength: how likely a memory is still "in mind", and how a recall helps.
-
-Each memory keeps a *stability* ``S`` (days), a *difficulty* ``D`` (1–10), the time it was
-last recalled (or created) and a recall count. Following FSRS-4.5:
-
-* Retrievability after ``t`` days without recall::
-
-      R(t) = (1 + FACTOR * t / S) ** DECAY        DECAY = -0.5, FACTOR = 19/81
-
-  so ``R(0) = 1``, ``R(S) = 0.9`` (stability is the time for recall odds to fall to 90 %),
-  and ``R`` decays as a power law, never reaching zero.
-
-* A successful recall (FSRS grade "good") at retrievability ``R`` grows stability::
-
-      S' = S * (1 + e^W8 * (11 - D) * S^-W9 * (e^(W10 * (1 - R)) - 1))
-
-  A recall when the memory was nearly forgotten (low ``R``) helps most; a recall right
-  after another (``R ≈ 1``) barely helps, so being mentioned every turn does not inflate
-  a memory. Easy memories (low ``D``) and young memories (low ``S``) grow fastest.
-
-* Difficulty drifts toward the "good" initial difficulty ``D0 = W4`` (mean reversion)::
-
-      D' = W7 * W4 + (1 - W7) * D,   clamped to [1, 10]
-
-Weights W2, W4, W7–W10 are the published FSRS-4.5 defaults. The companion uses R to rank
-memories for the system prompt and, multiplied by relevance, for memory_search.
+"""FSRS-style memory strength: how likely a memory is still "in mind", and how a recall
+helps. ``retrievability`` decays as a power law from the last recall; ``recall`` grows
+stability most when the memory was nearly forgotten; difficulty drifts back to its
+initial value. The formulas and weights (FSRS-4.5 defaults): docs/storage.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlparse
+from sqlparse import tokens as T
 
 from memory.errors import SqlRefused
 from memory.rules.memories import MAX_VALUE_CHARS
@@ -90,3 +95,113 @@ EDIT_CONFLICT = (
 def new_batch_id() -> str:
     """A fresh batch id."""
     return uuid.uuid4().hex[:12]
+
+
+MAX_COLUMNS = 32  # result columns (a 1,891-column SELECT made a 95 MB result)
+FORBIDDEN_KEYWORDS = frozenset(
+    {
+        "INSERT",
+        "DELETE",
+        "REPLACE",
+        "DROP",
+        "ALTER",
+        "CREATE",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "VACUUM",
+        "REINDEX",
+        "ANALYZE",
+        "RETURNING",
+        "UPSERT",
+        "TRUNCATE",
+        "GRANT",
+        "REVOKE",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "EXPLAIN",
+    }
+)
+FORBIDDEN_FUNCTIONS = frozenset(
+    {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zeroblob", "randomblob"}
+)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A statement that passed the parse layer."""
+
+    sql: str
+    kind: str  # "SELECT" or "UPDATE"
+
+
+def check_sql(sql: object) -> Checked:
+    """The parse layer: one SELECT or UPDATE statement, or SqlRefused naming the problem."""
+    text = sql_text(sql)
+    try:
+        statements = [
+            statement
+            for statement in sqlparse.parse(text)
+            if statement.token_first(skip_cm=True, skip_ws=True) is not None
+        ]
+    except Exception as exc:  # sqlparse's own limits (deep nesting) or a parser bug
+        raise SqlRefused(
+            f"refused: the SQL could not be parsed ({type(exc).__name__})", "parse"
+        ) from exc
+    if not statements:
+        raise SqlRefused("refused: no SQL statement given (only comments)", "input")
+    if len(statements) > 1:
+        raise SqlRefused("refused: several statements given; send one at a time", "statement")
+    statement = statements[0]
+    kind = statement.get_type()
+    if kind not in ("SELECT", "UPDATE"):
+        first = statement.token_first(skip_cm=True, skip_ws=True)
+        what = kind if kind != "UNKNOWN" else (first.value.upper() if first else "it")
+        raise SqlRefused(REFUSED_TYPE.format(what=what))
+    previous = ""
+    for token in statement.flatten():
+        if token.is_whitespace or token.ttype in T.Comment:
+            continue
+        word = token.value.upper()
+        if token.ttype in T.Keyword and word in FORBIDDEN_KEYWORDS:
+            raise SqlRefused(REFUSED_KEYWORD.format(what=word), "keyword")
+        if token.ttype in T.Name and token.value.lower() in FORBIDDEN_FUNCTIONS:
+            raise SqlRefused(REFUSED_FUNCTION.format(name=token.value.lower()), "function")
+        if previous == "UPDATE" and word == "OR":
+            raise SqlRefused(
+                REFUSED_KEYWORD.format(what="UPDATE OR … (conflict clause)"), "keyword"
+            )
+        previous = word
+    return Checked(text, kind)
+
+
+def format_result(result: dict[str, Any]) -> str:
+    """A readable text table of a run_sql result (or the error / update count)."""
+    if "error" in result:
+        return f"Error: {result['error']}"
+    if "updated" in result:
+        return f"{result['updated']} row(s) updated."
+    columns = [str(column) for column in result.get("columns", [])]
+    rows = [
+        ["NULL" if v is None else str(v).replace("\n", " ") for v in row]
+        for row in result.get("rows", [])
+    ]
+    if not columns:
+        return "(no columns)"
+    widths = [min(60, max([len(c)] + [len(r[i]) for r in rows])) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        return " | ".join(
+            (cell if len(cell) <= widths[i] else cell[: widths[i] - 1] + "…").ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ).rstrip()
+
+    out = [line(columns), "-+-".join("-" * w for w in widths)]
+    out.extend(line(row) for row in rows)
+    footer = f"({result.get('row_count', len(rows))} row(s)"
+    footer += ", truncated)" if result.get("truncated") else ")"
+    out.append(footer)
+    return "\n".join(out)

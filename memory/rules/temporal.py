@@ -1,25 +1,10 @@
-"""Temporal cues in a user's words, turned into concrete time windows.
+"""Temporal cues in a person's words ("last Thursday", "kemarin"), as time windows.
 
-"What did I cook last Thursday?" should search Thursday's messages, not messages that
-contain the word "Thursday". ``parse_temporal`` finds the cue with our own patterns
-(English and Indonesian) and computes the window in the user's timezone relative to an
-injected ``now``; the window comes back in UTC, ``start`` inclusive and ``end`` exclusive,
-ready to compare with stored timestamps. dateparser is used only behind our patterns, to
-read explicit dates ("20 November", "2026-11-20") that a pattern has already located —
-its free-text search misreads ordinary words ("we" as Wednesday).
-
-Cues that point back in time without a date ("last time", "waktu itu", "terakhir",
-"pas aku") give a *recent* cue: no window, search newest first.
-
-The timezone is the person's IANA zone from the settings, which refuse an unknown name;
-here an unknown name is an error too, never UTC in its place (``zone_of``). The same zone
-gives the wall clock the model is told (``clock_text``).
-
-Conventions: a week runs Monday to Sunday; "last <weekday>" / "<hari> lalu" is the most
-recent such day before today; "last week" / "minggu lalu" is the previous calendar week,
-while "hari minggu lalu" is last Sunday; "N weeks ago" is the calendar week holding the
-day N×7 days back; parts of the day narrow a one-day window (morning before noon,
-afternoon 11–18, evening and night from 16).
+``parse_temporal`` finds a cue with our own English and Indonesian patterns and returns a
+UTC window (start inclusive, end exclusive) in the person's IANA zone relative to an
+injected ``now``, or a *recent* cue (no window, newest first). ``zone_of`` refuses an
+unknown zone; ``clock_text`` is the wall clock the model is told. The conventions (weeks,
+parts of the day): docs/storage.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""The people of one Companion home: their names, password hashes and folders.
+"""``SqliteAccounts``: the people of one Companion home, in ``<home>/accounts.db``.
 
-On SQLite every person has their own database file and media folder, so a query can only
-ever see its own person's data: isolation by construction, not by a ``WHERE`` clause
-someone could forget (memory_sql's guard already forbids ATTACH). The first person adopts
-the home's existing single-person database in place — nothing is moved, so nothing can
-be lost — and later people get ``people/<id>/``. The default stays one person with no
-login; accounts are enabled once a first person is added. The registry lives in
-``<home>/accounts.db`` and is read rarely (a login, the CLI), so every call opens its own
-short-lived connection.
-
-It also keeps what every app process of the home must agree on: the logins (token hashes,
-at most ``MAX_LOGINS_PER_PERSON`` each) and the login throttle. Failed logins are counted
-per name tried and client address (``login_failures``); three budgets are read from those
-rows — one name from one address, every name from one address, one name from every
-address it never logged in from — and a success forgives only its own name from its own
-address, so nobody's login resets the count of guesses at someone else.
+Each person has their own database file and media folder (the first person keeps the
+home's own; later people get ``people/<id>/``), so isolation is by construction. The
+registry also keeps the logins every app process shares and the login throttle
+(``memory.rules.passwords``). Every call opens its own short-lived connection. Design:
+docs/storage.md.
 """
 
 from __future__ import annotations
@@ -26,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from memory.errors import AccountError
+from memory.rules.files import owner_only
 from memory.rules.passwords import (
     FOLDER_MODE,
     FORGET_FAILURES_SECONDS,
@@ -42,7 +33,7 @@ from memory.rules.passwords import (
     throttle_key,
     token_hash,
 )
-from memory.sqlite.db import connect, migrate, owner_only
+from memory.sqlite.db import connect, migrate
 from memory.types import OWNER, Person, format_time, utc_now
 
 WAIT_MS = 5_000

@@ -1,44 +1,10 @@
-"""The store as the graph and the app use it: the ``AsyncStore`` interface, and SQLite's.
+"""``AsyncSqliteStore``: the ``AsyncStore`` interface over a blocking SQLite ``Store``.
 
-``AsyncStore`` is the whole interface: the calls the graph (runner, nodes) and the app
-(chat, memories and settings tabs, the terminal chat) make, each a coroutine typed with
-the store's value objects (``Session``, ``Message``, ``Memory``, ``Segment``, ``EditBatch``,
-and ``TurnReads``: build_context's reads taken together). Async code reaches the database
-through nothing else. A second backend (Postgres, issue 15) implements these methods and
-nothing more.
-
-``AsyncSqliteStore`` implements it around a blocking ``memory.store.Store``:
-
-- Writes go to one writer thread with its own connection. SQLite takes one writer at a
-  time anyway, so queueing them costs nothing, and our writes never fight each other for
-  the lock. While another connection holds it, only this thread waits (busy timeout):
-  only the calls that write are delayed.
-- Reads go to a few reader threads, each with its own connection. In WAL mode a reader
-  never waits for the write lock: loading a chat or listing sessions goes on while a
-  write waits, and so does every other coroutine.
-- A turn's own calls (storing a message, build_context's reads) are first tried on the
-  event loop, on a connection that never waits (busy timeout 0): a read, or a write that
-  gets the lock at once, takes about 0.1 ms; one that would wait fails at once, rolls
-  back and goes to its thread. No write is tried while one is queued, so writes keep
-  their order. That connection never checkpoints the WAL; the writer thread does, every
-  ``CHECKPOINT_EVERY`` inline writes.
-
-Why this shape (measured on two cores):
-
-- Not ``asyncio.to_thread``: its pool (min(32, cpu + 4) = 6 workers, shared with DNS
-  lookups and the tools) fills up with writes waiting for a lock. With 8 sessions writing
-  during a 2 s lock, a read and a ``getaddrinfo`` each took 2.03 s through it, against
-  1 ms and 0.4 ms here; and its six connections then fought over the lock for 0.3 s.
-- Not every call in a thread: a trip to a thread and back costs 0.1-0.2 ms here, and a
-  turn makes six store calls one after another. ``bench.overhead`` shows the difference
-  (its "every store call in a thread" row): tried on the loop first, a turn costs what
-  it did when the store was called directly.
-
-A call cancelled while queued is dropped; one already running completes (a write is
-never half done). Tools reach the store through this interface too (``recall``,
-``run_sql``, ``remember``…): their searches run in the reader threads, and their gates
-(``has_history``, ``has_memories``) are tried on the loop (WAL reads, which never wait
-for the write lock).
+Writes go to one writer thread and reads to a few reader threads, each with its own
+connection (WAL lets them overlap); a turn's own calls are first tried on the event loop,
+on a connection that never waits. SQLite's refusal of a write (read-only, full) is raised
+as ``memory.WriteRefused``. A call cancelled while queued is dropped; one already running
+completes. Why this shape, with measurements: docs/storage.md.
 """
 
 from __future__ import annotations
@@ -48,12 +14,14 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from memory.errors import WriteRefused
 from memory.protocol import TurnReads
 from memory.sqlite import memories
 from memory.sqlite.db import is_busy
@@ -63,15 +31,14 @@ from memory.sqlite.recall import recall
 from memory.sqlite.segments import catch_up_segments, recent_segments, refresh_segments
 from memory.sqlite.sql_guard import run_sql
 from memory.sqlite.store import Store
-from memory.types import (
-    Clock,
-    Summarizer,
-)
+from memory.types import Clock, Summarizer
 
 log = logging.getLogger("companion.store")
 
 READERS = 3  # reader threads: a slow read (a long chat) never holds up the others
 CHECKPOINT_EVERY = 200  # inline writes between two checkpoints in the writer thread
+# SQLite's primary result codes for a database that cannot take a write.
+WRITE_FAILURES = ("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -88,6 +55,19 @@ def read_turn(
         style_note=store.style_note(session_id),
         memories=ranked(store, now),
     )
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """SQLite refusing a write (a read-only, full or failing database file) raised as
+    WriteRefused, with SQLite's words; any other error as it is."""
+    try:
+        yield
+    except sqlite3.Error as error:
+        name = getattr(error, "sqlite_errorname", None)
+        if isinstance(name, str) and name.startswith(WRITE_FAILURES):
+            raise WriteRefused(str(error)) from error
+        raise
 
 
 def _logged(future: Future[Any]) -> None:
@@ -153,7 +133,12 @@ class AsyncSqliteStore:
 
     async def read(self, call: Callable[[Store], T], *, inline: bool = False) -> T:
         """Run a blocking read in a reader thread; ``inline``: first on the event loop,
-        on a connection that never waits (a read that would wait goes to the thread)."""
+        on a connection that never waits (a read that would wait goes to the thread).
+        A database that cannot be written or opened raises WriteRefused."""
+        with _refusals():
+            return await self._read(call, inline=inline)
+
+    async def _read(self, call: Callable[[Store], T], *, inline: bool) -> T:
         if inline and self.try_inline:
             try:
                 return call(self._inline)
@@ -165,7 +150,12 @@ class AsyncSqliteStore:
     async def write(self, call: Callable[[Store], T], *, inline: bool = False) -> T:
         """Run a blocking write (or read-then-write) in the writer thread; ``inline``: first
         on the event loop when no write is queued, on a connection that never waits (a
-        write that would wait for the lock rolls back and goes to the thread)."""
+        write that would wait for the lock rolls back and goes to the thread). A database
+        that cannot take the write raises WriteRefused."""
+        with _refusals():
+            return await self._write(call, inline=inline)
+
+    async def _write(self, call: Callable[[Store], T], *, inline: bool) -> T:
         if inline and self.try_inline and not self._queued_writes:
             try:
                 result = call(self._inline)
@@ -190,7 +180,7 @@ class AsyncSqliteStore:
         with self._count_lock:
             self._queued_writes -= 1
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Finish the queued calls, stop the threads and close every connection."""
         self._writer.shutdown()
         self._readers.shutdown()

@@ -1,22 +1,10 @@
-"""Recall: facts, past episodes and past messages for a question, from the whole history.
+"""Recall on SQLite: facts, past episodes and past messages for a question (memory_search).
 
-Every session belongs to the one person using this Companion, so recall searches all of
-them (memory_search), structured first:
-
-1. *facts*: stored memories ranked by relevance × retrievability (those returned count
-   as recalled, which strengthens them); *episodes*: conversation segments of any
-   session whose summary matches the query or its time window, with a few of their
-   lines.
-2. *messages*: BM25 search of user/assistant messages — the newest 1000 of every
-   session, or everything inside the question's time window — run only when the
-   structured results are thin (fewer than two) or the query carries a time cue
-   ("last Thursday", "kemarin", "waktu itu"). The current session's messages win ties.
-   The question being answered (``question_id``) and anything after it is never
-   returned as a memory of itself.
-
-Each episode and message carries its session's title, so the model can say "in our chat
-about X". This module returns typed results; the memory_search tool shapes them for the
-model. It is blocking SQLite work: async callers run it in a worker thread.
+Facts rank by relevance × retrievability (those returned count as recalled); episodes are
+segments whose summary or time window matches; raw messages are searched only when the
+structured results are thin or the question names a time. The question itself and what
+follows it are never returned. Blocking work: async callers run it in a reader thread.
+Design: docs/storage.md.
 """
 
 from __future__ import annotations

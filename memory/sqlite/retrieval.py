@@ -1,22 +1,8 @@
-"""Raw message search: BM25 keyword match over recent messages, by time too.
+"""Raw message search on SQLite: BM25 over the newest messages, or a question's time window.
 
-This is the last stage of memory_search: the user's words become a safe FTS5
-query (content words only, each quoted, OR-joined, so no input can be an FTS syntax
-error); matches are limited to user and assistant messages (tool results, memory_tool
-ones above all, are never searched), to the newest 1000 messages — of every session by
-default, since every session belongs to the one person using this Companion, or of one
-session when asked — or to a time window when the question names one, and ranked by
-BM25, the preferred (current) session's messages first among equal scores. When nothing
-matches by keyword but the question named a time ("kemarin", "last Thursday") or
-pointed back ("last time"), the messages of that window, or the newest ones, are
-returned instead.
-
-Speed at scale: every query is bounded by message id (from the rowid, the
-``messages_session_id`` index, or the ``messages_created_at`` /
-``messages_session_time`` indexes for a window) before FTS5 is asked, and FTS5 honours
-rowid ranges, so the cost follows the size of the recent slice or of the window, not the
-database's. (The LIKE-scan baseline the benchmark compares against is
-``tests.support.naive_search``.)
+User and assistant messages only; the query is ``memory.rules.search.query_terms`` quoted
+for FTS5 (never a syntax error); every query is bounded by message id before FTS5 is
+asked, so its cost follows the recent slice, not the database. Design: docs/storage.md.
 """
 
 from __future__ import annotations

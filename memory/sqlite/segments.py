@@ -1,24 +1,9 @@
-"""Episodic memory: a session cut into spans ("segments"), each with a short summary.
+"""Episodes on SQLite: each session cut into spans ("segments"), each with a summary.
 
-A new segment starts after a silence of more than 30 minutes or once a segment holds 40
-messages. Only closed spans are cut: the newest span stays open while the conversation
-may still continue it (it is closed by the next gap — including the time since its last
-message — or by reaching 40 messages, or on request with ``force=True``, which the app
-uses when the person switches to or starts another session).
-
-Every conversation becomes episodes: ``refresh_segments`` runs after each turn for its
-session, and ``catch_up_segments`` (at app start) does every session's quiet spans, a
-bounded number per call. Deleting a session deletes its episodes with it (the foreign
-key cascades, and the FTS triggers follow): a chat the person deleted is not recalled.
-
-Each segment gets a summary from the injected ``summarize`` coroutine (the chat model,
-``summary_kind='model'``) or, without one or when it fails (logged), a deterministic
-extractive summary (``summary_kind='extractive'``): a local date/time-of-day heading
-such as "Thu 20 Nov, evening:" followed by the most informative user lines. Summaries
-see only user and assistant messages, so tool output (memory_tool results above all)
-never leaks into episodic memory. Summaries are indexed by ``segments_fts`` for search.
-The SQLite work runs in a worker thread (``offload``: ``asyncio.to_thread`` unless the
-caller has its own reader and writer threads), so a refresh never blocks the event loop.
+``refresh_segments`` cuts a session's closed spans after each turn, ``catch_up_segments``
+every session's at start; the cutting and the summaries are ``memory.rules.episodes``'.
+Deleting a session deletes its episodes. The SQLite work runs off the event loop
+(``offload``). Design: docs/storage.md.
 """
 
 from __future__ import annotations

@@ -1,52 +1,11 @@
-"""Run model-written SQL over the chat database safely (the memory_sql tool's engine).
+"""memory_sql on SQLite: model-written SQL over one person's database file, run safely.
 
-The model may write anything, so nothing here trusts the text. Four layers:
-
-1. **Parse** (sqlparse): exactly one statement, of type SELECT (``WITH … SELECT``
-   included) or UPDATE; INSERT, DELETE, REPLACE, DROP, ALTER, CREATE, ATTACH, DETACH,
-   PRAGMA, VACUUM, REINDEX, ANALYZE, ``UPDATE OR …`` conflict clauses (``OR REPLACE``
-   deletes rows), RETURNING and load_extension are refused before anything runs.
-2. **SQLite's authorizer**, consulted while SQLite compiles the statement, so it sees
-   what the SQL really does whatever its spelling: only SELECT, READ of the allowed
-   tables, RECURSIVE, allow-listed FUNCTIONs, and UPDATE of the editable columns pass.
-3. **Hidden rows by construction**: on the guard's own connection, the unqualified name
-   ``messages`` is a TEMP view (the temp schema shadows main) over a second TEMP view with
-   a random per-connection name that drops ``role = 'memory_tool'`` rows. The authorizer
-   allows reading ``main.messages`` only when SQLite reports that random view as the
-   reader — a CTE named ``messages`` or a qualified ``main.messages`` is refused, and
-   the temp schema (where the random name could be read) and the FTS tables (whose index
-   covers every row) are unreadable. Each run opens a fresh connection with a fresh
-   random name, so even a name leaked by one run is useless to the next.
-4. **The model's statement never writes.** It runs on a read-only connection. There,
-   ``memories`` and ``sessions`` are TEMP views too, and an UPDATE of any of the three
-   views goes through an INSTEAD OF trigger that only records ``(row id, old, new)`` in
-   a temp table — so however long the model's expressions take, no write lock is held
-   and other writers carry on. The guard then checks the recorded changes (text only, at
-   most ``MAX_ROWS_CHANGED`` rows, or nothing changes) and applies them by id in one
-   short write transaction, each journalled with the value it replaced
-   (memory.sql_journal, which ``companion undo-sql`` undoes).
-
-Editable columns: ``messages.content``, ``memories.value``, ``sessions.title`` — text the
-user may want corrected; ids, roles, timestamps and FSRS state stay out of reach.
-
-Hard limits, so no statement can freeze the app or exhaust memory: a time limit
-(progress handler, checked between rows); SQLite limits on the guard's connection (one
-value's length, LIKE/GLOB pattern length, result columns, function arguments and the
-size of the compiled program, which bounds the work done within one row); at most
-``MAX_COSTLY_CALLS`` calls of the functions whose cost grows with a whole message
-(LIKE, GLOB, instr, replace, trim), the last four replaced by linear-time versions that
-also watch the clock; printf (and its alias format) whose widths and precisions add up
-to at most ``MAX_VALUE_BYTES`` (SQLite's own printf pads one character at a time, past
-its length limit too, and never looks at the clock: ``%.2147483647c`` took 13.8 s);
-no aggregates that build an unbounded value (json_group_array, json_group_object); and
-results capped in rows, columns, cell length and total characters, so what the tool
-returns (and the store keeps in ``meta``) stays small. Every other allowed built-in
-makes a value no longer than its arguments allow (and SQLite's length limit refuses
-the rest); zeroblob and randomblob, which take a size, are not allowed.
-
-``run_sql`` never raises: every failure is ``{"error": ...}``. The log says what kind of
-refusal or failure it was (and SQLite's error code), never the error's text, which can
-quote the person's rows or the model's SQL (and a newline in it would forge a log line).
+Four layers: the parse (``memory.rules.sql_policy.check_sql``), SQLite's authorizer,
+memory_tool rows hidden by construction, and a statement that never writes (an UPDATE is
+recorded on a read-only connection, checked, then applied by id and journalled for
+``undo-sql``); plus hard limits on time, sizes and costly functions. ``run_sql`` never
+raises: every failure is ``{"error": ...}``, logged by kind, never by its text. The design:
+docs/storage.md; the threat model: docs/security.md.
 """
 
 from __future__ import annotations
@@ -63,9 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import sqlparse
-from sqlparse import tokens as T
-
 from memory.errors import EditConflict, SqlRefused
 from memory.rules.sql_policy import (
     CELL_CAP,
@@ -73,21 +29,20 @@ from memory.rules.sql_policy import (
     EDITABLE_COLUMNS,
     EMPTY_TEXT,
     HIDDEN_ROLE,
+    MAX_COLUMNS,
     MAX_ROWS_CHANGED,
     MAX_WRITE_CHARS,
     NOT_EMPTY,
     READABLE_SETTINGS,
     REFUSED_FUNCTION,
-    REFUSED_KEYWORD,
-    REFUSED_TYPE,
     REFUSED_UPDATE_COLUMN,
     RESULT_CHAR_CAP,
     ROW_CAP,
     TIME_LIMIT_SECONDS,
     TOO_LONG,
     TOO_MANY_ROWS,
+    check_sql,
     new_batch_id,
-    sql_text,
 )
 from memory.rules.text import word_set
 from memory.sqlite.db import connect
@@ -105,7 +60,6 @@ PROGRESS_STEPS = 50
 # SQLite limits of the guard's connection.
 MAX_VALUE_BYTES = 1_000_000  # one string or blob, also while it is being built
 MAX_LIKE_PATTERN_BYTES = 100  # LIKE/GLOB cost is pattern length x text length
-MAX_COLUMNS = 32  # result columns (a 1,891-column SELECT made a 95 MB result)
 MAX_FUNCTION_ARGS = 16  # json_array(x, x, …) builds all its arguments before the length check
 MAX_PROGRAM_OPS = 500  # typical questions compile to 20-100 steps
 MAX_EXPR_DEPTH = 100
@@ -133,36 +87,6 @@ PRINTF_SPEC = re.compile(r"%([-+ #!0,l*.0-9]*)")
 
 READABLE_TABLES = frozenset({"sessions", "memories", "segments", "sqlite_master", "schema_version"})
 SHADOWED = frozenset(EDITABLE_COLUMNS)  # main tables the guard shadows with TEMP views
-FORBIDDEN_KEYWORDS = frozenset(
-    {
-        "INSERT",
-        "DELETE",
-        "REPLACE",
-        "DROP",
-        "ALTER",
-        "CREATE",
-        "ATTACH",
-        "DETACH",
-        "PRAGMA",
-        "VACUUM",
-        "REINDEX",
-        "ANALYZE",
-        "RETURNING",
-        "UPSERT",
-        "TRUNCATE",
-        "GRANT",
-        "REVOKE",
-        "BEGIN",
-        "COMMIT",
-        "ROLLBACK",
-        "SAVEPOINT",
-        "RELEASE",
-        "EXPLAIN",
-    }
-)
-FORBIDDEN_FUNCTIONS = frozenset(
-    {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zeroblob", "randomblob"}
-)
 # Not here on purpose: json_group_array and json_group_object grow their value with no
 # length check (+1.3 GB within the time limit); group_concat/string_agg stop at
 # MAX_VALUE_BYTES, so they stay.
@@ -224,54 +148,6 @@ LIMIT_HINTS = (
 
 class _Stopped(Exception):
     """Raised inside a guard function to stop the statement; the reason is recorded."""
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A statement that passed the parse layer."""
-
-    sql: str
-    kind: str  # "SELECT" or "UPDATE"
-
-
-def check_sql(sql: object) -> Checked:
-    """The parse layer: one SELECT or UPDATE statement, or SqlRefused naming the problem."""
-    text = sql_text(sql)
-    try:
-        statements = [
-            statement
-            for statement in sqlparse.parse(text)
-            if statement.token_first(skip_cm=True, skip_ws=True) is not None
-        ]
-    except Exception as exc:  # sqlparse's own limits (deep nesting) or a parser bug
-        raise SqlRefused(
-            f"refused: the SQL could not be parsed ({type(exc).__name__})", "parse"
-        ) from exc
-    if not statements:
-        raise SqlRefused("refused: no SQL statement given (only comments)", "input")
-    if len(statements) > 1:
-        raise SqlRefused("refused: several statements given; send one at a time", "statement")
-    statement = statements[0]
-    kind = statement.get_type()
-    if kind not in ("SELECT", "UPDATE"):
-        first = statement.token_first(skip_cm=True, skip_ws=True)
-        what = kind if kind != "UNKNOWN" else (first.value.upper() if first else "it")
-        raise SqlRefused(REFUSED_TYPE.format(what=what))
-    previous = ""
-    for token in statement.flatten():
-        if token.is_whitespace or token.ttype in T.Comment:
-            continue
-        word = token.value.upper()
-        if token.ttype in T.Keyword and word in FORBIDDEN_KEYWORDS:
-            raise SqlRefused(REFUSED_KEYWORD.format(what=word), "keyword")
-        if token.ttype in T.Name and token.value.lower() in FORBIDDEN_FUNCTIONS:
-            raise SqlRefused(REFUSED_FUNCTION.format(name=token.value.lower()), "function")
-        if previous == "UPDATE" and word == "OR":
-            raise SqlRefused(
-                REFUSED_KEYWORD.format(what="UPDATE OR … (conflict clause)"), "keyword"
-            )
-        previous = word
-    return Checked(text, kind)
 
 
 class _Deadline:
@@ -758,32 +634,3 @@ def _apply(db_path: Path | str, edits: list[Edit], now: str) -> dict[str, Any]:
     finally:
         conn.close()
     return {"updated": len(edits)}
-
-
-def format_result(result: dict[str, Any]) -> str:
-    """A readable text table of a run_sql result (or the error / update count)."""
-    if "error" in result:
-        return f"Error: {result['error']}"
-    if "updated" in result:
-        return f"{result['updated']} row(s) updated."
-    columns = [str(column) for column in result.get("columns", [])]
-    rows = [
-        ["NULL" if v is None else str(v).replace("\n", " ") for v in row]
-        for row in result.get("rows", [])
-    ]
-    if not columns:
-        return "(no columns)"
-    widths = [min(60, max([len(c)] + [len(r[i]) for r in rows])) for i, c in enumerate(columns)]
-
-    def line(cells: list[str]) -> str:
-        return " | ".join(
-            (cell if len(cell) <= widths[i] else cell[: widths[i] - 1] + "…").ljust(widths[i])
-            for i, cell in enumerate(cells)
-        ).rstrip()
-
-    out = [line(columns), "-+-".join("-" * w for w in widths)]
-    out.extend(line(row) for row in rows)
-    footer = f"({result.get('row_count', len(rows))} row(s)"
-    footer += ", truncated)" if result.get("truncated") else ")"
-    out.append(footer)
-    return "\n".join(out)

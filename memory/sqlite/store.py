@@ -22,14 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import StoreError
-from memory.sqlite.db import (
-    BUSY_TIMEOUT_MS,
-    connect,
-    migrate,
-    owner_only,
-    owner_only_folder,
-    private_folder,
-)
+from memory.rules.files import owner_only, owner_only_folder, private_folder
+from memory.sqlite.db import BUSY_TIMEOUT_MS, connect, migrate
 from memory.types import (
     ROLES,
     Clock,
@@ -439,3 +433,12 @@ class Store:
                            ON CONFLICT(key) DO UPDATE SET value = excluded.value""",
                         (key, str(value)),
                     )
+
+
+def query_rows(store: Store, sql: str) -> list[list[Any]]:
+    """Rows of a read-only check query on the store's own connection (an error becomes
+    one row holding it)."""
+    try:
+        return [list(row) for row in store.conn.execute(sql).fetchall()]
+    except sqlite3.Error as exc:
+        return [[f"error: {exc}"]]

@@ -17,9 +17,9 @@ from evals.cases import Case, load_cases
 from evals.fixtures import FixtureSuite
 from evals.results import CaseRun
 from evals.runner import ImageCache, run_case, run_from_cli
-from memory import format_time
+from memory import format_time, open_store
+from memory.postgres.schema import migrate
 from memory.postgres.sql_guard import prepare
-from memory.postgres.store import PgStore, migrate
 from tests.support.policy import scripted_model
 from tests.support.postgres import APP_ROLE, DATABASE, PostgresServer
 from tools.registry import default_registry
@@ -80,14 +80,14 @@ async def test_memory_cases_pass_on_postgres_as_on_sqlite(
 
     # Each case run was a person of its own, seeded at the history's own times.
     book = cases[0]
-    store = PgStore.for_person(backend.pools, backend.person(book, 1))
+    store = open_store(Path("."), backend.url, person=backend.person(book, 1))
     stored = await store.messages(f"eval-{book.id}")
     assert [m.created_at for m in stored[: len(book.history)]] == [
         format_time(m.at) for m in book.history
     ]
     assert stored[len(book.history)].content == book.message
     assert stored[len(book.history)].created_at == format_time(book.now)
-    nobody = PgStore.for_person(backend.pools, backend.person(book, 2))
+    nobody = open_store(Path("."), backend.url, person=backend.person(book, 2))
     assert await nobody.count_messages() == 0
     await backend.close()
 

@@ -18,9 +18,9 @@ import pytest
 from psycopg import errors
 
 from memory import AccountError, AccountsUnavailable
-from memory.postgres.accounts import ACCOUNTS_MIGRATIONS, PgAccounts, person_key
+from memory.postgres.accounts import PgAccounts, person_key
+from memory.postgres.schema import ACCOUNTS_MIGRATIONS, PG_MIGRATIONS
 from memory.postgres.sql_guard import SQL_ROLE, run_sql
-from memory.postgres.store import PG_MIGRATIONS
 from memory.sqlite.accounts import SqliteAccounts
 from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer

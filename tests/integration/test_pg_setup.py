@@ -63,7 +63,7 @@ def owner_texts(server: PostgresServer, person: str) -> list[str]:
 def test_the_url_selects_the_backend(tmp_path: Path, postgres: PostgresServer) -> None:
     sqlite = open_store({"home": str(tmp_path)}, {})
     assert isinstance(sqlite, AsyncSqliteStore)
-    sqlite.close()
+    asyncio.run(sqlite.close())
     pg = open_store({"home": str(tmp_path)}, {"COMPANION_DATABASE_URL": postgres.url}, person="7")
     assert isinstance(pg, PgStore) and pg.person == "7"
     assert pg.media_dir == tmp_path / "media"  # images stay files on the home

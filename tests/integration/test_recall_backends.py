@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from memory import Memory, Message, Recollection, Segment, Summarizer, format_time
 from memory.postgres import recall as pg_recall
-from memory.postgres.store import PgStore, migrate
+from memory.postgres.schema import migrate
+from memory.postgres.store import PgStore
 from memory.rules.memories import recalled_strength
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import Store
@@ -126,10 +127,7 @@ async def open_backend(kind: str, home: Path, postgres: PostgresServer) -> Backe
 
 
 async def close_backend(backend: Backend) -> None:
-    if isinstance(backend.store, AsyncSqliteStore):
-        backend.store.close()
-    else:
-        await backend.store.close()
+    await backend.store.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -32,7 +32,8 @@ from memory import (
     format_time,
 )
 from memory.postgres import sql_guard as pg_sql_guard
-from memory.postgres.store import APP_TABLES, PG_MIGRATIONS, PgStore, migrate
+from memory.postgres.schema import APP_TABLES, PG_MIGRATIONS, migrate
+from memory.postgres.store import PgStore
 from memory.rules import scoring
 from memory.rules.episodes import split_spans
 from memory.sqlite.async_store import AsyncSqliteStore
@@ -70,7 +71,7 @@ async def store(
     if request.param == "sqlite":
         sqlite = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
         yield sqlite
-        sqlite.close()
+        await sqlite.close()
     else:
         pg = await PgStore.open(postgres.url, new_person(), clock=ticking())
         yield pg
@@ -387,7 +388,7 @@ async def test_both_backends_rank_the_same_memories_alike(
             assert on_sqlite == without_id(await pg.ranked_memories(now)), now
             assert len(on_sqlite) == 4
     finally:
-        sqlite.close()
+        await sqlite.close()
         await pg.close()
 
 

@@ -241,7 +241,7 @@ def test_killed_in_the_middle_of_a_turn(tmp_path: Path) -> None:
     assert result.answer == "Back, sorry about that."
     seen = [m.content for m in ctx.chat_model.calls[0]["messages"][1:]]
     assert seen == ["message 0", "answer to: message 0", "please go slow", "hello again"]
-    store.close()
+    asyncio.run(store.close())
 
 
 def test_killed_during_a_burst_of_writes(tmp_path: Path) -> None:

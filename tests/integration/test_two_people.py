@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +54,8 @@ class TwoPeople:
     ann_session: str
     ann_memory: str
     ann_image: str  # the image ann sent, in her media folder
+    home: Path
+    env: dict[str, str]  # what selects the backend (COMPANION_DATABASE_URL on Postgres)
 
     def run(self, call: Coroutine[Any, Any, T]) -> T:
         """A store call, awaited on the tests' loop."""
@@ -138,7 +143,9 @@ def app(
         assert image and Path(image).parent == root / "media"
         client.predict("", "identity", "name", f"Ann {SECRET}", api_name="/update_memory")
         ((memory, *_),) = loop.run_until_complete(memories_of(stores["ann"]))
-        yield TwoPeople(url, model, loop, stores["ann"], stores["bob"], session.id, memory, image)
+        yield TwoPeople(
+            url, model, loop, stores["ann"], stores["bob"], session.id, memory, image, root, env
+        )
     finally:
         demo.close()
         loop.run_until_complete(release_connections())  # the tests' loop's pool, if any
@@ -186,6 +193,38 @@ def test_bobs_undo_does_not_undo_anns_sql_edit(app: TwoPeople) -> None:
     _, status = app.client("bob").predict(api_name="/undo_sql_edit")
     assert status.startswith("Nothing to undo")
     assert app.ann_data() == before
+
+
+def undo_sql(app: TwoPeople, name: str) -> subprocess.CompletedProcess[str]:
+    """``companion undo-sql --user NAME`` in a process of its own, on the app's backend."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "undo-sql", "--home", str(app.home), "--user", name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, **app.env},
+    )
+
+
+def test_undo_sql_on_the_command_line_undoes_that_persons_newest_edit(app: TwoPeople) -> None:
+    bob_memory = app.run(app.bob_store.create_memory("identity", "pet", "a cat"))
+    edit = "UPDATE memories SET value = 'a dog' WHERE key = 'pet'"
+    assert app.run(app.bob_store.run_sql(edit, now=utc_now())) == {"updated": 1}
+    (*_, ann_value), *_ = app.memories(app.ann_store)
+    ann_edit = f"UPDATE memories SET value = 'Ann Jones {SECRET}' WHERE key = 'name'"
+    assert app.run(app.ann_store.run_sql(ann_edit, now=utc_now())) == {"updated": 1}
+    ann_before = app.ann_data()
+    undone = undo_sql(app, "bob")
+    assert undone.returncode == 0, undone.stderr
+    assert "restored memories" in undone.stdout and SECRET not in undone.stdout
+    assert app.memories(app.bob_store) == [(bob_memory.id, "identity", "pet", "a cat")]
+    assert app.ann_data() == ann_before  # ann's newer edit stands
+    undone = undo_sql(app, "ann")
+    assert undone.returncode == 0 and "restored memories" in undone.stdout, undone.stderr
+    assert [m[3] for m in app.memories(app.ann_store)] == [ann_value]
+    nobody = undo_sql(app, "carol")
+    assert nobody.returncode == 2 and "no user carol" in nobody.stderr
 
 
 def test_bobs_settings_are_his_alone(app: TwoPeople) -> None:

@@ -25,7 +25,6 @@ from graph.context import Context
 from graph.setup import People
 from memory import OWNER, AsyncStore, release_connections, utc_now
 from memory.postgres.store import PgStore
-from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.chat_model import ScriptedChatModel
 from tests.support.pg_people import (
     BACKENDS,
@@ -136,9 +135,8 @@ async def home(registered: Registered) -> AsyncIterator[Home]:
         memory.id,
         ann_image,
     )
-    for factory in people.factories():
-        if isinstance(factory.store, AsyncSqliteStore):
-            factory.store.close()
+    for store in (ann_store, bob_store):  # the only factories opened: ann's is the default
+        await store.close()
     await release_connections()  # this test's loop's Postgres pool
 
 

@@ -65,6 +65,6 @@ async def test_the_sweep_runs_only_with_the_lease(
     try:
         await asyncio.wait_for(jobs.schedule_catch_up(ctx), 5)
     finally:
-        store.close()
+        await store.close()
     lease = f"claim {jobs.CATCH_UP_JOB} by {jobs.PROCESS} for {jobs.LEASE_SECONDS:.0f} s"
     assert calls == [lease, *["sweep"] * sweeps]

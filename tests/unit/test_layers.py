@@ -28,6 +28,17 @@ ALLOWED = {
 # What the rest of the product may import of providers/: its face, and the install-time
 # smoke test (run as ``python -m providers.local_smoke``, so the face does not load it).
 PROVIDERS_PUBLIC = {"providers", "providers.local_smoke"}
+# memory/ is one face over two backend packages: only memory.backends opens either, and
+# each driver stays inside its own backend (bench/ and tests/ may reach past the face and
+# use the drivers).
+BACKENDS = {"memory.sqlite": "sqlite3", "memory.postgres": "psycopg"}
+CHOOSER = "memory.backends"
+# What memory's shared modules may import of memory: the values and errors sit at the
+# bottom (types reads two leaf rules), the rules above them, then the protocol.
+MEMORY_BOTTOM = {
+    "memory.types": {"memory.rules", "memory.rules.scoring", "memory.rules.temporal"},
+    "memory.errors": set(),
+}
 
 
 def module_name(path: Path) -> str:
@@ -55,6 +66,21 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
             continue
         found.update(name for name in names if name in known)
     return found
+
+
+def drivers_of(path: Path) -> set[str]:
+    """The top-level names of every module ``path`` imports (sqlite3, psycopg, ...)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -109,6 +135,73 @@ def test_providers_internals_stay_inside_providers() -> None:
         if target.split(".")[0] == "providers"
         and source.split(".")[0] != "providers"
         and target not in PROVIDERS_PUBLIC
+    ]
+    assert wrong == []
+
+
+def test_the_memory_backends_never_import_each_other() -> None:
+    sqlite, postgres = BACKENDS
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in import_graph().items()
+        for target in targets
+        if (in_package(source, sqlite) and in_package(target, postgres))
+        or (in_package(source, postgres) and in_package(target, sqlite))
+    ]
+    assert wrong == []
+
+
+def test_only_memory_backends_imports_a_backend_from_outside_it() -> None:
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in import_graph().items()
+        for target in targets
+        for backend in BACKENDS
+        if in_package(target, backend) and not in_package(source, backend) and source != CHOOSER
+    ]
+    assert wrong == []
+    chooser = import_graph()[CHOOSER]
+    assert all(any(in_package(t, backend) for t in chooser) for backend in BACKENDS)
+
+
+def test_each_driver_is_imported_only_by_its_backend() -> None:
+    wrong = [
+        f"{name} imports {driver}"
+        for name, path in product_modules().items()
+        for backend, driver in BACKENDS.items()
+        if driver in drivers_of(path) and not in_package(name, backend)
+    ]
+    assert wrong == []
+
+
+def test_memory_rules_import_no_backend_and_no_driver() -> None:
+    graph = import_graph()
+    wrong = [
+        f"{name} imports {target}"
+        for name in graph
+        if in_package(name, "memory.rules")
+        for target in graph[name]
+        if not any(
+            in_package(target, ok) for ok in ("memory.rules", "memory.types", "memory.errors")
+        )
+    ]
+    wrong += [
+        f"{name} imports {driver}"
+        for name, path in product_modules().items()
+        if in_package(name, "memory.rules")
+        for driver in BACKENDS.values()
+        if driver in drivers_of(path)
+    ]
+    assert wrong == []
+
+
+def test_memory_values_and_errors_sit_at_the_bottom() -> None:
+    graph = import_graph()
+    wrong = [
+        f"{name} imports {target}"
+        for name, allowed in MEMORY_BOTTOM.items()
+        for target in graph[name]
+        if target not in allowed
     ]
     assert wrong == []
 

@@ -14,9 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import SqlRefused
-from memory.rules.sql_policy import MAX_ROWS_CHANGED, READABLE_SETTINGS, RESULT_CHAR_CAP
+from memory.rules.sql_policy import (
+    MAX_ROWS_CHANGED,
+    READABLE_SETTINGS,
+    RESULT_CHAR_CAP,
+    check_sql,
+    format_result,
+)
 from memory.sqlite.memories import create_memory
-from memory.sqlite.sql_guard import check_sql, format_result, run_sql
+from memory.sqlite.sql_guard import run_sql
 from memory.sqlite.store import Store
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memory import Edit, EditConflict
-from memory.rules.sql_policy import RESULT_CHAR_CAP
+from memory.rules.sql_policy import MAX_COLUMNS, RESULT_CHAR_CAP
 from memory.sqlite.journal import apply_edits, last_batch, undo_last_edit
 from memory.sqlite.memories import create_memory
-from memory.sqlite.sql_guard import MAX_COLUMNS, run_sql
+from memory.sqlite.sql_guard import run_sql
 from memory.sqlite.store import Store
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

@@ -1,0 +1,1 @@
+"""Tests of memory/: the contract both backends keep (contract/), and what only one has."""
