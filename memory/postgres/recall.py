@@ -1,6 +1,6 @@
 """Recall and episodes on Postgres: memory_search's recall, and cutting segments.
 
-The same behaviour as SQLite (tests/integration/test_recall_backends.py): every pure step
+The same behaviour as SQLite (tests/memory/contract/test_recall.py): every pure step
 is ``memory.rules``'; only the queries differ (a ``tsvector`` with ``companion_words``,
 ``ts_rank`` where SQLite has BM25). Each function works through one person's store's
 transactions, so row-level security keeps it to that person. Design: docs/postgres.md.

@@ -629,30 +629,6 @@ class PgStore:
 
     # segments -------------------------------------------------------------------
 
-    async def add_segment(
-        self, session_id: str, span: list[Message], summary: str, summary_kind: str
-    ) -> Segment:
-        """Store ``span`` (consecutive messages of the session, oldest first) as one
-        segment with its summary (``refresh_segments`` cuts and summarises them itself)."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                f"""INSERT INTO segments (session_id, start_message_id, end_message_id,
-                                          start_at, end_at, summary, summary_kind)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_SEGMENT_COLUMNS}""",
-                (
-                    session_id,
-                    span[0].id,
-                    span[-1].id,
-                    parse_time(span[0].created_at),
-                    parse_time(span[-1].created_at),
-                    summary,
-                    summary_kind,
-                ),
-            )
-            row = await cursor.fetchone()
-        assert row is not None
-        return pg_rows.segment(row)
-
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
     ) -> int:

@@ -29,6 +29,7 @@ from memory.rules.sql_policy import KEPT_BATCHES
 from memory.sqlite import sql_guard
 from memory.sqlite.store import Store
 from tests.conftest import FIXED_NOW
+from tests.memory.backends import one_segment
 from tests.support.pg_people import migrated_postgres
 from tests.support.postgres import APP_ROLE, PostgresServer
 
@@ -60,8 +61,7 @@ async def _seed(server: PostgresServer) -> dict[str, list[int]]:
         store = await PgStore.open(server.url, person, clock=lambda: FIXED_NOW)
         try:
             ids[person] = [(await store.add_message(*row)).id for row in rows]
-            first = (await store.messages("s"))[0]
-            await store.add_segment("s", [first], f"{person} summary", "model")
+            await one_segment(store, "s", f"{person} summary")
             await store.create_memory("identity", "name", f"{person} herself")
             await store.create_memory("signals", "health", f"{person} HEALTH record")
             await store.set_profile({"persona": f"{person} persona", "api_key": "SECRET key"})

@@ -1,0 +1,41 @@
+"""The store fixture of the contract tests: one ``AsyncStore`` per test, on SQLite (a
+fresh home) and on Postgres (a fresh person of one migrated server per module)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memory import AsyncStore
+from memory.postgres.schema import migrate
+from memory.postgres.sql_guard import prepare
+from memory.postgres.store import PgStore
+from memory.sqlite.async_store import AsyncSqliteStore
+from memory.sqlite.store import Store
+from tests.memory.backends import new_person, ticking
+from tests.support.postgres import APP_ROLE, PostgresServer
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """One server for the module, migrated once; each test is a new person on it."""
+    with PostgresServer() as server:
+        asyncio.run(migrate(server.admin_url, APP_ROLE))
+        asyncio.run(prepare(server.admin_url))
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres: PostgresServer
+) -> AsyncIterator[AsyncStore]:
+    opened: AsyncStore
+    if request.param == "sqlite":
+        opened = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
+    else:
+        opened = await PgStore.open(postgres.url, new_person(), clock=ticking())
+    yield opened
+    await opened.close()

@@ -1,0 +1,1 @@
+"""What only Postgres has to prove: row-level security, roles, its schema."""
