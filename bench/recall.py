@@ -11,7 +11,7 @@ Timed, p50/p95 over ``--queries`` runs each:
 - memory_search (the tool itself: memories, segments, BM25 raw messages, over every
   session, asked from the long session with its newest user message as the question)
   with no time cue, a rare phrase, and a temporal window ("last Thursday");
-- the raw message search alone (``memory.retrieval.search_messages``), all sessions
+- the raw message search alone (``memory.sqlite.retrieval.search_messages``), all sessions
   (the newest 1000 messages, or every message of the window), the asked session winning
   ties;
 - the naive LIKE scan baseline (``tests.support.naive_search``, every message) for the

@@ -4,7 +4,7 @@ Runs the eval cases that recall — the whole memory suite, and every original c
 suite that expects memory_search — through the real graph with the scripted keyword
 policy of ``tests.support.policy``, once with a SQLite file per case run and once with
 every case run a new person of a throwaway Postgres server (``PostgresServer``, migrated
-with ``memory.pg_store.migrate`` and ``memory.pg_sql_guard.prepare``). It prints, per
+with ``memory.postgres.schema.migrate`` and ``memory.postgres.sql_guard.prepare``). It prints, per
 language (EN / ID) and per backend:
 
 - the memory suite's cases, how many passed and the pass rate (every check of the case);

@@ -6,7 +6,7 @@ app processes on one Postgres database (COMPANION_DATABASE_URL), the path across
 machines. The Postgres server is ``tests.support.postgres.PostgresServer`` (Debian's
 binaries, a temp folder, loopback, ``fsync=off``), migrated as ``companion db migrate``
 does (``tests.support.pg_people.migrated_postgres``); each process reaches it through
-its ``memory.pg_pool.LoopPools`` (at most ``MAX_SIZE`` connections), as the app does.
+its ``memory.postgres.pool.LoopPools`` (at most ``MAX_SIZE`` connections), as the app does.
 
 The parent starts ``tests.support.fake_openai.FakeOpenAIServer(latency=...)`` (a real HTTP
 server on 127.0.0.1 that answers every chat call with its default text after ``latency``

@@ -218,7 +218,7 @@ class AsyncStore(Protocol):
         session_id: str | None,
         question_id: int | None,
     ) -> Recollection:
-        """memory_search's recall (memory.recall): facts (marked recalled at ``now``),
+        """memory_search's recall (memory.sqlite.recall): facts (marked recalled at ``now``),
         episodes and, when those are thin or time is named, messages before
         ``question_id``; ``session_id``'s messages win ties."""
         ...

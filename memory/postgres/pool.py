@@ -5,7 +5,7 @@ process can run more than one loop over its life: ``companion`` reads the settin
 short start-up loop before Gradio starts its own, and tests start one loop per test. So
 ``LoopPools`` keeps one pool per running loop, opened on first use (nothing connects
 before a call needs a connection) and forgotten with its loop. It has the part of the
-pool's interface ``memory.pg_store.PgStore`` uses (``connection``, ``conninfo``,
+pool's interface ``memory.postgres.store.PgStore`` uses (``connection``, ``conninfo``,
 ``close``), so every person's store of a process shares it: N people cost at most
 ``max_size`` connections per loop, not N pools.
 """

@@ -43,7 +43,7 @@ Cursor = AsyncCursor[DictRow]
 
 
 class PersonStore(Protocol):
-    """What these functions need of ``memory.pg_store.PgStore`` (named structurally:
+    """What these functions need of ``memory.postgres.store.PgStore`` (named structurally:
     pg_store imports this module, so this module never imports it)."""
 
     clock: Clock
@@ -71,7 +71,7 @@ _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document length)
 
 
-# rows (as memory.pg_store reads them) ------------------------------------------------
+# rows (as memory.postgres.store reads them) ------------------------------------------------
 
 
 def _second(moment: datetime) -> datetime:
@@ -101,7 +101,7 @@ async def recall(
     session_id: str | None,
     question_id: int | None,
 ) -> Recollection:
-    """memory.recall.recall on Postgres: facts (marked recalled at ``now``), episodes and,
+    """memory.sqlite.recall.recall on Postgres: facts (marked recalled at ``now``), episodes and,
     when those are thin or time is named, messages before ``question_id``;
     ``session_id``'s messages win ties. One transaction."""
     cue = parse_temporal(query, now, tz)
@@ -133,7 +133,7 @@ async def recall(
 
 
 async def _mark_recalled(cursor: Cursor, facts: list[Memory], now: datetime) -> None:
-    """memory.memories.mark_recalled: each fact's FSRS state after a recall at ``now``,
+    """memory.sqlite.memories.mark_recalled: each fact's FSRS state after a recall at ``now``,
     from its stored row (locked, so two recalls at once both count)."""
     stamp = _second(now)
     for memory_id in dict.fromkeys(memory.id for memory in facts):
@@ -163,7 +163,7 @@ async def _session_titles(cursor: Cursor, session_ids: Sequence[str]) -> dict[st
 async def _search_segments(
     cursor: Cursor, query: str, cue: TemporalCue | None, limit: int
 ) -> list[Segment]:
-    """memory.segments.search_segments: segments whose summary matches ``query``, within
+    """memory.sqlite.segments.search_segments: segments whose summary matches ``query``, within
     the cue's window if any; with a window (or a "recent" cue) but no keyword match, the
     window's segments, newest first."""
     where, params = "", []
@@ -193,7 +193,7 @@ async def _search_segments(
 
 
 async def _segment_lines(cursor: Cursor, segment: Segment, query: str) -> list[str]:
-    """memory.segments.segment_lines: a few of the segment's user/assistant lines, those
+    """memory.sqlite.segments.segment_lines: a few of the segment's user/assistant lines, those
     sharing words with ``query`` first."""
     await cursor.execute(
         f"""SELECT m.role, m.content FROM messages m
@@ -211,7 +211,7 @@ async def _search_messages(
     cue: TemporalCue | None,
     before_id: int | None,
 ) -> list[Message]:
-    """memory.retrieval.search_messages over every session: user/assistant messages
+    """memory.sqlite.retrieval.search_messages over every session: user/assistant messages
     matching ``query`` among the newest SCOPE before ``before_id`` or inside the cue's
     window, best first (newest first for a "recent" cue); the window's, or the newest,
     messages when no keyword matches."""
@@ -283,7 +283,7 @@ async def refresh_segments(
     tz: str,
     limit: int | None = None,
 ) -> int:
-    """memory.segments.refresh_segments on Postgres: cut and summarise the session's
+    """memory.sqlite.segments.refresh_segments on Postgres: cut and summarise the session's
     closed spans not yet segmented, oldest first (at most ``limit``); how many segments
     were added. ``force`` closes the newest span too."""
     async with store._transaction() as cursor:
@@ -360,7 +360,7 @@ async def pending_sessions(store: PersonStore) -> list[str]:
 async def catch_up_segments(
     store: PersonStore, summarize: Summarizer | None, *, tz: str, budget: int = CATCH_UP_BUDGET
 ) -> int:
-    """memory.segments.catch_up_segments on Postgres: summarise every session's closed
+    """memory.sqlite.segments.catch_up_segments on Postgres: summarise every session's closed
     spans not yet segmented, least recently active sessions first, at most ``budget``
     segments per call; how many were added (call again until 0)."""
     added = 0

@@ -1,5 +1,5 @@
-"""Postgres rows as the store's value objects, shared by memory.pg_store and
-memory.pg_recall (timestamps formatted like ``memory.store.format_time``)."""
+"""Postgres rows as the store's value objects, shared by memory.postgres.store and
+memory.postgres.recall (timestamps formatted like ``memory.types.format_time``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ _TABLES_3 = ("job_leases", "sql_edits")
 
 # The tables the app role may read and write (schema_version is the admin's alone; the
 # journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
-# trigger, memory.pg_sql_guard, writes new entries).
+# trigger, memory.postgres.sql_guard, writes new entries).
 APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3
 APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
 JOURNAL = "sql_edits"
@@ -136,8 +136,8 @@ PG_MIGRATIONS: tuple[str, ...] = (
     + "".join(_scoped(table) for table in _TABLES_2),
     # 3: Stop asked from another process (the running one polls the flag), leases of
     # background jobs (one holder at a time per person and job, until it expires), and
-    # the journal of memory_sql edits (memory.sql_journal's sql_edits, by person): each
-    # changed text with what it replaced, written by memory.pg_sql_guard's trigger, so
+    # the journal of memory_sql edits (memory.sqlite.journal's sql_edits, by person): each
+    # changed text with what it replaced, written by memory.postgres.sql_guard's trigger, so
     # the newest batch can be undone. A row's entries go when the row goes (the
     # triggers below), so deleted text does not live on in the journal.
     f"""
@@ -203,7 +203,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_person_id ON messages (person, id);
     CREATE INDEX messages_person_time ON messages (person, created_at, id);
     """,
-    # 5: memory_sql's own login (issue 19; memory.pg_sql_guard). The model's statement
+    # 5: memory_sql's own login (memory.postgres.sql_guard). The model's statement
     # runs on a connection whose login role is companion_sql: sql_login keeps that
     # role's password (made by `companion db migrate`) for the app role alone to read,
     # and sql_bindings names, for each such connection by its backend pid, whose rows it
@@ -270,7 +270,7 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX users_name ON users (lower(name));
     """,
-    # 2: logins, shared by every app process (memory.accounts' migration 2): a token's
+    # 2: logins, shared by every app process (memory.sqlite.accounts' migration 2): a token's
     # hash, whose login it is, and when it began.
     """
     CREATE TABLE logins (
@@ -280,7 +280,7 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX logins_name ON logins (lower(name));
     """,
-    # 3: the login throttle (memory.accounts' migration 3): failed logins per name tried
+    # 3: the login throttle (memory.sqlite.accounts' migration 3): failed logins per name tried
     # (lower case) and client address, and when that name last logged in from there.
     """
     CREATE TABLE login_failures (

@@ -118,7 +118,8 @@ class SetupReport:
 
 async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_ROLE) -> None:
     """Create (or bring up to date) memory_sql's login role, its password, grants, row
-    security policies and journal trigger; run as the admin after ``pg_store.migrate``."""
+    security policies and journal trigger; run as the admin after the schema's
+    ``memory.postgres.schema.migrate``."""
     connecting = AsyncConnection.connect(admin_url, autocommit=True)
     async with await connecting as conn, conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.sql_guard'))")

@@ -27,7 +27,7 @@ from memory.rules.sql_policy import (
 )
 from memory.rules.text import word_set
 
-# What memory_sql may read: SQLite's visible schema (memory.sql_guard), with the profile
+# What memory_sql may read: SQLite's visible schema (memory.sqlite.sql_guard), with the profile
 # cut to the readable settings and memory_tool messages dropped by policies.
 READABLE: tuple[str, ...] = ("sessions", "messages", "memories", "segments", "profile")
 SCHEMA = "public"

@@ -69,7 +69,7 @@ def _jsonb(meta: dict[str, Any]) -> Jsonb:
 
 
 def _ranked(memories: list[Memory], now: datetime) -> list[Memory]:
-    """``memories`` (in category, key order) as ``memory.memories.ranked`` orders them:
+    """``memories`` (in category, key order) as ``memory.sqlite.memories.ranked`` orders them:
     most retrievable at ``now`` first, ties most recently updated first."""
     memories.sort(key=lambda m: m.updated_at, reverse=True)
     memories.sort(key=lambda m: m.retrievability(now), reverse=True)
@@ -128,7 +128,7 @@ async def _all_memories(cursor: AsyncCursor[DictRow]) -> list[Memory]:
 
 
 async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | None) -> Memory:
-    """The one memory a key names, locked for this transaction (memory.memories.find_by_key:
+    """The one memory a key names, locked for this transaction (memory.sqlite.memories.find_by_key:
     the category is needed only when the key is in several)."""
     if category:
         category, key = check_category(category), check_key(key)
@@ -216,7 +216,7 @@ _PUT_BACK: dict[str, str] = {
 
 
 def _edit(row: DictRow) -> Edit:
-    """A journal entry as memory.sql_journal's Edit (a message's id as an integer)."""
+    """A journal entry as memory.sqlite.journal's Edit (a message's id as an integer)."""
     table, row_id = row["table_name"], row["row_id"]
     if table == "messages" and row_id.isdigit():
         row_id = int(row_id)
@@ -632,7 +632,7 @@ class PgStore:
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
     ) -> int:
-        """Cut the session's closed spans into summarised segments (memory.pg_recall)."""
+        """Cut the session's closed spans into summarised segments (memory.postgres.recall)."""
         return await pg_recall.refresh_segments(self, session_id, summarize, force=force, tz=tz)
 
     async def catch_up_segments(self, summarize: Summarizer | None, *, tz: str) -> int:
@@ -648,7 +648,7 @@ class PgStore:
         session_id: str | None,
         question_id: int | None,
     ) -> Recollection:
-        """memory_search's recall on Postgres (memory.pg_recall)."""
+        """memory_search's recall on Postgres (memory.postgres.recall)."""
         return await pg_recall.recall(
             self, query, now=now, tz=tz, session_id=session_id, question_id=question_id
         )
@@ -765,7 +765,7 @@ class PgStore:
 
     async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
         """memory_sql: one guarded SELECT or UPDATE over this person's rows
-        (memory.pg_sql_guard, on a connection of its own); an UPDATE is journalled at
+        (memory.postgres.sql_guard, on a connection of its own); an UPDATE is journalled at
         ``now``. The result or ``{"error": ...}``, never raises."""
         return await pg_sql_guard.run_sql(self.url, self.person, sql, now=now)
 

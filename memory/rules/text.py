@@ -3,7 +3,7 @@
 Queries arrive as chat sentences ("What did I cook last Thursday?", "aku masak apa
 kemarin?"); only their content words should reach keyword matching. Stop words (English
 and Indonesian) and time words are dropped here, because time is handled by
-memory.temporal as a window rather than as a keyword.
+memory.rules.temporal as a window rather than as a keyword.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ STOP_WORDS = word_set(
     """
 )
 
-# Words that only carry time; memory.temporal turns them into a window.
+# Words that only carry time; memory.rules.temporal turns them into a window.
 TIME_WORDS = word_set(
     """
     today yesterday tomorrow tonight morning afternoon evening night day days week weeks

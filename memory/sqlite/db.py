@@ -105,7 +105,7 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
-    # 2: the journal of memory_sql edits (memory.sql_journal): every value an UPDATE
+    # 2: the journal of memory_sql edits (memory.sqlite.journal): every value an UPDATE
     # replaced, by batch, so the last batch can be undone. row_id is BLOB (no affinity):
     # it keeps an integer message id and a text memory/session id as they are. A row's
     # entries go when the row goes, so deleted text does not live on here.
@@ -133,7 +133,7 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM sql_edits WHERE table_name = 'sessions' AND row_id = old.id;
     END;
     """,
-    # 3: memory_search's time windows span every session (memory.retrieval): the id range
+    # 3: memory_search's time windows span every session (memory.sqlite.retrieval): the id range
     # of a window comes from this index instead of a scan of every message.
     """
     CREATE INDEX messages_created_at ON messages(created_at);
@@ -226,7 +226,7 @@ def is_busy(error: BaseException) -> bool:
 
 def migrate(conn: sqlite3.Connection, migrations: Sequence[str] = MIGRATIONS) -> int:
     """Bring the schema up to date with ``migrations`` (the store's, or another file's
-    such as ``memory.accounts``); returns the version now in place."""
+    such as ``memory.sqlite.accounts``); returns the version now in place."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     conn.execute("BEGIN IMMEDIATE")
     try:

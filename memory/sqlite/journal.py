@@ -1,6 +1,6 @@
 """The journal of memory_sql edits: each value an UPDATE changed, with what it replaced.
 
-memory_sql never lets the model's statement write: memory.sql_guard works out the
+memory_sql never lets the model's statement write: memory.sqlite.sql_guard works out the
 changes on a read-only connection, then hands them here as a batch of by-id ``Edit``s,
 applied in one short write transaction together with their journal entries. Both
 applying and undoing write a value only where the row still holds the value the edit

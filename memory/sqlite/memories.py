@@ -3,7 +3,7 @@
 A memory is one ``(category, key) -> value`` fact, e.g. ``identity / name -> Budi``.
 Categories: *identity* (who the user is), *principles* (how they want to be treated),
 *focus* (what they are busy with now), *signals* (preferences and moods noticed).
-Each memory carries an FSRS strength (memory.scoring); recall ranks memories by
+Each memory carries an FSRS strength (memory.rules.scoring); recall ranks memories by
 retrievability, and a recall by memory_search strengthens them. Showing memories in the
 system prompt is not a recall: otherwise every turn would strengthen every memory.
 

@@ -3,7 +3,7 @@
 All SQL of the application lives in memory/ and is parameterised. A ``Store`` keeps one
 connection per thread (SQLite connections are cheap and WAL lets readers and writers
 overlap), so worker threads, the CLI and background jobs can share it. Its calls block:
-async code uses it through ``memory.async_store``.
+async code uses it through ``memory.sqlite.async_store``.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Store:
 
     def without_waiting(self) -> Store:
         """This store on connections of its own that never wait: a call that needs a lock
-        another connection holds raises at once (``memory.db.is_busy``), and a commit never
+        another connection holds raises at once (``memory.sqlite.db.is_busy``), and a commit never
         runs a WAL checkpoint (``checkpoint`` does, elsewhere). For the event loop."""
         other = copy.copy(self)
         other._wait_ms = 0

@@ -1,6 +1,6 @@
 """memory_search's recall and episode cutting, the same scenarios on both backends:
-SQLite (``AsyncSqliteStore.recall`` / ``.refresh_segments``, memory.recall underneath) and
-Postgres (memory.pg_recall on a ``PgStore``). Each scenario asserts the same results on
+SQLite (``AsyncSqliteStore.recall`` / ``.refresh_segments``, memory.sqlite.recall underneath) and
+Postgres (memory.postgres.recall on a ``PgStore``). Each scenario asserts the same results on
 both; one runs a corpus through both side by side; the last ones are Postgres's own:
 one person's recall never reaches another's rows."""
 
