@@ -26,15 +26,15 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory.errors import EditConflict, MemoryExists, MemoryNotFound, StoreError, WriteRefused
+from memory.errors import MemoryExists, MemoryNotFound, StoreError, WriteRefused
 from memory.postgres import recall as pg_recall
 from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
 from memory.postgres.pool import LoopPools
 from memory.protocol import TurnReads
 from memory.rules import scoring
-from memory.rules.memories import check_category, check_key, check_value
-from memory.rules.sql_policy import EDIT_CONFLICT, EDITABLE_COLUMNS, HIDDEN_ROLE
+from memory.rules.memories import check_category, check_key, check_value, rewritten
+from memory.rules.sql_policy import EDITABLE_COLUMNS, HIDDEN_ROLE, undo_conflict
 from memory.types import (
     ROLES,
     Clock,
@@ -48,7 +48,6 @@ from memory.types import (
     Session,
     Summarizer,
     format_time,
-    parse_time,
     utc_now,
 )
 
@@ -168,10 +167,7 @@ async def _rewrite(
 ) -> Memory:
     """Save a changed memory (``value`` already validated) in the open transaction;
     restating a fact counts as a recall (it strengthens it)."""
-    new_category = check_category(category) if category else memory.category
-    new_key = check_key(key) if key else memory.key
-    anchor = parse_time(memory.last_recalled_at or memory.created_at)
-    strength = scoring.recall(memory.strength, scoring.elapsed_days(anchor, now))
+    new_category, new_key, strength = rewritten(memory, now, category, key)
     await cursor.execute(
         f"SELECT 1 FROM memories WHERE category = %s AND {_SAME_KEY} AND id <> %s",
         (new_category, new_key, memory.id),
@@ -797,13 +793,7 @@ class PgStore:
             )
             moved = [edit.label for edit in batch.edits if not await _put_back(cursor, edit)]
             if moved:
-                raise EditConflict(
-                    EDIT_CONFLICT.format(
-                        rows=", ".join(moved),
-                        when=f"memory_sql edited them at {batch.created_at}",
-                        done="restored",
-                    )
-                )
+                raise undo_conflict(moved, batch.created_at)
             await cursor.execute(
                 "UPDATE sql_edits SET undone_at = %s WHERE batch = %s",
                 (self._now(), batch.batch),

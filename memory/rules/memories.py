@@ -48,6 +48,16 @@ def check_value(value: str) -> str:
     return normal
 
 
+def rewritten(
+    memory: Memory, now: datetime, category: str | None, key: str | None
+) -> tuple[str, str, scoring.Strength]:
+    """Where a changed memory goes, and its strength: the category and key checked (its
+    own when not given), and the FSRS state of a restated fact (it counts as a recall)."""
+    new_category = check_category(category) if category else memory.category
+    new_key = check_key(key) if key else memory.key
+    return new_category, new_key, recalled_strength(memory, now)
+
+
 def recalled_strength(memory: Memory, now: datetime) -> scoring.Strength:
     """The FSRS state of ``memory`` after a recall at ``now`` (from its last recall, or
     its creation when never recalled)."""

@@ -9,7 +9,7 @@ from typing import Any
 import sqlparse
 from sqlparse import tokens as T
 
-from memory.errors import SqlRefused
+from memory.errors import EditConflict, SqlRefused
 from memory.rules.memories import MAX_VALUE_CHARS
 
 MAX_SQL_CHARS = 20_000
@@ -90,6 +90,18 @@ KEPT_BATCHES = 50
 EDIT_CONFLICT = (
     "{rows} changed since {when}; nothing was {done} (run it again to see the current values)"
 )
+
+
+def undo_conflict(moved: list[str], created_at: str) -> EditConflict:
+    """The refusal of an undo whose rows (``moved``: their labels) changed since
+    memory_sql edited them at ``created_at``."""
+    return EditConflict(
+        EDIT_CONFLICT.format(
+            rows=", ".join(moved),
+            when=f"memory_sql edited them at {created_at}",
+            done="restored",
+        )
+    )
 
 
 def new_batch_id() -> str:

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from memory.errors import EditConflict
-from memory.rules.sql_policy import EDIT_CONFLICT, HIDDEN_ROLE, KEPT_BATCHES
+from memory.rules.sql_policy import EDIT_CONFLICT, HIDDEN_ROLE, KEPT_BATCHES, undo_conflict
 from memory.sqlite.store import Store
 from memory.types import Edit, EditBatch
 
@@ -98,13 +98,7 @@ def undo_last_edit(store: Store) -> EditBatch | None:
             return None
         moved = _write_all(conn, batch.edits, undo=True)
         if moved:
-            raise EditConflict(
-                EDIT_CONFLICT.format(
-                    rows=", ".join(moved),
-                    when=f"memory_sql edited them at {batch.created_at}",
-                    done="restored",
-                )
-            )
+            raise undo_conflict(moved, batch.created_at)
         conn.execute(
             "UPDATE sql_edits SET undone_at = ? WHERE batch = ?", (store.now(), batch.batch)
         )

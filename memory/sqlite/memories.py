@@ -27,6 +27,7 @@ from memory.rules.memories import (
     check_key,
     check_value,
     recalled_strength,
+    rewritten,
 )
 from memory.sqlite.store import Store
 from memory.types import Memory, format_time
@@ -139,9 +140,7 @@ def _rewrite(
     key: str | None = None,
 ) -> Memory:
     """Save a changed memory; restating a fact counts as a recall (it strengthens it)."""
-    new_category = check_category(category) if category else memory.category
-    new_key = check_key(key) if key else memory.key
-    strength = recalled_strength(memory, now)
+    new_category, new_key, strength = rewritten(memory, now, category, key)
     stamp = format_time(now)
     with store.transaction() as conn:
         clash = conn.execute(
