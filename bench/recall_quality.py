@@ -64,8 +64,7 @@ quiet_environment()
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
 from evals.runner import arun_suites  # noqa: E402
-from memory.postgres.schema import migrate  # noqa: E402
-from memory.postgres.sql_guard import prepare  # noqa: E402
+from memory.postgres.schema import migrate, prepare  # noqa: E402
 from memory.postgres.store import PgStore  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import Store  # noqa: E402

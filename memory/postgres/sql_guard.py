@@ -4,25 +4,21 @@ The statement is parsed with Postgres's grammar (``memory.postgres.sql_parse``) 
 as ``companion_sql``, a login role that is a member of no role, bound to its person by a
 binding the app writes and it cannot change; restrictive policies, a read-only
 transaction for SELECTs and an admin-owned journal trigger for UPDATEs hold even if a
-layer before fails. ``prepare`` makes the role and ``verify`` checks every guarantee
-(``companion db migrate`` runs both). ``run_sql`` never raises. Design: docs/postgres.md;
-threat model: docs/security.md.
+layer before fails. ``memory.postgres.schema.prepare`` makes the role and ``verify``
+checks every guarantee (``companion db migrate`` runs both). ``run_sql`` never raises.
+Design: docs/postgres.md; threat model: docs/security.md.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
-import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection, Rollback, errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
+from psycopg.sql import SQL, Composed, Identifier
 
 from memory.errors import SqlRefused
 from memory.postgres.sql_parse import READABLE, PgChecked, check_pg_sql
@@ -30,17 +26,10 @@ from memory.rules.sql_policy import (
     CELL_CAP,
     COLUMN_NAME_CAP,
     EDITABLE_COLUMNS,
-    EMPTY_TEXT,
-    HIDDEN_ROLE,
-    KEPT_BATCHES,
     MAX_ROWS_CHANGED,
-    MAX_WRITE_CHARS,
-    NOT_EMPTY,
-    READABLE_SETTINGS,
     RESULT_CHAR_CAP,
     ROW_CAP,
     TIME_LIMIT_SECONDS,
-    TOO_LONG,
     TOO_MANY_ROWS,
     new_batch_id,
 )
@@ -114,275 +103,6 @@ class SetupReport:
 
 
 # the admin's side: companion db migrate -------------------------------------------
-
-
-async def prepare(admin_url: str, sql_role: str = SQL_ROLE, app_role: str = APP_ROLE) -> None:
-    """Create (or bring up to date) memory_sql's login role, its password, grants, row
-    security policies and journal trigger; run as the admin after the schema's
-    ``memory.postgres.schema.migrate``."""
-    connecting = AsyncConnection.connect(admin_url, autocommit=True)
-    async with await connecting as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('companion.sql_guard'))")
-        await _login_role(conn, sql_role, await _password(conn, sql_role))
-        await _no_memberships(conn, sql_role, app_role)
-        await _grants(conn, Identifier(sql_role), Identifier(app_role))
-        await _policies(conn, sql_role)
-        await conn.execute(_journal_function())
-        await conn.execute(
-            SQL("REVOKE ALL ON FUNCTION public.{}() FROM PUBLIC").format(
-                Identifier(JOURNAL_TRIGGER)
-            )
-        )
-        for table in EDITABLE:
-            trigger = Identifier(JOURNAL_TRIGGER)
-            await conn.execute(
-                SQL("DROP TRIGGER IF EXISTS {} ON {}").format(trigger, Identifier(table))
-            )
-            await conn.execute(
-                SQL(
-                    "CREATE TRIGGER {trigger} AFTER UPDATE ON {table} "
-                    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-                    "FOR EACH STATEMENT WHEN (current_user = {name}) "
-                    "EXECUTE FUNCTION public.{function}()"
-                ).format(
-                    trigger=trigger,
-                    table=Identifier(table),
-                    name=Literal(sql_role),
-                    function=Identifier(JOURNAL_TRIGGER),
-                )
-            )
-
-
-async def _password(conn: AsyncConnection[Any], sql_role: str) -> str:
-    """The login role's password: the one kept in sql_login, or a new random one."""
-    cursor = await conn.execute(
-        SQL("SELECT password FROM {} WHERE role = %s").format(Identifier(LOGINS)), (sql_role,)
-    )
-    row = await cursor.fetchone()
-    if row is not None:
-        return str(row[0])
-    password = secrets.token_urlsafe(32)
-    await conn.execute(
-        SQL("INSERT INTO {} (role, password) VALUES (%s, %s)").format(Identifier(LOGINS)),
-        (sql_role, password),
-    )
-    return password
-
-
-def scram_verifier(password: str, salt: bytes | None = None) -> str:
-    """``password`` as Postgres stores a SCRAM-SHA-256 one (RFC 5803), so ``ALTER ROLE
-    … PASSWORD`` never carries the password itself (a server log may keep statements)."""
-    salt = salt or secrets.token_bytes(16)
-    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, SCRAM_ITERATIONS)
-    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
-    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
-    stored_key = hashlib.sha256(client_key).digest()
-
-    def b64(raw: bytes) -> str:
-        return base64.b64encode(raw).decode()
-
-    return f"SCRAM-SHA-256${SCRAM_ITERATIONS}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
-
-
-async def _login_role(conn: AsyncConnection[Any], sql_role: str, password: str) -> None:
-    """The role the model's statement logs in as: LOGIN, NOINHERIT, nothing else. (Only
-    a superuser may even name SUPERUSER, BYPASSRLS or REPLICATION in ALTER ROLE: those
-    are set when the role is made and checked by ``verify``.)"""
-    role, verifier = Identifier(sql_role), Literal(scram_verifier(password))
-    cursor = await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (sql_role,))
-    if await cursor.fetchone() is None:
-        await conn.execute(
-            SQL(
-                "CREATE ROLE {} LOGIN NOINHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE "
-                "NOBYPASSRLS NOREPLICATION PASSWORD {}"
-            ).format(role, verifier)
-        )
-        await conn.execute(
-            SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, Literal(ROLE_TIMEOUT))
-        )
-        return
-    try:
-        async with conn.transaction():
-            await conn.execute(
-                SQL("ALTER ROLE {} LOGIN NOINHERIT NOCREATEDB NOCREATEROLE PASSWORD {}").format(
-                    role, verifier
-                )
-            )
-            await conn.execute(
-                SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, Literal(ROLE_TIMEOUT))
-            )
-    except errors.InsufficientPrivilege:  # a superuser made it a superuser: verify says so
-        log.warning("could not alter the role %r (verify reports why)", sql_role)
-
-
-async def _no_memberships(conn: AsyncConnection[Any], sql_role: str, app_role: str) -> None:
-    """Take back every role granted to sql_role (its login must lead nowhere) and
-    sql_role from the app role (granted by earlier versions, which switched to it);
-    what cannot be taken back here, ``verify`` reports."""
-    cursor = await conn.execute(
-        """SELECT g.rolname, m.rolname FROM pg_auth_members a
-           JOIN pg_roles g ON g.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
-           WHERE m.rolname = %s OR (g.rolname = %s AND m.rolname = %s)""",
-        (sql_role, sql_role, app_role),
-    )
-    for granted, member in await cursor.fetchall():
-        try:
-            async with conn.transaction():
-                await conn.execute(
-                    SQL("REVOKE {} FROM {}").format(Identifier(granted), Identifier(member))
-                )
-        except errors.InsufficientPrivilege:
-            log.warning("could not revoke role %r from %r (verify reports it)", granted, member)
-
-
-async def _grants(conn: AsyncConnection[Any], role: Identifier, app: Identifier) -> None:
-    """Exactly these privileges: take back anything granted before, then grant."""
-    every = SQL(", ").join(map(Identifier, READABLE + UNREADABLE))
-    await conn.execute(SQL("REVOKE ALL ON {} FROM {}").format(every, role))
-    await conn.execute(
-        SQL("GRANT SELECT ON {} TO {}").format(SQL(", ").join(map(Identifier, READABLE)), role)
-    )
-    for table, column in EDITABLE.items():
-        await conn.execute(
-            SQL("GRANT UPDATE ({}) ON {} TO {}").format(Identifier(column), Identifier(table), role)
-        )
-    # The password and the bindings: the app role's alone.
-    private = SQL(", ").join(map(Identifier, (LOGINS, BINDINGS)))
-    await conn.execute(SQL("REVOKE ALL ON {} FROM PUBLIC").format(private))
-    await conn.execute(SQL("GRANT SELECT ON {} TO {}").format(Identifier(LOGINS), app))
-    await conn.execute(
-        SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(Identifier(BINDINGS), app)
-    )
-    # Nothing to create objects in (PUBLIC kept CREATE on public before Postgres 15).
-    await conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-
-
-async def _policies(conn: AsyncConnection[Any], sql_role: str) -> None:
-    """The policies that bind companion_sql (and anyone who ever inherits it): its
-    connection's person only, no memory_tool message, readable settings only."""
-    role = Identifier(sql_role)
-    function = Identifier(PERSON_FUNCTION)
-    await conn.execute(
-        SQL(
-            "CREATE OR REPLACE FUNCTION public.{function}() RETURNS text "
-            "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS "
-            "$$ SELECT person FROM public.{bindings} "
-            "WHERE backend_pid = pg_catalog.pg_backend_pid() $$"
-        ).format(function=function, bindings=Identifier(BINDINGS))
-    )
-    await conn.execute(SQL("REVOKE ALL ON FUNCTION public.{}() FROM PUBLIC").format(function))
-    await conn.execute(SQL("GRANT EXECUTE ON FUNCTION public.{}() TO {}").format(function, role))
-    person = SQL("person = (SELECT public.{}())").format(function)
-    for table in READABLE:
-        # Its rows are the binding's person's (the tables' own policy, for everyone, is
-        # app.person's: permissive policies add up, so this one alone would not do) …
-        await _policy(conn, table, f"{table}_{sql_role}_bound", "PERMISSIVE", role, person)
-        # … and only those, whatever app.person says.
-        await _policy(conn, table, f"{table}_{sql_role}_person", "RESTRICTIVE", role, person)
-    hidden = SQL("role <> {}").format(Literal(HIDDEN_ROLE))
-    await _policy(conn, "messages", f"messages_{sql_role}_hidden", "RESTRICTIVE", role, hidden)
-    readable = SQL("key IN ({})").format(SQL(", ").join(map(Literal, READABLE_SETTINGS)))
-    await _policy(conn, "profile", f"profile_{sql_role}_readable", "RESTRICTIVE", role, readable)
-
-
-async def _policy(
-    conn: AsyncConnection[Any],
-    table: str,
-    name: str,
-    kind: str,
-    role: Identifier,
-    condition: Composable,
-) -> None:
-    policy = Identifier(name)
-    await conn.execute(SQL("DROP POLICY IF EXISTS {} ON {}").format(policy, Identifier(table)))
-    await conn.execute(
-        SQL(
-            "CREATE POLICY {policy} ON {table} AS {kind} FOR ALL TO {role} "
-            "USING ({condition}) WITH CHECK ({condition})"
-        ).format(
-            policy=policy, table=Identifier(table), kind=SQL(kind), role=role, condition=condition
-        )
-    )
-
-
-def _journal_function() -> str:
-    """The journal trigger's function: as the admin (SECURITY DEFINER: companion_sql
-    cannot write sql_edits itself), record each text the statement changed with what it
-    replaced, under the person, batch and time of the connection's binding; refuse the
-    new text SQLite's guard would refuse, and an edit past the row cap; keep the last
-    ``KEPT_BATCHES`` batches. A trigger function cannot be called directly."""
-
-    def quoted(text: str) -> str:
-        return Literal(text).as_string()
-
-    where = {table: f"{table}.{column}" for table, column in EDITABLE.items()}
-    too_long = " ".join(
-        f"WHEN {quoted(table)} THEN {cap}" for table, cap in MAX_WRITE_CHARS.items()
-    )
-    long_error = " ".join(
-        f"WHEN {quoted(table)} THEN "
-        + quoted(TOO_LONG.format(where=where[table], cap=MAX_WRITE_CHARS[table]))
-        for table in EDITABLE
-    )
-    empty_error = " ".join(
-        f"WHEN {quoted(table)} THEN {quoted(EMPTY_TEXT.format(where=where[table]))}"
-        for table in sorted(NOT_EMPTY)
-    )
-    not_empty = ", ".join(quoted(table) for table in sorted(NOT_EMPTY))
-    inserts = "\n    ELSIF ".join(
-        f"""TG_TABLE_NAME = '{table}' THEN
-        INSERT INTO public.sql_edits (person, batch, table_name, row_id, column_name,
-                                      old_value, new_value, created_at)
-        SELECT n.person, v_batch, '{table}', n.id::text, '{column}', o.{column}, n.{column},
-               v_at
-        FROM old_rows o JOIN new_rows n ON n.person = o.person AND n.id = o.id
-        WHERE n.{column} IS DISTINCT FROM o.{column} ORDER BY n.id;"""
-        for table, column in EDITABLE.items()
-    )
-    body = rf"""
-CREATE OR REPLACE FUNCTION public.{JOURNAL_TRIGGER}() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $journal$
-DECLARE
-    v_person text;
-    v_batch  text;
-    v_at     timestamptz;
-    e        record;
-    changed  integer;
-BEGIN
-    SELECT b.person, b.batch, b.edit_at INTO v_person, v_batch, v_at
-    FROM public.{BINDINGS} b WHERE b.backend_pid = pg_backend_pid();
-    IF v_person IS NULL THEN
-        RAISE EXCEPTION 'refused: a memory_sql edit needs its journal batch'
-            USING ERRCODE = 'check_violation';
-    END IF;
-    -- The journal's row security (forced, on its owner too) is the binding's person's.
-    PERFORM set_config('app.person', v_person, true);
-    IF {inserts}
-    END IF;
-    FOR e IN SELECT table_name, old_value, new_value FROM public.sql_edits
-             WHERE person = v_person AND batch = v_batch LOOP
-        IF length(e.new_value) > greatest(CASE e.table_name {too_long} END,
-                                          length(e.old_value)) THEN
-            RAISE EXCEPTION USING ERRCODE = 'check_violation',
-                MESSAGE = CASE e.table_name {long_error} END;
-        END IF;
-        IF e.table_name IN ({not_empty}) AND e.new_value ~ '^\s*$' THEN
-            RAISE EXCEPTION USING ERRCODE = 'check_violation',
-                MESSAGE = CASE e.table_name {empty_error} END;
-        END IF;
-    END LOOP;
-    SELECT count(*) INTO changed FROM public.sql_edits
-    WHERE person = v_person AND batch = v_batch;
-    IF changed > {MAX_ROWS_CHANGED} THEN
-        RAISE EXCEPTION USING ERRCODE = 'check_violation',
-            MESSAGE = {quoted(TOO_MANY_ROWS.format(cap=MAX_ROWS_CHANGED))};
-    END IF;
-    DELETE FROM public.sql_edits WHERE person = v_person AND batch IN (
-        SELECT b.batch FROM public.sql_edits b WHERE b.person = v_person
-        GROUP BY b.batch ORDER BY max(b.id) DESC OFFSET {KEPT_BATCHES});
-    RETURN NULL;
-END $journal$"""
-    return body
 
 
 # the admin's side: what holds, checked ---------------------------------------------

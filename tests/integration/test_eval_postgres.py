@@ -18,8 +18,7 @@ from evals.fixtures import FixtureSuite
 from evals.results import CaseRun
 from evals.runner import ImageCache, run_case, run_from_cli
 from memory import format_time, open_store
-from memory.postgres.schema import migrate
-from memory.postgres.sql_guard import prepare
+from memory.postgres.schema import migrate, prepare
 from tests.support.policy import scripted_model
 from tests.support.postgres import APP_ROLE, DATABASE, PostgresServer
 from tools.registry import default_registry

@@ -23,6 +23,7 @@ from psycopg import errors
 
 from memory import EditConflict
 from memory.postgres import sql_guard as pg_sql_guard
+from memory.postgres.schema import prepare
 from memory.postgres.sql_guard import SQL_ROLE
 from memory.postgres.store import PgStore
 from memory.rules.sql_policy import KEPT_BATCHES
@@ -55,7 +56,7 @@ class Seeded:
 
 
 async def _seed(server: PostgresServer) -> dict[str, list[int]]:
-    await pg_sql_guard.prepare(server.owner_url, SQL_ROLE, APP_ROLE)  # again: idempotent
+    await prepare(server.owner_url, SQL_ROLE, APP_ROLE)  # again: idempotent
     ids: dict[str, list[int]] = {}
     for person, rows in ROWS.items():
         store = await PgStore.open(server.url, person, clock=lambda: FIXED_NOW)

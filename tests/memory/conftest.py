@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory import AsyncStore
-from memory.postgres.schema import migrate
-from memory.postgres.sql_guard import prepare
+from memory.postgres.schema import migrate, prepare
 from memory.postgres.store import PgStore
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import Store

@@ -23,8 +23,8 @@ import psycopg
 from psycopg import sql
 
 from memory.postgres.accounts import PgAccounts
-from memory.postgres.schema import APP_TABLES, migrate, migrate_accounts
-from memory.postgres.sql_guard import SQL_ROLE, SetupReport, prepare, verify
+from memory.postgres.schema import APP_TABLES, migrate, migrate_accounts, prepare
+from memory.postgres.sql_guard import SQL_ROLE, SetupReport, verify
 from memory.sqlite.accounts import SqliteAccounts
 from tests.support.postgres import APP_ROLE, PostgresServer
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memory import (
-    AsyncStore,
-    format_time,
-)
+from memory import AsyncStore, format_time
 from tests.conftest import FIXED_NOW
 from tests.memory.backends import cut_segments, spans
 

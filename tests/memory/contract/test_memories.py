@@ -8,14 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import (
-    AsyncStore,
-    InvalidMemory,
-    Memory,
-    MemoryExists,
-    MemoryNotFound,
-    format_time,
-)
+from memory import AsyncStore, InvalidMemory, Memory, MemoryExists, MemoryNotFound, format_time
 from memory.postgres.store import PgStore
 from memory.rules import scoring
 from memory.sqlite.async_store import AsyncSqliteStore

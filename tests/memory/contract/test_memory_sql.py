@@ -6,12 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory import (
-    AsyncStore,
-    Edit,
-    EditConflict,
-    format_time,
-)
+from memory import AsyncStore, Edit, EditConflict, format_time
 from tests.conftest import FIXED_NOW
 
 

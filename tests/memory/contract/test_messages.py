@@ -7,12 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from memory import (
-    AsyncStore,
-    Session,
-    StoreError,
-    format_time,
-)
+from memory import AsyncStore, Session, StoreError, format_time
 from tests.conftest import FIXED_NOW
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from memory import (
-    AsyncStore,
-)
+from memory import AsyncStore
 
 
 async def test_profile_values_are_text_and_none_removes_a_key(store: AsyncStore) -> None:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import (
-    AsyncStore,
-    StoreError,
-    format_time,
-)
+from memory import AsyncStore, StoreError, format_time
 from tests.conftest import FIXED_NOW
 
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory import (
-    AsyncStore,
-    RunningTurn,
-    TurnReads,
-)
+from memory import AsyncStore, RunningTurn, TurnReads
 from tests.conftest import FIXED_NOW
 
 

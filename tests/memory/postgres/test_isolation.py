@@ -12,12 +12,7 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory import (
-    MemoryNotFound,
-    Session,
-    StoreError,
-    TurnReads,
-)
+from memory import MemoryNotFound, Session, StoreError, TurnReads
 from memory.postgres.schema import APP_TABLES, PG_MIGRATIONS, migrate
 from memory.postgres.store import PgStore
 from tests.conftest import FIXED_NOW
