@@ -30,7 +30,7 @@ from graph.builder import checkpointed_graph  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
@@ -46,7 +46,7 @@ async def analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 async def measure(home: Path, image_kb: int) -> dict[str, Any]:
     """Run the turn on a fresh checkpoint database; blob sizes and what they contain."""
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     photo = store.media_dir / "photo.jpg"
     photo.write_bytes(os.urandom(image_kb * 1024))
     store.add_message("s1", "user", "Look at my cat!", image_path=str(photo))

@@ -32,7 +32,7 @@ from config.settings import Settings  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import context_for  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
@@ -81,7 +81,7 @@ async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -
         max_retries=0,
         request_timeout=30.0,
     )
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     registry = ToolRegistry(
         [ToolSpec("lookup", "Look a key up.", LOOKUP_SCHEMA, lookup, "web_tool")]
     )

@@ -40,7 +40,7 @@ from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
@@ -88,7 +88,7 @@ def companion_turns(home: Path, *, try_inline: bool = True) -> tuple[Turn, Turn]
         settings=Settings(
             home=home, provider="openai-compatible", tool_mode="native", chat_model="scripted"
         ),
-        store=AsyncSqliteStore(Store.open_home(home), try_inline=try_inline),
+        store=AsyncSqliteStore(SqliteStore.open_home(home), try_inline=try_inline),
         chat_model=model,
         registry=registry,
     )

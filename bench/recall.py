@@ -51,7 +51,7 @@ from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.retrieval import search_messages  # noqa: E402
 from memory.sqlite.segments import refresh_segments  # noqa: E402
 from memory.sqlite.sql_guard import run_sql  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from nodes.build_context import build_context  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tests.support.naive_search import naive_search  # noqa: E402
@@ -128,7 +128,7 @@ def history(size: int) -> Path:
     if done.exists():
         return home
     started = time.perf_counter()
-    store = Store.open_home(home, clock=lambda: NOW)
+    store = SqliteStore.open_home(home, clock=lambda: NOW)
     rows = _rows(size)
     sessions = sorted({row[0] for row in rows})
     conn = sqlite3.connect(store.path)
@@ -165,7 +165,7 @@ def percentiles(run: Callable[[], Any], queries: int) -> tuple[float, float]:
 
 
 def context_cost(
-    store: Store, home: Path, loop: asyncio.AbstractEventLoop, queries: int
+    store: SqliteStore, home: Path, loop: asyncio.AbstractEventLoop, queries: int
 ) -> tuple[float, float]:
     """p50/p95 of build_context for the asked session's newest user message."""
     ctx = Context(
@@ -195,7 +195,7 @@ def context_cost(
 def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
     """Every timed operation on the history of ``size`` messages."""
     home = history(size)
-    store = Store.open_home(home, clock=lambda: NOW)
+    store = SqliteStore.open_home(home, clock=lambda: NOW)
     settings = Settings(home=home, timezone="UTC")
     question = store.conn.execute(
         "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (ASKED,)

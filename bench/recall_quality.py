@@ -67,7 +67,7 @@ from evals.runner import arun_suites  # noqa: E402
 from memory.postgres.schema import migrate, prepare  # noqa: E402
 from memory.postgres.store import PgStore  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
 from tools.registry import default_registry  # noqa: E402
@@ -728,7 +728,7 @@ async def measure_search() -> dict[str, dict[Probe, Ranks]]:
     """The probes on a fresh SQLite file and on a new person of a fresh Postgres."""
     results: dict[str, dict[Probe, Ranks]] = {}
     with tempfile.TemporaryDirectory() as home:
-        lite = AsyncSqliteStore(Store.open_home(Path(home), clock=lambda: NOW))
+        lite = AsyncSqliteStore(SqliteStore.open_home(Path(home), clock=lambda: NOW))
         try:
             results["sqlite"] = await search_backend(lite)
         finally:

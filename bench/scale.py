@@ -65,7 +65,7 @@ from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import OWNER, ContextFactory, release_connections  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 MESSAGES_PER_TURN = 2  # the user's message and the answer
@@ -247,14 +247,14 @@ def fresh_home(home: Path) -> Path:
     """A new home with its database created and migrated (before the workers open it)."""
     if (home / "companion.db").exists():
         raise SystemExit(f"{home} already holds a database: give a fresh --home")
-    Store.open_home(home).close()
+    SqliteStore.open_home(home).close()
     return home
 
 
 def held_messages(job: Job, sessions: list[str]) -> int:
     """How many messages the run's database holds for those sessions."""
     if job.database_url is None:
-        store = Store.open_home(Path(job.home))
+        store = SqliteStore.open_home(Path(job.home))
         try:
             return sum(store.count_messages(s) for s in sessions)
         finally:

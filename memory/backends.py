@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memory.protocol import Accounts, AsyncStore
 from memory.sqlite.accounts import SqliteAccounts
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store, query_rows
+from memory.sqlite.store import SqliteStore, query_rows
 from memory.types import OWNER, Clock, utc_now
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def open_store(
     """``person``'s store: the SQLite file of ``home`` when ``url`` is None, else their
     rows of the Postgres database at ``url``, with their images in ``home``/media."""
     if url is None:
-        return AsyncSqliteStore(Store.open_home(home, clock=clock))
+        return AsyncSqliteStore(SqliteStore.open_home(home, clock=clock))
     from memory.postgres.pool import LoopPools
     from memory.postgres.store import PgStore
 
@@ -56,7 +56,7 @@ async def check_rows(store: AsyncStore, sql: str, *, now: datetime) -> list[list
 def sqlite_health(home: Path) -> tuple[str, int]:
     """The SQLite file of ``home``, opened (made if missing): SQLite's integrity verdict
     ("ok" or what it found) and the schema version."""
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     try:
         return store.health()
     finally:
@@ -68,7 +68,7 @@ def sqlite_profile(home: Path) -> dict[str, str]:
     none is made)."""
     if not (home / "companion.db").exists():
         return {}
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     try:
         return store.profile()
     finally:

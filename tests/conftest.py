@@ -23,7 +23,7 @@ for _name, _value in {
 from config.settings import Settings  # noqa: E402
 from graph.context import Context  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.store import Store  # noqa: E402
+from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
@@ -84,15 +84,15 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(home: Path) -> Store:
+def store(home: Path) -> SqliteStore:
     """A real SQLite store on a fixed clock."""
-    s = Store.open_home(home, clock=lambda: FIXED_NOW)
+    s = SqliteStore.open_home(home, clock=lambda: FIXED_NOW)
     yield s
     s.close()
 
 
 @pytest.fixture
-def async_store(store: Store) -> Iterator[AsyncSqliteStore]:
+def async_store(store: SqliteStore) -> Iterator[AsyncSqliteStore]:
     """The same store through its async interface (what the graph and the app use)."""
     facade = AsyncSqliteStore(store)
     yield facade

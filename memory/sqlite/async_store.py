@@ -1,4 +1,4 @@
-"""``AsyncSqliteStore``: the ``AsyncStore`` interface over a blocking SQLite ``Store``.
+"""``AsyncSqliteStore``: the ``AsyncStore`` interface over a blocking ``SqliteStore``.
 
 Writes go to one writer thread and reads to a few reader threads, each with its own
 connection (WAL lets them overlap); a turn's own calls are first tried on the event loop,
@@ -26,11 +26,11 @@ from memory.protocol import TurnReads
 from memory.sqlite import memories
 from memory.sqlite.db import is_busy
 from memory.sqlite.journal import undo_last_edit
-from memory.sqlite.memories import create_memory, delete_memory_by_id, ranked, update_memory_by_id
+from memory.sqlite.memories import create_memory, delete_memory, ranked, update_memory
 from memory.sqlite.recall import recall
 from memory.sqlite.segments import catch_up_segments, recent_segments, refresh_segments
 from memory.sqlite.sql_guard import run_sql
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from memory.types import Clock, Summarizer
 
 log = logging.getLogger("companion.store")
@@ -44,7 +44,7 @@ T = TypeVar("T")
 
 
 def read_turn(
-    store: Store, session_id: str, user_message_id: int, *, history: int, now: datetime
+    store: SqliteStore, session_id: str, user_message_id: int, *, history: int, now: datetime
 ) -> TurnReads:
     """``AsyncStore.read_turn`` on the blocking store."""
     return TurnReads(
@@ -77,7 +77,7 @@ def _logged(future: Future[Any]) -> None:
         log.error("WAL checkpoint failed", exc_info=error)
 
 
-Blocking = Callable[Concatenate[Store, P], T]
+Blocking = Callable[Concatenate[SqliteStore, P], T]
 Async = Callable[Concatenate["AsyncSqliteStore", P], Coroutine[Any, Any, T]]
 
 
@@ -104,7 +104,9 @@ def _writes(call: Blocking[P, T], *, inline: bool = False) -> Async[P, T]:
 class AsyncSqliteStore:
     """``AsyncStore`` on SQLite: the writer thread, reader threads, and the loop's try."""
 
-    def __init__(self, store: Store, *, readers: int = READERS, try_inline: bool = True) -> None:
+    def __init__(
+        self, store: SqliteStore, *, readers: int = READERS, try_inline: bool = True
+    ) -> None:
         self.blocking = store
         self.try_inline = try_inline  # False: every call in the threads (bench.overhead)
         self._inline = store.without_waiting()
@@ -117,7 +119,11 @@ class AsyncSqliteStore:
     @classmethod
     def open_home(cls, home: Path | str, *, clock: Clock | None = None) -> AsyncSqliteStore:
         """Open (creating if needed) the store of a COMPANION_HOME folder."""
-        return cls(Store.open_home(home) if clock is None else Store.open_home(home, clock=clock))
+        return cls(
+            SqliteStore.open_home(home)
+            if clock is None
+            else SqliteStore.open_home(home, clock=clock)
+        )
 
     @property
     def clock(self) -> Clock:
@@ -131,14 +137,14 @@ class AsyncSqliteStore:
     def location(self) -> str:
         return str(self.blocking.path)
 
-    async def read(self, call: Callable[[Store], T], *, inline: bool = False) -> T:
+    async def read(self, call: Callable[[SqliteStore], T], *, inline: bool = False) -> T:
         """Run a blocking read in a reader thread; ``inline``: first on the event loop,
         on a connection that never waits (a read that would wait goes to the thread).
         A database that cannot be written or opened raises WriteRefused."""
         with _refusals():
             return await self._read(call, inline=inline)
 
-    async def _read(self, call: Callable[[Store], T], *, inline: bool) -> T:
+    async def _read(self, call: Callable[[SqliteStore], T], *, inline: bool) -> T:
         if inline and self.try_inline:
             try:
                 return call(self._inline)
@@ -147,7 +153,7 @@ class AsyncSqliteStore:
                     raise
         return await asyncio.wrap_future(self._readers.submit(call, self.blocking))
 
-    async def write(self, call: Callable[[Store], T], *, inline: bool = False) -> T:
+    async def write(self, call: Callable[[SqliteStore], T], *, inline: bool = False) -> T:
         """Run a blocking write (or read-then-write) in the writer thread; ``inline``: first
         on the event loop when no write is queued, on a connection that never waits (a
         write that would wait for the lock rolls back and goes to the thread). A database
@@ -155,7 +161,7 @@ class AsyncSqliteStore:
         with _refusals():
             return await self._write(call, inline=inline)
 
-    async def _write(self, call: Callable[[Store], T], *, inline: bool) -> T:
+    async def _write(self, call: Callable[[SqliteStore], T], *, inline: bool) -> T:
         if inline and self.try_inline and not self._queued_writes:
             try:
                 result = call(self._inline)
@@ -187,43 +193,43 @@ class AsyncSqliteStore:
         self._inline.close()
         self.blocking.close()
 
-    create_session = _writes(Store.create_session)
-    get_session = _reads(Store.get_session)
-    list_sessions = _reads(Store.list_sessions)
-    rename_session = _writes(Store.rename_session)
-    delete_session = _writes(Store.delete_session)
-    style_note = _reads(Store.style_note)
-    set_style_note = _writes(Store.set_style_note)
-    add_message = _writes(Store.add_message, inline=True)
-    messages = _reads(Store.messages)
-    count_messages = _reads(Store.count_messages)
+    create_session = _writes(SqliteStore.create_session)
+    get_session = _reads(SqliteStore.get_session)
+    list_sessions = _reads(SqliteStore.list_sessions)
+    rename_session = _writes(SqliteStore.rename_session)
+    delete_session = _writes(SqliteStore.delete_session)
+    style_note = _reads(SqliteStore.style_note)
+    set_style_note = _writes(SqliteStore.set_style_note)
+    add_message = _writes(SqliteStore.add_message, inline=True)
+    messages = _reads(SqliteStore.messages)
+    count_messages = _reads(SqliteStore.count_messages)
     read_turn = _reads(read_turn, inline=True)
-    delete_messages_from = _writes(Store.delete_messages_from)
-    begin_turn = _writes(Store.begin_turn, inline=True)
-    save_partial = _writes(Store.save_partial, inline=True)
-    end_turn = _writes(Store.end_turn, inline=True)
-    running_turns = _reads(Store.running_turns)
-    request_stop = _writes(Store.request_stop)
-    claim = _writes(Store.claim)
-    stop_requested = _reads(Store.stop_requested, inline=True)
-    close_interrupted = _writes(Store.close_interrupted)
+    delete_messages_from = _writes(SqliteStore.delete_messages_from)
+    begin_turn = _writes(SqliteStore.begin_turn, inline=True)
+    save_partial = _writes(SqliteStore.save_partial, inline=True)
+    end_turn = _writes(SqliteStore.end_turn, inline=True)
+    running_turns = _reads(SqliteStore.running_turns)
+    request_stop = _writes(SqliteStore.request_stop)
+    claim = _writes(SqliteStore.claim)
+    stop_requested = _reads(SqliteStore.stop_requested, inline=True)
+    close_interrupted = _writes(SqliteStore.close_interrupted)
     recent_segments = _reads(recent_segments)
     ranked_memories = _reads(ranked)
     create_memory = _writes(create_memory)
-    update_memory = _writes(update_memory_by_id)
-    delete_memory = _writes(delete_memory_by_id)
+    update_memory = _writes(update_memory)
+    delete_memory = _writes(delete_memory)
     undo_last_sql_edit = _writes(undo_last_edit)
-    profile = _reads(Store.profile)
-    set_profile = _writes(Store.set_profile)
-    has_history = _reads(Store.has_history, inline=True)  # gates: WAL reads on the loop
-    has_memories = _reads(Store.has_memories, inline=True)
-    latest_image = _reads(Store.latest_image)
+    profile = _reads(SqliteStore.profile)
+    set_profile = _writes(SqliteStore.set_profile)
+    has_history = _reads(SqliteStore.has_history, inline=True)  # gates: WAL reads on the loop
+    has_memories = _reads(SqliteStore.has_memories, inline=True)
+    latest_image = _reads(SqliteStore.latest_image)
     # Tens of ms of searches on a long history: a reader thread, not the writers' queue;
     # its one small write (the facts it returns count as recalled) waits there if it must.
     recall = _reads(recall)
-    remember = _writes(memories.create_memory)  # (create_memory above is the class's own)
-    revise = _writes(memories.update_memory)
-    forget = _writes(memories.delete_memory)
+    remember = _writes(memories.create_memory)  # the tools' create: the same as the tab's
+    revise = _writes(memories.revise)
+    forget = _writes(memories.forget)
 
     async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:
         # The guard opens its own read-only connection, and writes an UPDATE's edits in

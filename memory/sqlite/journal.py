@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from memory.errors import EditConflict
 from memory.rules.sql_policy import EDIT_CONFLICT, HIDDEN_ROLE, KEPT_BATCHES, undo_conflict
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from memory.types import Edit, EditBatch
 
 # Set one editable column from the value it is expected to hold to another. The values
@@ -88,7 +88,7 @@ def last_batch(conn: sqlite3.Connection) -> EditBatch | None:
     return EditBatch(newest[0], rows[0][5], edits)
 
 
-def undo_last_edit(store: Store) -> EditBatch | None:
+def undo_last_edit(store: SqliteStore) -> EditBatch | None:
     """Put back the values the newest not-undone batch replaced; the batch, or None when
     there is nothing to undo. EditConflict (nothing restored) when any of its rows
     changed since."""

@@ -7,9 +7,10 @@ Each memory carries an FSRS strength (memory.rules.scoring); recall ranks memori
 retrievability, and a recall by memory_search strengthens them. Showing memories in the
 system prompt is not a recall: otherwise every turn would strengthen every memory.
 
-Keys are compared case-insensitively and with collapsed whitespace, so "Favourite food"
-and "favourite  food" are one memory. Invalid requests raise a ``MemoryRecordError``
-subclass whose message is written for the model (tools return it as ``{"error": ...}``).
+Writes by id are ``update_memory`` / ``delete_memory`` (the Memories tab), by key
+``revise`` / ``forget`` (the tools); ``create_memory`` serves both. Keys compare ignoring
+case and repeated spaces. Invalid requests raise a ``MemoryRecordError`` written for the
+model.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from memory.rules.memories import (
     recalled_strength,
     rewritten,
 )
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from memory.types import Memory, format_time
 
 
@@ -48,11 +49,11 @@ def _memory(row: sqlite3.Row) -> Memory:
     )
 
 
-def _now(store: Store, now: datetime | None) -> datetime:
+def _now(store: SqliteStore, now: datetime | None) -> datetime:
     return now if now is not None else store.clock()
 
 
-def get_memory(store: Store, category: str, key: str) -> Memory | None:
+def get_memory(store: SqliteStore, category: str, key: str) -> Memory | None:
     """The memory under ``category``/``key`` (key case-insensitive), or None."""
     row = store.conn.execute(
         "SELECT * FROM memories WHERE category = ? AND key = ? COLLATE NOCASE",
@@ -61,13 +62,13 @@ def get_memory(store: Store, category: str, key: str) -> Memory | None:
     return _memory(row) if row else None
 
 
-def get_memory_by_id(store: Store, memory_id: str) -> Memory | None:
+def get_memory_by_id(store: SqliteStore, memory_id: str) -> Memory | None:
     """The memory with that id, or None."""
     row = store.conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
     return _memory(row) if row else None
 
 
-def find_by_key(store: Store, key: str, category: str | None = None) -> Memory:
+def find_by_key(store: SqliteStore, key: str, category: str | None = None) -> Memory:
     """The one memory a key names; the category is needed only when the key is ambiguous."""
     if category:
         found = get_memory(store, category, key)
@@ -87,14 +88,14 @@ def find_by_key(store: Store, key: str, category: str | None = None) -> Memory:
     return _memory(rows[0])
 
 
-def all_memories(store: Store) -> list[Memory]:
+def all_memories(store: SqliteStore) -> list[Memory]:
     """Every memory, in category then key order."""
     rows = store.conn.execute("SELECT * FROM memories ORDER BY category, key").fetchall()
     return [_memory(row) for row in rows]
 
 
 def create_memory(
-    store: Store, category: str, key: str, value: str, now: datetime | None = None
+    store: SqliteStore, category: str, key: str, value: str, now: datetime | None = None
 ) -> Memory:
     """Store a new fact; raises MemoryExists when the key is taken (update it instead)."""
     category, key, value = check_category(category), check_key(key), check_value(value)
@@ -132,7 +133,7 @@ def create_memory(
 
 
 def _rewrite(
-    store: Store,
+    store: SqliteStore,
     memory: Memory,
     value: str,
     now: datetime,
@@ -173,23 +174,25 @@ def _rewrite(
     return updated
 
 
-def update_memory(
-    store: Store, category: str | None, key: str, value: str, now: datetime | None = None
+def revise(
+    store: SqliteStore, category: str | None, key: str, value: str, now: datetime | None = None
 ) -> Memory:
-    """Change the value of an existing memory; raises MemoryNotFound when there is none."""
+    """By key (the tools' revise): change the value of the memory ``key`` names (in
+    ``category`` when several share it); MemoryNotFound when there is none."""
     value = check_value(value)
     return _rewrite(store, find_by_key(store, key, category), value, _now(store, now))
 
 
-def delete_memory(store: Store, category: str | None, key: str) -> Memory:
-    """Forget a memory; returns what was deleted, raises MemoryNotFound when there is none."""
+def forget(store: SqliteStore, category: str | None, key: str) -> Memory:
+    """By key (the tools' forget): delete the memory ``key`` names; what was deleted,
+    MemoryNotFound when there is none."""
     memory = find_by_key(store, key, category)
-    delete_memory_by_id(store, memory.id)
+    delete_memory(store, memory.id)
     return memory
 
 
-def update_memory_by_id(
-    store: Store,
+def update_memory(
+    store: SqliteStore,
     memory_id: str,
     value: str,
     *,
@@ -204,7 +207,7 @@ def update_memory_by_id(
     return _rewrite(store, memory, check_value(value), _now(store, now), category, key)
 
 
-def delete_memory_by_id(store: Store, memory_id: str) -> None:
+def delete_memory(store: SqliteStore, memory_id: str) -> None:
     """Delete a memory by id; raises MemoryNotFound when there is none."""
     with store.transaction() as conn:
         cursor = conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
@@ -212,7 +215,7 @@ def delete_memory_by_id(store: Store, memory_id: str) -> None:
         raise MemoryNotFound(f"no memory with id {memory_id!r}")
 
 
-def mark_recalled(store: Store, ids: Iterable[str], now: datetime) -> None:
+def mark_recalled(store: SqliteStore, ids: Iterable[str], now: datetime) -> None:
     """Record that these memories were recalled at ``now`` (FSRS stability update)."""
     wanted = list(dict.fromkeys(ids))
     if not wanted:
@@ -231,7 +234,7 @@ def mark_recalled(store: Store, ids: Iterable[str], now: datetime) -> None:
             )
 
 
-def ranked(store: Store, now: datetime) -> list[Memory]:
+def ranked(store: SqliteStore, now: datetime) -> list[Memory]:
     """Every memory, most retrievable first (ties: most recently updated first)."""
     memories = all_memories(store)
     memories.sort(key=lambda m: m.updated_at, reverse=True)
@@ -240,7 +243,7 @@ def ranked(store: Store, now: datetime) -> list[Memory]:
 
 
 def search_memories(
-    store: Store, query: str, now: datetime, limit: int = 5
+    store: SqliteStore, query: str, now: datetime, limit: int = 5
 ) -> list[tuple[Memory, float]]:
     """Memories relevant to ``query``, scored relevance × retrievability, best first."""
     return best_matches(all_memories(store), query, now, limit)

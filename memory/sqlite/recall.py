@@ -16,12 +16,12 @@ from memory.rules.temporal import parse_temporal
 from memory.sqlite.memories import mark_recalled, search_memories
 from memory.sqlite.retrieval import search_messages
 from memory.sqlite.segments import search_segments, segment_lines
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from memory.types import Episode, Message, RecalledMessage, Recollection
 
 
 def recall(
-    store: Store,
+    store: SqliteStore,
     query: str,
     *,
     now: datetime,

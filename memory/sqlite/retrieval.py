@@ -11,7 +11,7 @@ from datetime import datetime
 
 from memory.rules.search import MAX_ID, SCOPE, TOP, query_terms
 from memory.rules.temporal import TemporalCue
-from memory.sqlite.store import Store, _message
+from memory.sqlite.store import SqliteStore, _message
 from memory.types import Message, format_time
 
 _ROLES_SQL = "m.role IN ('user', 'assistant')"
@@ -23,7 +23,7 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(terms) or None
 
 
-def latest_user_message_id(store: Store, session_id: str) -> int | None:
+def latest_user_message_id(store: SqliteStore, session_id: str) -> int | None:
     """Id of the session's newest user message (the question being answered now)."""
     row = store.conn.execute(
         "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (session_id,)
@@ -31,7 +31,7 @@ def latest_user_message_id(store: Store, session_id: str) -> int | None:
     return row[0]
 
 
-def _scope_floor(store: Store, session_id: str | None, before_id: int, scope: int) -> int:
+def _scope_floor(store: SqliteStore, session_id: str | None, before_id: int, scope: int) -> int:
     """Smallest id among the last ``scope`` messages before ``before_id``."""
     if session_id is None:
         row = store.conn.execute(
@@ -48,7 +48,7 @@ def _scope_floor(store: Store, session_id: str | None, before_id: int, scope: in
 
 
 def _window_ids(
-    store: Store, session_id: str | None, start: datetime, end: datetime
+    store: SqliteStore, session_id: str | None, start: datetime, end: datetime
 ) -> tuple[int, int] | None:
     """The id range of the messages inside a time window (None when it is empty)."""
     if session_id is None:
@@ -66,7 +66,7 @@ def _window_ids(
 
 
 def search_messages(
-    store: Store,
+    store: SqliteStore,
     query: str,
     *,
     session_id: str | None = None,
@@ -105,7 +105,7 @@ def search_messages(
 
 
 def _keyword(
-    store: Store,
+    store: SqliteStore,
     match: str,
     session_id: str | None,
     prefer: str | None,
@@ -141,7 +141,7 @@ def _keyword(
 
 
 def _newest(
-    store: Store,
+    store: SqliteStore,
     session_id: str | None,
     low: int,
     high: int,

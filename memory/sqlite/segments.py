@@ -23,7 +23,7 @@ from memory.rules.episodes import (
 )
 from memory.rules.temporal import TemporalCue
 from memory.sqlite.retrieval import fts_query
-from memory.sqlite.store import Store, _message
+from memory.sqlite.store import SqliteStore, _message
 from memory.types import Message, Segment, Summarizer, format_time
 
 log = logging.getLogger("companion.segments")
@@ -56,7 +56,7 @@ def _segment(row: sqlite3.Row) -> Segment:
     )
 
 
-def _last_segmented_id(store: Store, session_id: str) -> int:
+def _last_segmented_id(store: SqliteStore, session_id: str) -> int:
     row = store.conn.execute(
         "SELECT MAX(end_message_id) FROM segments WHERE session_id = ?", (session_id,)
     ).fetchone()
@@ -64,7 +64,7 @@ def _last_segmented_id(store: Store, session_id: str) -> int:
 
 
 def _closed_spans(
-    store: Store, session_id: str, force: bool, limit: int | None
+    store: SqliteStore, session_id: str, force: bool, limit: int | None
 ) -> list[list[Message]]:
     """The session's spans not yet segmented and closed (all of them with ``force``),
     oldest first, at most ``limit``; reads no more messages than those spans need."""
@@ -77,7 +77,9 @@ def _closed_spans(
     return closed_spans([_message(row) for row in rows], force, limit, store.clock())
 
 
-def _insert(store: Store, session_id: str, summaries: list[tuple[list[Message], str, str]]) -> int:
+def _insert(
+    store: SqliteStore, session_id: str, summaries: list[tuple[list[Message], str, str]]
+) -> int:
     added = 0
     with store.transaction() as conn:
         # Another refresh may have run while we were summarising: skip what it stored.
@@ -109,7 +111,7 @@ def _insert(store: Store, session_id: str, summaries: list[tuple[list[Message], 
 
 
 async def refresh_segments(
-    store: Store,
+    store: SqliteStore,
     session_id: str,
     summarize: Summarizer | None = None,
     *,
@@ -128,7 +130,7 @@ async def refresh_segments(
     return await offload(lambda: _insert(store, session_id, summaries), writes=True)
 
 
-def pending_sessions(store: Store) -> list[str]:
+def pending_sessions(store: SqliteStore) -> list[str]:
     """Sessions with messages not yet in a segment, least recently active first."""
     rows = store.conn.execute(
         """SELECT id FROM (
@@ -143,7 +145,7 @@ def pending_sessions(store: Store) -> list[str]:
 
 
 async def catch_up_segments(
-    store: Store,
+    store: SqliteStore,
     summarize: Summarizer | None = None,
     *,
     tz: str = "UTC",
@@ -164,7 +166,7 @@ async def catch_up_segments(
     return added
 
 
-def list_segments(store: Store, session_id: str) -> list[Segment]:
+def list_segments(store: SqliteStore, session_id: str) -> list[Segment]:
     """A session's segments, oldest first."""
     rows = store.conn.execute(
         "SELECT * FROM segments WHERE session_id = ? ORDER BY start_message_id", (session_id,)
@@ -172,7 +174,7 @@ def list_segments(store: Store, session_id: str) -> list[Segment]:
     return [_segment(row) for row in rows]
 
 
-def recent_segments(store: Store, limit: int = 50) -> list[Segment]:
+def recent_segments(store: SqliteStore, limit: int = 50) -> list[Segment]:
     """The newest segments of every session, newest first (the Memories tab's episodes)."""
     rows = store.conn.execute(
         "SELECT * FROM segments ORDER BY end_at DESC, id DESC LIMIT ?", (limit,)
@@ -181,7 +183,7 @@ def recent_segments(store: Store, limit: int = 50) -> list[Segment]:
 
 
 def search_segments(
-    store: Store,
+    store: SqliteStore,
     query: str,
     *,
     cue: TemporalCue | None = None,
@@ -222,7 +224,9 @@ def search_segments(
     return []
 
 
-def segment_lines(store: Store, segment: Segment, query: str = "", count: int = 3) -> list[str]:
+def segment_lines(
+    store: SqliteStore, segment: Segment, query: str = "", count: int = 3
+) -> list[str]:
     """A few user/assistant lines of a segment, those sharing words with ``query`` first."""
     rows = store.conn.execute(
         """SELECT role, content FROM messages WHERE session_id = ? AND id BETWEEN ? AND ?

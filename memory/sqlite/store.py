@@ -1,9 +1,10 @@
-"""The store: the one source of truth for sessions, messages, memories and the profile.
+"""``SqliteStore``: one person's SQLite file, the blocking store of sessions, messages,
+running turns, job leases and the profile (memories, segments and recall are the
+modules beside it, on the same store).
 
-All SQL of the application lives in memory/ and is parameterised. A ``Store`` keeps one
-connection per thread (SQLite connections are cheap and WAL lets readers and writers
-overlap), so worker threads, the CLI and background jobs can share it. Its calls block:
-async code uses it through ``memory.sqlite.async_store``.
+It keeps one connection per thread (SQLite connections are cheap and WAL lets readers
+and writers overlap), so worker threads, the CLI and background jobs can share it. Its
+calls block: async code uses it through ``memory.sqlite.async_store``.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _insert_message(conn: sqlite3.Connection, message: Message) -> Message:
     return replace(message, id=cursor.lastrowid)
 
 
-class Store:
+class SqliteStore:
     """Typed access to the SQLite database under COMPANION_HOME."""
 
     def __init__(self, path: Path | str, *, clock: Clock = utc_now) -> None:
@@ -89,7 +90,7 @@ class Store:
         self._lock = threading.Lock()
         migrate(self.conn)
 
-    def without_waiting(self) -> Store:
+    def without_waiting(self) -> SqliteStore:
         """This store on connections of its own that never wait: a call that needs a lock
         another connection holds raises at once (``memory.sqlite.db.is_busy``), and a commit never
         runs a WAL checkpoint (``checkpoint`` does, elsewhere). For the event loop."""
@@ -101,7 +102,7 @@ class Store:
         return other
 
     @classmethod
-    def open_home(cls, home: Path | str, *, clock: Clock = utc_now) -> Store:
+    def open_home(cls, home: Path | str, *, clock: Clock = utc_now) -> SqliteStore:
         """Open (creating if needed) the store of a COMPANION_HOME folder."""
         home = private_folder(Path(home).expanduser())
         owner_only_folder(home / "media")
@@ -435,7 +436,7 @@ class Store:
                     )
 
 
-def query_rows(store: Store, sql: str) -> list[list[Any]]:
+def query_rows(store: SqliteStore, sql: str) -> list[list[Any]]:
     """Rows of a read-only check query on the store's own connection (an error becomes
     one row holding it)."""
     try:

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from evals.fixtures import OpenMeteoFixture
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.chat_model import ScriptedChatModel, slow, tool_call
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, builtin_specs
@@ -125,7 +125,7 @@ def launched_app(
     }
     model = ScriptedChatModel(script=script, name_="scripted-chat")
     make = ContextFactory(flags, env={}, chat_model=model, registry=registry)
-    seed = Store.open_home(home)  # before the app starts: its own store reads it
+    seed = SqliteStore.open_home(home)  # before the app starts: its own store reads it
     seed.set_profile({"chat_model": "scripted-chat"})
     seed.close()
     demo, url = launch_app(make, port=free_port())

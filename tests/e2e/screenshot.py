@@ -36,9 +36,9 @@ def take(folder: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch) / "home"
         with running_app(home) as app, chromium() as browser:
-            from memory.sqlite.store import Store
+            from memory.sqlite.store import SqliteStore
 
-            store = Store.open_home(home)
+            store = SqliteStore.open_home(home)
             store.set_profile({"latitude": 35.68, "longitude": 139.69, "timezone": "Asia/Tokyo"})
             store.close()
             for name, (width, height) in SIZES.items():

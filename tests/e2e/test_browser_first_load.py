@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from app.chat_handlers import DRAW_EXAMPLE, EXAMPLES
 from graph.routing import NO_VISION_NOTICE
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from prompts.templates import persona_greeting, persona_text
 from tests.e2e.harness import RunningApp, open_app
 
@@ -39,7 +39,7 @@ def examples(page: Any) -> Any:
 
 
 def stored_texts(app: RunningApp) -> list[str]:
-    store = Store.open_home(app.home)
+    store = SqliteStore.open_home(app.home)
     return [m.content for s in store.list_sessions() for m in store.messages(s.id)]
 
 

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory import Session
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import RunningApp, send
 
 TIMEOUT_MS = 15_000
@@ -65,7 +65,7 @@ def current(page: Any) -> Any:
 
 
 def sessions(app: RunningApp) -> list[Session]:
-    store = Store.open_home(app.home)
+    store = SqliteStore.open_home(app.home)
     try:
         return store.list_sessions()
     finally:
@@ -132,7 +132,7 @@ def test_new_chat_twice_then_one_message_makes_one_chat(page: Any, app: RunningA
 @pytest.fixture
 def located(app: RunningApp) -> Iterator[None]:
     """Tokyo as the saved location, so the weather tool answers (from the fixture)."""
-    store = Store.open_home(app.home)
+    store = SqliteStore.open_home(app.home)
     store.set_profile({"latitude": 35.68, "longitude": 139.69})
     try:
         yield

@@ -28,7 +28,7 @@ from playwright.sync_api import expect
 
 from graph.setup import OWNER
 from memory import Message
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import free_port, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tests.support.postgres import PostgresServer
@@ -136,7 +136,7 @@ def processes(
 def newest_chat(processes: Processes) -> list[Message]:
     """The messages of the newest session in the processes' database."""
     if processes.database_url is None:
-        store = Store.open_home(processes.home)
+        store = SqliteStore.open_home(processes.home)
         try:
             return store.messages(store.list_sessions()[0].id)
         finally:

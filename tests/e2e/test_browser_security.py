@@ -19,7 +19,7 @@ from evals.fixtures import ImageFixture, cat_image
 from graph.setup import People
 from memory.sqlite.accounts import SqliteAccounts
 from memory.sqlite.memories import create_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import free_port, loaded, policy, send
 from tests.support.chat_model import ScriptedChatModel
 
@@ -87,7 +87,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     accounts = SqliteAccounts.open_home(home)
     for name, password in PASSWORDS.items():
         accounts.add(name, password)
-    store = Store.open_home(home)  # ann, the first person, owns the home's own store
+    store = SqliteStore.open_home(home)  # ann, the first person, owns the home's own store
     store.set_profile({"chat_model": "scripted-chat"})
     create_memory(store, "signals", "health", SECRET)
     store.close()

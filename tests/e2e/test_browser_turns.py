@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory import Message
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import (
     SLOW_STORY,
     RunningApp,
@@ -72,7 +72,7 @@ def open_page(browser: Any, app: RunningApp) -> Any:
 
 def stored(app: RunningApp) -> list[Message]:
     """The messages of the most recently active chat."""
-    store = Store.open_home(app.home)
+    store = SqliteStore.open_home(app.home)
     try:
         return store.messages(store.list_sessions()[0].id)
     finally:
@@ -250,7 +250,7 @@ def dead_owner() -> str:
 def interrupted_home(tmp_path: Path) -> Path:
     """A home whose last turn was left running by a process that died mid-answer."""
     home = tmp_path / "home"
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     session = store.create_session("Before the crash")
     asked = store.add_message(session.id, "user", "are you still there?")
     turn = store.begin_turn(session.id, asked.id, dead_owner())
@@ -274,7 +274,7 @@ def test_a_turn_left_running_by_a_dead_process_is_interrupted_then_retried(
         expect(last_answer(page)).to_contain_text("I was just about to")
         expect(last_answer(page)).to_contain_text(INTERRUPTED)
         assert stored(restarted)[-1].meta == {"interrupted": True}
-        store = Store.open_home(restarted.home)
+        store = SqliteStore.open_home(restarted.home)
         assert not store.running_turns()
         store.close()
 

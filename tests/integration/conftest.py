@@ -21,7 +21,7 @@ from evals.fixtures import OpenMeteoFixture
 from graph.setup import ContextFactory, People
 from memory.sqlite.accounts import SqliteAccounts
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.chat_model import ScriptedChatModel, tool_call
 
 
@@ -45,7 +45,7 @@ class Running:
 
     url: str
     model: ScriptedChatModel
-    store: Store
+    store: SqliteStore
     home: Path
     graph_store: AsyncSqliteStore  # the same database as the app's handlers reach it
 

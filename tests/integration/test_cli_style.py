@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from prompts.templates import persona_text
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -41,7 +41,7 @@ def test_style_for_one_message_and_amend_for_the_session(tmp_path: Path) -> None
         once = chat(home, server, "-m", "one", "--style", "Answer in haiku.")
         assert once.returncode == 0, once.stderr
         assert once.stdout.strip() == "Sure."
-        store = Store.open_home(home)
+        store = SqliteStore.open_home(home)
         (session,) = store.list_sessions()
         assert store.style_note(session.id) is None  # one message only
 
@@ -76,5 +76,7 @@ def test_style_for_one_message_and_amend_for_the_session(tmp_path: Path) -> None
     assert two.startswith(f"{yuzuki}\n\nFor this reply: Reply formally.\n")
     assert three.startswith(f"{yuzuki}\n\nFor this reply: Reply formally.\n")
     assert five.startswith(yuzuki) and "For this reply" not in five
-    users = [m.content for m in Store.open_home(home).messages(session.id) if m.role == "user"]
+    users = [
+        m.content for m in SqliteStore.open_home(home).messages(session.id) if m.role == "user"
+    ]
     assert users == ["one", "two", "three", "five"]  # the transcript holds no note

@@ -17,7 +17,7 @@ from app.cli import _ask_on_terminal
 from evals.fixtures import DuckDuckGoFixture
 from graph.events import ConfirmationAsked
 from memory.sqlite.memories import create_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.fake_openai import FakeOpenAIServer, Step
 
 SECRET = "PIN-4321-diabetic"
@@ -30,7 +30,7 @@ def search(query: str) -> Step:
 
 def test_one_message_declines_what_it_cannot_ask(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     create_memory(store, "signals", "bank pin and health", SECRET)
     store.close()
     with DuckDuckGoFixture() as duckduckgo, FakeOpenAIServer(default="It opens at 8.30.") as llm:

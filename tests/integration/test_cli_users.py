@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from memory.sqlite.accounts import SqliteAccounts
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.fake_openai import FakeOpenAIServer
 
 
@@ -35,7 +35,7 @@ def companion(
 
 
 def user_texts(home: Path) -> set[str]:
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     try:
         return {
             message.content

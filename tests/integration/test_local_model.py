@@ -21,7 +21,7 @@ from config.settings import load_settings
 from graph.runner import run_turn
 from graph.setup import context_for
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from providers import (
     LOCAL_BANNER,
     LocalServer,
@@ -81,7 +81,7 @@ def test_cli_one_shot_prints_banner_and_answer(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert LOCAL_BANNER in done.stderr
     assert done.stdout.strip()
-    store = Store.open_home(tmp_path)
+    store = SqliteStore.open_home(tmp_path)
     session = store.list_sessions()[0]
     assert store.messages(session.id)[0].role == "user"
 

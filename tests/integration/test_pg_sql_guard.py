@@ -28,7 +28,7 @@ from memory.postgres.sql_guard import SQL_ROLE
 from memory.postgres.store import PgStore
 from memory.rules.sql_policy import KEPT_BATCHES
 from memory.sqlite import sql_guard
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.conftest import FIXED_NOW
 from tests.memory.backends import one_segment
 from tests.support.pg_people import migrated_postgres
@@ -82,7 +82,7 @@ def pg() -> Iterator[Seeded]:
 def sqlite_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Bob's SQLite database with bob's rows (on SQLite each person has a file)."""
     home = tmp_path_factory.mktemp("bob")
-    store = Store.open_home(home, clock=lambda: FIXED_NOW)
+    store = SqliteStore.open_home(home, clock=lambda: FIXED_NOW)
     try:
         for row in ROWS["bob"]:
             store.add_message(*row)

@@ -13,7 +13,7 @@ from memory import AsyncStore
 from memory.postgres.schema import migrate, prepare
 from memory.postgres.store import PgStore
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.memory.backends import new_person, ticking
 from tests.support.postgres import APP_ROLE, PostgresServer
 
@@ -33,7 +33,7 @@ async def store(
 ) -> AsyncIterator[AsyncStore]:
     opened: AsyncStore
     if request.param == "sqlite":
-        opened = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
+        opened = AsyncSqliteStore(SqliteStore.open_home(tmp_path / "home", clock=ticking()))
     else:
         opened = await PgStore.open(postgres.url, new_person(), clock=ticking())
     yield opened

@@ -10,13 +10,13 @@ from __future__ import annotations
 from memory import Message
 from memory.rules.search import MAX_QUERY_TERMS, TOP
 from memory.rules.text import content_words
-from memory.sqlite.store import Store, _message
+from memory.sqlite.store import SqliteStore, _message
 
 ROLES_SQL = "m.role IN ('user', 'assistant')"  # the roles memory search reads
 
 
 def naive_search(
-    store: Store, query: str, *, session_id: str | None = None, limit: int = TOP
+    store: SqliteStore, query: str, *, session_id: str | None = None, limit: int = TOP
 ) -> list[Message]:
     """Messages holding any of the query's words, by word count then newest first."""
     terms = content_words(query)[:MAX_QUERY_TERMS]

@@ -135,11 +135,11 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
 
     from app.memories_view import episode_rows
     from memory.sqlite.segments import recent_segments, refresh_segments
-    from memory.sqlite.store import Store
+    from memory.sqlite.store import SqliteStore
 
     start = datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
     now = [start + timedelta(hours=14, minutes=5)]
-    store = Store.open_home(tmp_path, clock=lambda: now[0])
+    store = SqliteStore.open_home(tmp_path, clock=lambda: now[0])
     store.add_message("s1", "user", "I cooked nasi goreng tonight", created_at=start)
     store.add_message("s1", "assistant", "Yum!", created_at=start + timedelta(minutes=1))
     store.add_message("s1", "user", "Morning!", created_at=start + timedelta(hours=14))

@@ -13,11 +13,11 @@ from memory.sqlite import async_store as module
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.db import connect, is_busy
 from memory.sqlite.memories import create_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.conftest import FIXED_NOW
 
 
-def thread_name(_: Store) -> str:
+def thread_name(_: SqliteStore) -> str:
     return threading.current_thread().name
 
 
@@ -30,7 +30,7 @@ def lock_database(path: Path) -> sqlite3.Connection:
 
 
 async def test_the_async_interface_reads_and_writes_the_one_database(
-    async_store: AsyncSqliteStore, store: Store
+    async_store: AsyncSqliteStore, store: SqliteStore
 ) -> None:
     session = await async_store.create_session("Dinner")
     asked = await async_store.add_message(session.id, "user", "what did I cook?")
@@ -76,12 +76,12 @@ async def test_reads_run_in_reader_threads_writes_in_the_writer_thread(
 
 
 async def test_a_write_that_would_wait_goes_to_the_writer_thread_and_keeps_its_order(
-    async_store: AsyncSqliteStore, store: Store
+    async_store: AsyncSqliteStore, store: SqliteStore
 ) -> None:
     holder = lock_database(store.path)
 
     def add(text: str):
-        def call(s: Store) -> tuple[int, str]:
+        def call(s: SqliteStore) -> tuple[int, str]:
             return s.add_message("s1", "user", text).id, thread_name(s)
 
         return async_store.write(call, inline=True)
@@ -105,7 +105,7 @@ async def test_a_write_that_would_wait_goes_to_the_writer_thread_and_keeps_its_o
     holder.close()
 
 
-def test_the_loops_connections_never_wait_nor_checkpoint(store: Store) -> None:
+def test_the_loops_connections_never_wait_nor_checkpoint(store: SqliteStore) -> None:
     inline = store.without_waiting()
     assert inline.conn is not store.conn
     assert inline.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 0
@@ -123,7 +123,7 @@ def test_the_loops_connections_never_wait_nor_checkpoint(store: Store) -> None:
 
 
 async def test_inline_writes_are_checkpointed_by_the_writer_thread(
-    async_store: AsyncSqliteStore, store: Store, monkeypatch: pytest.MonkeyPatch
+    async_store: AsyncSqliteStore, store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checkpoints: list[str] = []
     monkeypatch.setattr(module, "CHECKPOINT_EVERY", 3)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from graph.jobs import schedule_catch_up, schedule_segments
 from graph.runner import run_turn
 from memory.sqlite.segments import list_segments, pending_sessions
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.conftest import FIXED_NOW
 
 
@@ -23,7 +23,7 @@ async def test_leaving_a_session_closes_its_open_span(make_context) -> None:
 
 async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
     ctx = make_context([])
-    earlier = Store(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+    earlier = SqliteStore(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
     sessions = []
     for plant in ("tomatoes", "chillies"):
         session = earlier.create_session(f"Garden: {plant}")
@@ -42,7 +42,7 @@ async def test_a_running_app_keeps_sweeping_for_quiet_chats(make_context) -> Non
     task = schedule_catch_up(ctx, every=0.02)
     try:
         await asyncio.sleep(0.05)  # the first sweep found nothing
-        earlier = Store(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
+        earlier = SqliteStore(ctx.store.blocking.path, clock=lambda: FIXED_NOW - timedelta(hours=1))
         session = earlier.create_session("Later")
         earlier.add_message(session.id, "user", "I went cycling along the river")
         for _ in range(200):

@@ -23,7 +23,7 @@ from evals.report import markdown, report_data, suite_stats, summary_lines, writ
 from evals.results import CaseRun, EvalRun
 from evals.runner import model_under_test, run_from_cli, run_suites
 from evals.staged import PromptLog, StagedChatModel, command_line
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from prompts.templates import persona_text
 from providers import LOCAL_MAX_TOKENS
 from tests.support.chat_model import ScriptedChatModel, tool_call
@@ -624,7 +624,7 @@ def test_model_under_test_is_the_configured_model_by_default(tmp_path) -> None:
     nothing = model_under_test(env={"COMPANION_HOME": str(tmp_path / "empty")})
     assert nothing.base.is_local and nothing.name == LOCAL_MODEL_NAME
     assert nothing.base.tool_mode == "commands" and nothing.max_tokens == LOCAL_MAX_TOKENS
-    store = Store.open_home(tmp_path / "home")
+    store = SqliteStore.open_home(tmp_path / "home")
     store.set_profile({"chat_model": "from-profile", "tool_mode": "commands", "persona": "x"})
     store.close()
     env = {"COMPANION_HOME": str(tmp_path / "home"), "COMPANION_BASE_URL": "http://127.0.0.1:9/v1"}

@@ -26,7 +26,7 @@ from app.logs import GRADIO_CACHE, configure_logging
 from config.settings import Settings
 from evals.fixtures import cat_image
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext
 from tools.image_analyze import image_analyze
 from tools.images import SALT_FILE, media_path, write_image
@@ -47,7 +47,7 @@ def loose_umask() -> Iterator[None]:
 @pytest.mark.usefixtures("loose_umask")
 def test_a_fresh_home_and_its_files_are_owner_only(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    store = Store.open_home(home)
+    store = SqliteStore.open_home(home)
     photo = tmp_path / "upload.png"
     photo.write_bytes(cat_image("black"))
     kept = Path(save_upload(photo, store.media_dir))
@@ -89,7 +89,7 @@ def test_each_rotated_log_file_stays_owner_only(tmp_path: Path) -> None:
 def test_existing_media_and_logs_folders_are_made_owner_only(tmp_path: Path) -> None:
     for name in ("media", "logs"):
         (tmp_path / name).mkdir(mode=0o755)
-    Store.open_home(tmp_path)
+    SqliteStore.open_home(tmp_path)
     configure_logging(tmp_path / "logs" / "companion.log")
     configure_logging(tmp_path / "elsewhere" / "companion.log")
     assert [oct(mode(tmp_path / name)) for name in ("media", "logs")] == ["0o700", "0o700"]
@@ -98,8 +98,8 @@ def test_existing_media_and_logs_folders_are_made_owner_only(tmp_path: Path) -> 
 def test_the_same_picture_gets_a_different_name_for_each_person(tmp_path: Path) -> None:
     photo = tmp_path / "upload.png"
     photo.write_bytes(cat_image("black"))
-    ann = Store.open_home(tmp_path / "ann").media_dir
-    bob = Store.open_home(tmp_path / "bob").media_dir
+    ann = SqliteStore.open_home(tmp_path / "ann").media_dir
+    bob = SqliteStore.open_home(tmp_path / "bob").media_dir
     anns, bobs = Path(save_upload(photo, ann)), Path(save_upload(photo, bob))
     assert anns.name != bobs.name
     assert hashlib.sha256(photo.read_bytes()).hexdigest() not in (anns.stem, bobs.stem)
@@ -112,7 +112,7 @@ def test_the_same_picture_gets_a_different_name_for_each_person(tmp_path: Path) 
 
 
 async def test_an_image_saved_under_its_old_name_still_loads(tmp_path: Path) -> None:
-    store = Store.open_home(tmp_path)
+    store = SqliteStore.open_home(tmp_path)
     data = cat_image("orange")
     old = write_image(data, store.media_dir / f"{hashlib.sha256(data).hexdigest()}.png")
     ctx = ToolContext(Settings(home=tmp_path), AsyncSqliteStore(store), "s1")

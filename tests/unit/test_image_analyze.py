@@ -13,7 +13,7 @@ import pytest
 from config.settings import Settings
 from evals.fixtures import ImageFixture, cat_image
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools import net
 from tools.base import ToolContext
 from tools.image_analyze import (
@@ -46,7 +46,7 @@ def make_ctx(home: Path, vision: bool = True, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, "allow_private_urls": True, **settings}
     return ToolContext(
         Settings(**values),
-        AsyncSqliteStore(Store.open_home(home)),
+        AsyncSqliteStore(SqliteStore.open_home(home)),
         SESSION,
         vision_available=vision,
     )

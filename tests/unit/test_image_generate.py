@@ -14,7 +14,7 @@ from PIL import Image
 from config.settings import Settings
 from evals.fixtures import COLOURS, ImageFixture, RecordedRequest, Reply
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext
 from tools.image_generate import TOOLS, available, format_generated, image_generate
 from tools.registry import ToolRegistry
@@ -37,7 +37,7 @@ def fresh_requests(images: ImageFixture) -> Iterator[None]:
 
 def make_ctx(home: Path, server: ImageFixture, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
-    return ToolContext(Settings(**values), AsyncSqliteStore(Store.open_home(home)), "s1")
+    return ToolContext(Settings(**values), AsyncSqliteStore(SqliteStore.open_home(home)), "s1")
 
 
 def centre_colour(path: str) -> Any:

@@ -1,5 +1,5 @@
 """Background work several app processes on one database run once: a job's lease
-(``Store.claim``), and the sweep for quiet conversations, which runs only with it."""
+(``SqliteStore.claim``), and the sweep for quiet conversations, which runs only with it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from graph import jobs
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 START = datetime(2026, 11, 26, 6, 0, tzinfo=UTC)
 
@@ -27,7 +27,10 @@ class Clock:
 
 def test_a_lease_is_one_holders_until_it_runs_out(tmp_path: Path) -> None:
     clock = Clock()
-    one, two = Store.open_home(tmp_path, clock=clock), Store.open_home(tmp_path, clock=clock)
+    one, two = (
+        SqliteStore.open_home(tmp_path, clock=clock),
+        SqliteStore.open_home(tmp_path, clock=clock),
+    )
     try:
         assert one.claim("sweep", "process-1", 60) is True
         assert two.claim("sweep", "process-2", 60) is False  # process 1 holds it
@@ -47,7 +50,7 @@ def test_a_lease_is_one_holders_until_it_runs_out(tmp_path: Path) -> None:
 async def test_the_sweep_runs_only_with_the_lease(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leased: bool, sweeps: int
 ) -> None:
-    store = AsyncSqliteStore(Store.open_home(tmp_path))
+    store = AsyncSqliteStore(SqliteStore.open_home(tmp_path))
     calls: list[str] = []
 
     async def claim(job: str, holder: str, seconds: float) -> bool:

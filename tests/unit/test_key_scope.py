@@ -17,7 +17,7 @@ from app.settings_view import form_values, identity_text, profile_update, saved_
 from config.settings import Settings, load_settings
 from evals.fixtures import ImageFixture
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext
 from tools.image_generate import image_generate
 
@@ -50,13 +50,13 @@ def chat_env(chat_host: ImageFixture, **more: str) -> dict[str, str]:
     }
 
 
-def settings_now(store: Store, environment: dict[str, str]) -> Settings:
+def settings_now(store: SqliteStore, environment: dict[str, str]) -> Settings:
     """What the next turn runs with (the app reads the profile for every turn)."""
     return load_settings({"home": str(store.path.parent)}, environment, store.profile())
 
 
 def save_form(
-    store: Store, environment: dict[str, str], **changes: Any
+    store: SqliteStore, environment: dict[str, str], **changes: Any
 ) -> tuple[dict[str, Any], Settings]:
     """Save the Settings tab's form with some fields changed, the way the app does."""
     current = settings_now(store, environment)
@@ -65,7 +65,7 @@ def save_form(
     return update, settings_now(store, environment)
 
 
-async def draw(settings: Settings, store: Store) -> dict[str, Any]:
+async def draw(settings: Settings, store: SqliteStore) -> dict[str, Any]:
     return await image_generate(
         {"prompt": "a cat"}, ToolContext(settings, AsyncSqliteStore(store), "s1")
     )

@@ -13,7 +13,7 @@ import pytest
 from config.settings import Settings
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.memories import create_memory, get_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools import memory_search as tool
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
@@ -43,7 +43,7 @@ def evening(days_ago: int) -> datetime:
     return datetime(2026, 11, 25, 12, 0, tzinfo=UTC) - timedelta(days=days_ago)
 
 
-def seed_history(store: Store) -> None:
+def seed_history(store: SqliteStore) -> None:
     for days_ago in range(21, 0, -1):
         when = evening(days_ago)
         if when.date().isoformat() == "2026-11-19":  # last Thursday
@@ -65,14 +65,14 @@ def seed_history(store: Store) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     yield s
     s.close()
 
 
 @pytest.fixture
-def ctx(store: Store) -> ToolContext:
+def ctx(store: SqliteStore) -> ToolContext:
     return ToolContext(
         Settings(home=store.path.parent, timezone=TZ), AsyncSqliteStore(store), "s", lambda: NOW
     )

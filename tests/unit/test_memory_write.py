@@ -12,7 +12,7 @@ import pytest
 from config.settings import Settings
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.memories import create_memory, get_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools import memory_sql, memory_write
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
@@ -21,14 +21,14 @@ NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     yield s
     s.close()
 
 
 @pytest.fixture
-def ctx(store: Store) -> ToolContext:
+def ctx(store: SqliteStore) -> ToolContext:
     return ToolContext(Settings(home=store.path.parent), AsyncSqliteStore(store), "s", lambda: NOW)
 
 

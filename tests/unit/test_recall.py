@@ -14,7 +14,7 @@ from graph.context import Context
 from graph.runner import run_turn
 from memory.sqlite.recall import recall
 from memory.sqlite.segments import catch_up_segments, pending_sessions
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.chat_model import ScriptedChatModel, tool_call
 from tools import memory_search
 from tools.registry import ToolRegistry
@@ -23,7 +23,7 @@ THURSDAY_EVENING = datetime(2026, 11, 19, 19, 0, tzinfo=UTC)  # FIXED_NOW is Wed
 QUESTION = "What did I cook last Thursday?"
 
 
-def seed_dinner_chat(store: Store) -> str:
+def seed_dinner_chat(store: SqliteStore) -> str:
     """Session A: last Thursday's chat about dinner, titled as the app titles it."""
     dinner = store.create_session("Dinner ideas").id
     store.add_message(dinner, "user", "Tonight I cooked nasi goreng", created_at=THURSDAY_EVENING)
@@ -77,7 +77,7 @@ async def test_memory_search_is_not_offered_for_the_first_message_ever(
     assert ctx.chat_model.calls[0]["tools"] == []  # only the question exists
 
 
-async def test_after_catch_up_the_older_chat_is_an_episode(store: Store) -> None:
+async def test_after_catch_up_the_older_chat_is_an_episode(store: SqliteStore) -> None:
     dinner = seed_dinner_chat(store)
     assert pending_sessions(store) == [dinner]
     assert await catch_up_segments(store) == 1  # app start

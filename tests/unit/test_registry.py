@@ -8,7 +8,7 @@ import pytest
 
 from config.settings import Settings
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry, default_registry, execute_tool, get_tool_schemas
 
@@ -25,7 +25,7 @@ BUILTIN = {
 }
 
 
-def ctx(store: Store, **settings: Any) -> ToolContext:
+def ctx(store: SqliteStore, **settings: Any) -> ToolContext:
     return ToolContext(Settings(home=store.path.parent, **settings), AsyncSqliteStore(store), "s1")
 
 
@@ -54,7 +54,7 @@ class CountingStore(AsyncSqliteStore):
         return await super().has_memories()
 
 
-async def test_gates_ask_the_store_each_question_once(store: Store) -> None:
+async def test_gates_ask_the_store_each_question_once(store: SqliteStore) -> None:
     store.add_message("s1", "user", "hello")
     counting = CountingStore(store)
     counting.asked = []
@@ -67,7 +67,7 @@ async def test_gates_ask_the_store_each_question_once(store: Store) -> None:
     assert len(counting.asked) == 4
 
 
-async def test_gates_follow_the_data(store: Store) -> None:
+async def test_gates_follow_the_data(store: SqliteStore) -> None:
     offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
     assert offered == {"web_search", "weather", "create_memory"} | (
         offered & {"update_memory", "delete_memory"}
@@ -92,12 +92,12 @@ async def test_gates_follow_the_data(store: Store) -> None:
         ("web_search", {"query": 5}, "invalid arguments for web_search"),
     ],
 )
-async def test_bad_calls_become_error_dicts(store: Store, name, args, message) -> None:
+async def test_bad_calls_become_error_dicts(store: SqliteStore, name, args, message) -> None:
     result = await execute_tool(name, args, session_id="s1", ctx=ctx(store))
     assert message in result["error"]
 
 
-async def test_a_broken_gate_closes_the_tool_only(store: Store) -> None:
+async def test_a_broken_gate_closes_the_tool_only(store: SqliteStore) -> None:
     async def run(args: dict[str, Any], c: ToolContext) -> dict[str, Any]:
         return {}
 

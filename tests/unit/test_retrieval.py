@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 
 from memory.rules.temporal import TemporalCue, parse_temporal
 from memory.sqlite.retrieval import fts_query, search_messages
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.naive_search import naive_search
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     yield s
     s.close()
 
@@ -37,8 +37,8 @@ def test_fts_query_keeps_content_words_quoted() -> None:
 
 
 @pytest.fixture(scope="module")
-def fts_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    s = Store.open_home(tmp_path_factory.mktemp("fts"), clock=lambda: NOW)
+def fts_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path_factory.mktemp("fts"), clock=lambda: NOW)
     s.add_message("s", "user", "hello world")
     yield s
     s.close()
@@ -46,11 +46,11 @@ def fts_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=60))
-def test_any_text_is_a_valid_fts_query(fts_store: Store, text: str) -> None:
+def test_any_text_is_a_valid_fts_query(fts_store: SqliteStore, text: str) -> None:
     search_messages(fts_store, text, session_id="s")
 
 
-def test_keyword_match_ranked_and_limited_to_user_and_assistant(store: Store) -> None:
+def test_keyword_match_ranked_and_limited_to_user_and_assistant(store: SqliteStore) -> None:
     store.add_message("s", "user", "I cooked nasi goreng tonight", created_at=day(3))
     store.add_message("s", "assistant", "Nasi goreng sounds great", created_at=day(3))
     store.add_message("s", "memory_tool", "nasi goreng from memory", created_at=day(3))
@@ -62,7 +62,7 @@ def test_keyword_match_ranked_and_limited_to_user_and_assistant(store: Store) ->
     assert search_messages(store, "cooking", session_id="s")[0].content.startswith("I cooked")
 
 
-def test_other_sessions_are_not_searched(store: Store) -> None:
+def test_other_sessions_are_not_searched(store: SqliteStore) -> None:
     store.add_message("a", "user", "my cat is orange")
     store.add_message("b", "user", "hello")
     assert search_messages(store, "cat", session_id="b") == []
@@ -70,7 +70,7 @@ def test_other_sessions_are_not_searched(store: Store) -> None:
     assert len(search_messages(store, "cat")) == 1
 
 
-def test_only_the_last_thousand_messages_of_the_session(store: Store) -> None:
+def test_only_the_last_thousand_messages_of_the_session(store: SqliteStore) -> None:
     store.add_message("s", "user", "the secret word is pineapple", created_at=day(30))
     with store.transaction() as conn:
         conn.executemany(
@@ -81,7 +81,7 @@ def test_only_the_last_thousand_messages_of_the_session(store: Store) -> None:
     assert len(search_messages(store, "pineapple", session_id="s", scope=2000)) == 1
 
 
-def test_window_restricts_and_falls_back_to_window_messages(store: Store) -> None:
+def test_window_restricts_and_falls_back_to_window_messages(store: SqliteStore) -> None:
     store.add_message("s", "user", "I cooked rendang", created_at=day(6, 11))
     store.add_message("s", "user", "I cooked soto", created_at=day(1, 11))
     store.add_message("s", "user", "went to the gym", created_at=day(1, 15))
@@ -98,7 +98,7 @@ def test_window_restricts_and_falls_back_to_window_messages(store: Store) -> Non
     assert search_messages(store, "cooked", session_id="s", cue=empty) == []
 
 
-def test_recent_cue_prefers_newest_and_falls_back_to_newest(store: Store) -> None:
+def test_recent_cue_prefers_newest_and_falls_back_to_newest(store: SqliteStore) -> None:
     store.add_message("s", "user", "I went to Bali", created_at=day(20))
     store.add_message("s", "user", "Bali again, so nice", created_at=day(5))
     store.add_message("s", "assistant", "how was it?", created_at=day(5))
@@ -111,14 +111,14 @@ def test_recent_cue_prefers_newest_and_falls_back_to_newest(store: Store) -> Non
     assert search_messages(store, "zzz", session_id="s") == []
 
 
-def test_before_id_leaves_out_the_question(store: Store) -> None:
+def test_before_id_leaves_out_the_question(store: SqliteStore) -> None:
     store.add_message("s", "user", "I cooked pasta", created_at=day(3))
     question = store.add_message("s", "user", "what did I cook?", created_at=NOW)
     found = search_messages(store, "cook", session_id="s", before_id=question.id)
     assert [m.content for m in found] == ["I cooked pasta"]
 
 
-def test_naive_search_baseline(store: Store) -> None:
+def test_naive_search_baseline(store: SqliteStore) -> None:
     store.add_message("s", "user", "100% sure about the cat_toy")
     store.add_message("s", "user", "dog")
     assert [m.content for m in naive_search(store, "cat_toy", session_id="s")] == [
@@ -127,7 +127,7 @@ def test_naive_search_baseline(store: Store) -> None:
     assert naive_search(store, "what did I", session_id="s") == []
 
 
-def test_every_session_newest_thousand_or_the_whole_window(store: Store) -> None:
+def test_every_session_newest_thousand_or_the_whole_window(store: SqliteStore) -> None:
     store.add_message("a", "user", "I cooked rendang", created_at=day(6, 11))
     store.add_message("b", "user", "hello", created_at=day(2))
     with store.transaction() as conn:
@@ -142,7 +142,7 @@ def test_every_session_newest_thousand_or_the_whole_window(store: Store) -> None
     assert [m.content for m in search_messages(store, "cook", cue=thursday)] == ["I cooked rendang"]
 
 
-def test_preferred_session_wins_equal_scores(store: Store) -> None:
+def test_preferred_session_wins_equal_scores(store: SqliteStore) -> None:
     store.add_message("here", "user", "the blue bicycle", created_at=day(9))
     store.add_message("there", "user", "the blue bicycle", created_at=day(2))
     store.add_message("there", "user", "a blue bicycle bell, a blue bicycle", created_at=day(1))

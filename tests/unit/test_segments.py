@@ -19,20 +19,20 @@ from memory.sqlite.segments import (
     search_segments,
     segment_lines,
 )
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 THURSDAY_EVENING = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)  # 19:00 in Jakarta
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     yield s
     s.close()
 
 
-def seed_two_evenings(store: Store) -> None:
+def seed_two_evenings(store: SqliteStore) -> None:
     t = THURSDAY_EVENING
     store.add_message("s", "user", "I cooked nasi goreng with extra chili tonight", created_at=t)
     store.add_message("s", "assistant", "Yum! Was it spicy?", created_at=t + timedelta(minutes=1))
@@ -42,7 +42,7 @@ def seed_two_evenings(store: Store) -> None:
     store.add_message("s", "user", "Went jogging around the lake", created_at=later)
 
 
-async def test_gaps_cut_segments_and_the_open_span_waits(store: Store) -> None:
+async def test_gaps_cut_segments_and_the_open_span_waits(store: SqliteStore) -> None:
     seed_two_evenings(store)
     assert await refresh_segments(store, "s") == 2  # the last span is closed by time
     assert await refresh_segments(store, "s") == 0  # nothing new
@@ -53,7 +53,7 @@ async def test_gaps_cut_segments_and_the_open_span_waits(store: Store) -> None:
     assert [(sg.end_message_id - sg.start_message_id + 1) for sg in spans] == [4, 1, 1]
 
 
-async def test_forty_messages_close_a_segment(store: Store) -> None:
+async def test_forty_messages_close_a_segment(store: SqliteStore) -> None:
     start = NOW - timedelta(minutes=50)
     for i in range(45):
         store.add_message("s", "user", f"line {i}", created_at=start + timedelta(seconds=i))
@@ -63,7 +63,7 @@ async def test_forty_messages_close_a_segment(store: Store) -> None:
     assert [sg.end_message_id for sg in list_segments(store, "s")] == [40, 45]
 
 
-async def test_extractive_summary_heading_and_informative_lines(store: Store) -> None:
+async def test_extractive_summary_heading_and_informative_lines(store: SqliteStore) -> None:
     seed_two_evenings(store)
     await refresh_segments(store, "s", tz="Asia/Jakarta")
     first = list_segments(store, "s")[0]
@@ -74,7 +74,7 @@ async def test_extractive_summary_heading_and_informative_lines(store: Store) ->
 
 
 async def test_model_summary_sees_only_speakers_and_failures_fall_back(
-    store: Store, caplog: pytest.LogCaptureFixture
+    store: SqliteStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     seed_two_evenings(store)
     seen: list[list[Message]] = []
@@ -102,7 +102,7 @@ def test_extractive_summary_truncates() -> None:
     assert extractive_summary([]) == ""
 
 
-async def test_search_by_keyword_window_and_lines(store: Store) -> None:
+async def test_search_by_keyword_window_and_lines(store: SqliteStore) -> None:
     seed_two_evenings(store)
     await refresh_segments(store, "s", tz="Asia/Jakarta")
     found = search_segments(store, "what did I cook?")
@@ -118,7 +118,7 @@ async def test_search_by_keyword_window_and_lines(store: Store) -> None:
     assert all("SECRET" not in line for line in lines)
 
 
-def seed_chats(store: Store, count: int, lines: int = 3) -> list[str]:
+def seed_chats(store: SqliteStore, count: int, lines: int = 3) -> list[str]:
     """``count`` chats, each a few lines one evening apart, the last one an hour ago."""
     ids = []
     for n in range(count):
@@ -130,7 +130,7 @@ def seed_chats(store: Store, count: int, lines: int = 3) -> list[str]:
     return ids
 
 
-async def test_forcing_closes_the_open_span_when_the_person_moves_on(store: Store) -> None:
+async def test_forcing_closes_the_open_span_when_the_person_moves_on(store: SqliteStore) -> None:
     store.add_message("a", "user", "Tonight I cooked nasi goreng", created_at=NOW)
     assert await refresh_segments(store, "a") == 0  # still going on
     assert await refresh_segments(store, "a", force=True) == 1  # switched to another chat
@@ -138,7 +138,7 @@ async def test_forcing_closes_the_open_span_when_the_person_moves_on(store: Stor
     assert pending_sessions(store) == []
 
 
-async def test_refresh_limit_bounds_spans_and_keeps_order(store: Store) -> None:
+async def test_refresh_limit_bounds_spans_and_keeps_order(store: SqliteStore) -> None:
     start = NOW - timedelta(days=1)
     for i in range(130):  # 40 + 40 + 40 + 10, all closed by the day since
         store.add_message("s", "user", f"line {i}", created_at=start + timedelta(seconds=i))
@@ -149,7 +149,7 @@ async def test_refresh_limit_bounds_spans_and_keeps_order(store: Store) -> None:
     assert [sg.end_message_id for sg in list_segments(store, "s")] == [40, 80, 120, 130]
 
 
-async def test_catch_up_does_every_quiet_span_a_budget_at_a_time(store: Store) -> None:
+async def test_catch_up_does_every_quiet_span_a_budget_at_a_time(store: SqliteStore) -> None:
     ids = seed_chats(store, 5)
     store.add_message(ids[0], "user", "back in the first chat", created_at=NOW)
     calls: list[int] = []
@@ -168,7 +168,7 @@ async def test_catch_up_does_every_quiet_span_a_budget_at_a_time(store: Store) -
     assert all(sg.summary_kind == "model" for s in ids for sg in list_segments(store, s))
 
 
-async def test_deleting_a_session_deletes_its_episodes(store: Store) -> None:
+async def test_deleting_a_session_deletes_its_episodes(store: SqliteStore) -> None:
     seed_two_evenings(store)
     store.add_message("t", "user", "I cooked soto", created_at=THURSDAY_EVENING)
     await catch_up_segments(store)

@@ -257,13 +257,13 @@ def test_a_known_time_zone_is_kept_in_its_own_spelling() -> None:
 
 
 def test_the_database_file_is_owner_only(tmp_path: Path) -> None:
-    from memory.sqlite.store import Store
+    from memory.sqlite.store import SqliteStore
 
-    store = Store.open_home(tmp_path)
+    store = SqliteStore.open_home(tmp_path)
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     store.close()
     store.path.chmod(0o644)  # an older or hand-copied file is made owner-only on open
-    Store.open_home(tmp_path).close()
+    SqliteStore.open_home(tmp_path).close()
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
 
 

@@ -23,12 +23,12 @@ from memory.rules.sql_policy import (
 )
 from memory.sqlite.memories import create_memory
 from memory.sqlite.sql_guard import run_sql
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 
 
-def seed(store: Store) -> None:
+def seed(store: SqliteStore) -> None:
     store.add_message("s", "user", "I cooked nasi goreng")
     store.add_message("s", "memory_tool", "SECRET tool result")
     store.add_message("s", "assistant", "Sounds tasty")
@@ -37,8 +37,8 @@ def seed(store: Store) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     seed(s)
     yield s
     s.close()
@@ -142,7 +142,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("sql", "named"), REFUSED)
-def test_attacks_are_refused_and_change_nothing(store: Store, sql: str, named: str) -> None:
+def test_attacks_are_refused_and_change_nothing(store: SqliteStore, sql: str, named: str) -> None:
     before = snapshot(store.path)
     result = run_sql(store.path, sql)
     assert "error" in result, result
@@ -150,7 +150,7 @@ def test_attacks_are_refused_and_change_nothing(store: Store, sql: str, named: s
     assert snapshot(store.path) == before
 
 
-def test_refusal_happens_before_running(store: Store) -> None:
+def test_refusal_happens_before_running(store: SqliteStore) -> None:
     with pytest.raises(SqlRefused, match="INSERT"):
         check_sql("insert into profile values ('a', 'b')")
     with pytest.raises(SqlRefused, match="text"):
@@ -174,7 +174,7 @@ HIDDEN_COUNTS = [
 
 
 @pytest.mark.parametrize("sql", HIDDEN_COUNTS)
-def test_memory_tool_rows_are_invisible(store: Store, sql: str) -> None:
+def test_memory_tool_rows_are_invisible(store: SqliteStore, sql: str) -> None:
     result = run_sql(store.path, sql)
     assert result.get("rows") == [[0]], result
 
@@ -192,7 +192,7 @@ SECRET_READS = [
 
 
 @pytest.mark.parametrize("sql", SECRET_READS)
-def test_no_query_reads_a_saved_key(store: Store, sql: str) -> None:
+def test_no_query_reads_a_saved_key(store: SqliteStore, sql: str) -> None:
     """An API key saved in Settings goes only to its endpoint: the model's SQL sees the
     readable settings (``profile``, a view) and never a key or a URL."""
     store.set_profile(
@@ -214,7 +214,7 @@ def test_every_setting_is_readable_or_kept_from_the_model() -> None:
     assert not set(READABLE_SETTINGS) & secrets
 
 
-def test_select_returns_columns_rows_and_caps(store: Store) -> None:
+def test_select_returns_columns_rows_and_caps(store: SqliteStore) -> None:
     result = run_sql(store.path, "SELECT role, content FROM messages ORDER BY id")
     assert result == {
         "columns": ["role", "content"],
@@ -239,7 +239,7 @@ def test_select_returns_columns_rows_and_caps(store: Store) -> None:
     assert sum(len(str(cell)) for row in wide["rows"] for cell in row) <= RESULT_CHAR_CAP
 
 
-def test_runaway_recursive_cte_is_stopped(store: Store) -> None:
+def test_runaway_recursive_cte_is_stopped(store: SqliteStore) -> None:
     result = run_sql(
         store.path,
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r",
@@ -248,7 +248,7 @@ def test_runaway_recursive_cte_is_stopped(store: Store) -> None:
     assert "time limit" in result["error"]
 
 
-def test_update_edits_allowed_columns_only_on_visible_rows(store: Store) -> None:
+def test_update_edits_allowed_columns_only_on_visible_rows(store: SqliteStore) -> None:
     result = run_sql(store.path, "UPDATE messages SET content = 'edited'")
     assert result == {"updated": 2}
     contents = [m.content for m in store.messages("s") + store.messages("t")]
@@ -273,9 +273,9 @@ def test_update_edits_allowed_columns_only_on_visible_rows(store: Store) -> None
 
 
 @pytest.fixture
-def full_store(tmp_path: Path) -> Iterator[Store]:
+def full_store(tmp_path: Path) -> Iterator[SqliteStore]:
     """More rows than one memory_sql edit may change: 32 messages, 26 memories, 27 sessions."""
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     seed(s)
     for n in range(30):
         s.add_message(f"s{n % 25}", "user", f"message {n}")
@@ -296,7 +296,7 @@ MASS_EDITS = [
 
 
 @pytest.mark.parametrize("sql", MASS_EDITS)
-def test_mass_edits_are_refused_and_change_nothing(full_store: Store, sql: str) -> None:
+def test_mass_edits_are_refused_and_change_nothing(full_store: SqliteStore, sql: str) -> None:
     before = snapshot(full_store.path)
     result = run_sql(full_store.path, sql)
     assert f"at most {MAX_ROWS_CHANGED} rows" in result["error"]
@@ -304,7 +304,7 @@ def test_mass_edits_are_refused_and_change_nothing(full_store: Store, sql: str) 
     assert snapshot(full_store.path) == before
 
 
-def test_an_edit_of_exactly_the_cap_goes_through(full_store: Store) -> None:
+def test_an_edit_of_exactly_the_cap_goes_through(full_store: SqliteStore) -> None:
     result = run_sql(
         full_store.path,
         f"UPDATE memories SET value = upper(value) WHERE category = 'signals' "
@@ -316,7 +316,7 @@ def test_an_edit_of_exactly_the_cap_goes_through(full_store: Store) -> None:
     assert run_sql(full_store.path, "UPDATE messages SET content = content") == {"updated": 0}
 
 
-def test_with_update_reports_the_rows_it_changed(store: Store) -> None:
+def test_with_update_reports_the_rows_it_changed(store: SqliteStore) -> None:
     """Issue 12 #8: ``WITH … UPDATE memories`` changed rows but reported 0."""
     result = run_sql(
         store.path,
@@ -332,12 +332,12 @@ def test_with_update_reports_the_rows_it_changed(store: Store) -> None:
     assert result == {"updated": 2}
 
 
-def test_sql_errors_are_data(store: Store) -> None:
+def test_sql_errors_are_data(store: SqliteStore) -> None:
     assert "SQL error" in run_sql(store.path, "SELECT nope FROM messages")["error"]
     assert "error" in run_sql(store.path, "SELECT")
 
 
-def test_format_result_is_a_text_table(store: Store) -> None:
+def test_format_result_is_a_text_table(store: SqliteStore) -> None:
     text = format_result(run_sql(store.path, "SELECT id, role FROM messages ORDER BY id"))
     assert text.splitlines()[0].split(" | ") == ["id", "role"]
     assert "(2 row(s))" in text
@@ -418,7 +418,7 @@ sql_text = st.one_of(
     max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(sql=sql_text)
-def test_no_input_raises_or_writes_beyond_update(store: Store, sql: str) -> None:
+def test_no_input_raises_or_writes_beyond_update(store: SqliteStore, sql: str) -> None:
     before = snapshot(store.path)
     result = run_sql(store.path, sql, time_limit=0.5)
     assert isinstance(result, dict)

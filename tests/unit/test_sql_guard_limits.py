@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from memory.sqlite.sql_guard import ALLOWED_FUNCTIONS, MAX_VALUE_BYTES, run_sql
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 QUICK = 1.0  # seconds: each refusal comes before any such loop starts
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    store = Store.open_home(tmp_path)
+    store = SqliteStore.open_home(tmp_path)
     store.add_message("s", "user", "%.2147483647c")  # a format the model did not write
     path = Path(store.path)
     store.close()

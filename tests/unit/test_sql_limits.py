@@ -23,15 +23,15 @@ from memory.rules.sql_policy import MAX_COLUMNS, RESULT_CHAR_CAP
 from memory.sqlite.journal import apply_edits, last_batch, undo_last_edit
 from memory.sqlite.memories import create_memory
 from memory.sqlite.sql_guard import run_sql
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open_home(tmp_path, clock=lambda: NOW)
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore.open_home(tmp_path, clock=lambda: NOW)
     s.add_message("s", "user", "I cooked nasi goreng")
     s.add_message("s", "memory_tool", "SECRET tool result")
     s.add_message("s", "assistant", "Sounds tasty")
@@ -40,7 +40,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def content(store: Store, message_id: int) -> str:
+def content(store: SqliteStore, message_id: int) -> str:
     message = store.get_message(message_id)
     assert message is not None
     return message.content
@@ -54,7 +54,7 @@ SLOW_UPDATE = (
 )
 
 
-def test_a_slow_update_never_blocks_other_writers(store: Store) -> None:
+def test_a_slow_update_never_blocks_other_writers(store: SqliteStore) -> None:
     """As an UPDATE, #3 held the write lock for the whole statement, and a concurrent
     add_message failed with "database is locked"."""
     store.conn.execute("PRAGMA busy_timeout = 100")  # a writer that does not wait long
@@ -77,7 +77,7 @@ def test_a_slow_update_never_blocks_other_writers(store: Store) -> None:
     assert written
 
 
-def test_an_edit_is_applied_only_where_the_row_is_as_planned(store: Store) -> None:
+def test_an_edit_is_applied_only_where_the_row_is_as_planned(store: SqliteStore) -> None:
     """The by-id write refuses the whole batch when a row changed after it was read."""
     fresh = Edit("messages", 3, "content", "Sounds tasty", "Sounds lovely")
     stale = Edit("messages", 1, "content", "something else", "x")
@@ -106,7 +106,7 @@ MAX_RESULT_JSON = 25_000
 
 
 @pytest.mark.parametrize("sql", WIDE_SELECTS)
-def test_a_result_stays_small_whatever_the_select(store: Store, sql: str) -> None:
+def test_a_result_stays_small_whatever_the_select(store: SqliteStore, sql: str) -> None:
     result = run_sql(store.path, sql)
     assert result["truncated"] is True, result.get("error")
     assert len(json.dumps(result, ensure_ascii=False)) < MAX_RESULT_JSON
@@ -134,7 +134,9 @@ def literal(value: object) -> str:
 )
 @given(x=sql_values, y=sql_values, z=sql_values)
 @example(x=7.58167506180781e285, y="e", z="")  # SQLite and Python round its 15th digit apart
-def test_linear_stand_ins_answer_like_sqlite(store: Store, x: object, y: object, z: object) -> None:
+def test_linear_stand_ins_answer_like_sqlite(
+    store: SqliteStore, x: object, y: object, z: object
+) -> None:
     a, b, c = literal(x), literal(y), literal(z)
     sql = (
         f"SELECT instr({a}, {b}), replace({a}, {b}, {c}), trim({a}), trim({a}, {b}), "
@@ -144,7 +146,7 @@ def test_linear_stand_ins_answer_like_sqlite(store: Store, x: object, y: object,
     assert run_sql(store.path, sql)["rows"] == expected
 
 
-def test_the_slow_built_ins_watch_the_clock(store: Store) -> None:
+def test_the_slow_built_ins_watch_the_clock(store: SqliteStore) -> None:
     """SQLite checks its time limit only between rows; one instr over 1 MB took 4 s and
     one trim 24 s. The stand-ins refuse to start once the time is up."""
     for call in ("instr('abc', 'b')", "replace('abc', 'b', 'c')", "trim(' a ')"):
@@ -152,7 +154,7 @@ def test_the_slow_built_ins_watch_the_clock(store: Store) -> None:
         assert "time limit" in result["error"], call
 
 
-def test_replace_refuses_to_build_an_oversized_value(store: Store) -> None:
+def test_replace_refuses_to_build_an_oversized_value(store: SqliteStore) -> None:
     result = run_sql(
         store.path, "SELECT replace(printf('%.1000c', 'a'), 'a', printf('%.2000c', 'b'))"
     )
@@ -162,7 +164,7 @@ def test_replace_refuses_to_build_an_oversized_value(store: Store) -> None:
 # --- #7: every edit can be undone, and undo never overwrites a later change ----------
 
 
-def test_undo_puts_back_the_last_batch_then_the_one_before(store: Store) -> None:
+def test_undo_puts_back_the_last_batch_then_the_one_before(store: SqliteStore) -> None:
     assert run_sql(store.path, "UPDATE messages SET content = 'first' WHERE id = 1") == {
         "updated": 1
     }
@@ -183,7 +185,7 @@ def test_undo_puts_back_the_last_batch_then_the_one_before(store: Store) -> None
     assert [row[0] for row in hits] == [1]
 
 
-def test_undo_refuses_when_a_row_changed_since(store: Store) -> None:
+def test_undo_refuses_when_a_row_changed_since(store: SqliteStore) -> None:
     run_sql(store.path, "UPDATE memories SET value = 'Budi S.'")
     run_sql(store.path, "UPDATE messages SET content = 'edited' WHERE id = 1")
     with store.transaction() as conn:
@@ -195,7 +197,7 @@ def test_undo_refuses_when_a_row_changed_since(store: Store) -> None:
     assert batch is not None and batch.edits[0].label == "messages 1"
 
 
-def test_undo_never_touches_memory_tool_rows(store: Store) -> None:
+def test_undo_never_touches_memory_tool_rows(store: SqliteStore) -> None:
     with store.transaction() as conn:  # a journal entry no memory_sql run could write
         apply_edits(conn, [Edit("messages", 1, "content", "I cooked nasi goreng", "x")], "b1", "t")
         conn.execute("UPDATE sql_edits SET row_id = 2, new_value = 'SECRET tool result'")
@@ -204,7 +206,7 @@ def test_undo_never_touches_memory_tool_rows(store: Store) -> None:
     assert content(store, 2) == "SECRET tool result"
 
 
-def test_deleted_rows_leave_the_journal(store: Store) -> None:
+def test_deleted_rows_leave_the_journal(store: SqliteStore) -> None:
     run_sql(store.path, "UPDATE messages SET content = 'edited' WHERE id = 1")
     run_sql(store.path, "UPDATE sessions SET title = 'Cooking'")
     store.delete_session("s")
@@ -222,7 +224,7 @@ def companion(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_companion_undo_sql(store: Store) -> None:
+def test_companion_undo_sql(store: SqliteStore) -> None:
     home = str(store.path.parent)
     run_sql(store.path, "UPDATE sessions SET title = 'Renamed' WHERE id = 's'")
     run_sql(store.path, "UPDATE memories SET value = 'Budi S.'")

@@ -9,7 +9,7 @@ import pytest
 
 from memory import StoreError
 from memory.sqlite.db import MIGRATIONS, connect, migrate
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 
 def test_schema_builds_from_scratch_and_migrations_are_idempotent(tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_schema_builds_from_scratch_and_migrations_are_idempotent(tmp_path: Path
     assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == len(MIGRATIONS)
 
 
-def test_messages_round_trip_and_fts(store: Store) -> None:
+def test_messages_round_trip_and_fts(store: SqliteStore) -> None:
     store.add_message("s1", "user", "I cooked nasi goreng", meta={"k": 1})
     store.add_message(
         "s1",
@@ -52,7 +52,7 @@ def test_messages_round_trip_and_fts(store: Store) -> None:
         store.add_message("s1", "robot", "x")
 
 
-def test_sessions_create_rename_delete(store: Store) -> None:
+def test_sessions_create_rename_delete(store: SqliteStore) -> None:
     session = store.create_session("Trip")
     store.add_message(session.id, "user", "hi")
     store.rename_session(session.id, "Kyoto trip")
@@ -64,13 +64,13 @@ def test_sessions_create_rename_delete(store: Store) -> None:
     assert store.messages(session.id) == []
 
 
-def test_profile(store: Store) -> None:
+def test_profile(store: SqliteStore) -> None:
     store.set_profile({"latitude": 35.5, "persona": "journal"})
     store.set_profile({"persona": None})
     assert store.profile() == {"latitude": "35.5"}
 
 
-def test_recent_messages_window(store: Store) -> None:
+def test_recent_messages_window(store: SqliteStore) -> None:
     ids = [store.add_message("s", "user", f"m{i}").id for i in range(30)]
     recent = store.recent_messages("s", 25, before_id=ids[20] + 1)
     assert [m.content for m in recent][-1] == "m20" and len(recent) == 21
@@ -78,11 +78,11 @@ def test_recent_messages_window(store: Store) -> None:
 
 
 def test_concurrent_writers_from_threads_and_stores(tmp_path: Path) -> None:
-    first = Store.open_home(tmp_path)
-    second = Store.open_home(tmp_path)  # another "process" on the same file
+    first = SqliteStore.open_home(tmp_path)
+    second = SqliteStore.open_home(tmp_path)  # another "process" on the same file
     errors: list[BaseException] = []
 
-    def write(store: Store, name: str) -> None:
+    def write(store: SqliteStore, name: str) -> None:
         try:
             for i in range(50):
                 store.add_message(name, "user", f"{name}-{i}")

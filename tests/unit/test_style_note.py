@@ -17,7 +17,7 @@ import pytest
 from graph.runner import run_turn
 from memory import StoreError
 from memory.sqlite.db import MIGRATIONS, _statements
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from prompts.templates import persona_text
 from tests.support.chat_model import tool_call
 
@@ -92,7 +92,7 @@ async def test_an_edited_identity_and_a_note_are_two_things(make_context) -> Non
     assert "You are Yuzuki" not in system
 
 
-def test_a_kept_note_is_stored_on_its_session(store: Store) -> None:
+def test_a_kept_note_is_stored_on_its_session(store: SqliteStore) -> None:
     session = store.create_session("Trip")
     assert store.style_note(session.id) is None
     store.set_style_note(session.id, f"  {KEPT}  ")
@@ -122,7 +122,7 @@ def test_the_old_profile_style_note_becomes_the_identity_key(tmp_path) -> None:
     conn.commit()
     conn.close()
 
-    store = Store(path)
+    store = SqliteStore(path)
     assert store.profile() == {"identity": "You are Kai.", "persona": "journal"}
     assert store.style_note("old") is None
     store.set_style_note("old", KEPT)

@@ -18,7 +18,7 @@ from evals.fixtures import DuckDuckGoFixture, ImageFixture, OpenMeteoFixture, ca
 from graph.runner import run_turn
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.memories import create_memory
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools import image_analyze, image_generate, weather, web_search
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, builtin_specs
@@ -44,7 +44,10 @@ class World:
             allow_private_urls=True,
         )
         return ToolContext(
-            settings, AsyncSqliteStore(Store.open_home(self.home)), "s1", vision_available=True
+            settings,
+            AsyncSqliteStore(SqliteStore.open_home(self.home)),
+            "s1",
+            vision_available=True,
         )
 
     async def run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:

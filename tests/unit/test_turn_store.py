@@ -30,7 +30,7 @@ from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.db import MIGRATIONS, connect
 from memory.sqlite.retrieval import search_messages
 from memory.sqlite.segments import list_segments, refresh_segments
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 
 START = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
@@ -52,9 +52,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def store(tmp_path: Path, clock: Clock) -> Iterator[Store]:
+def store(tmp_path: Path, clock: Clock) -> Iterator[SqliteStore]:
     """The store on a clock these tests move (conftest's ``async_store`` wraps it)."""
-    s = Store.open_home(tmp_path, clock=clock)
+    s = SqliteStore.open_home(tmp_path, clock=clock)
     yield s
     s.close()
 
@@ -64,7 +64,7 @@ def msg(role: str, content: str = "", id: int = 0, **kwargs: Any) -> Message:
     return Message(id=id, session_id="s", role=role, content=content, created_at="", **kwargs)
 
 
-async def two_evenings(store: Store, clock: Clock) -> list[Message]:
+async def two_evenings(store: SqliteStore, clock: Clock) -> list[Message]:
     """Session "a": two evenings a day apart (two segments), with session "b" talking in
     between, so the ids of the two sessions interleave."""
     a1 = store.add_message("a", "user", "I baked sourdough bread", created_at=START)
@@ -85,7 +85,7 @@ async def two_evenings(store: Store, clock: Clock) -> list[Message]:
 
 
 async def test_deleting_from_a_message_on_keeps_the_earlier_ones_and_other_sessions(
-    store: Store, clock: Clock
+    store: SqliteStore, clock: Clock
 ) -> None:
     a1, a2, b1, a3, a4, b2 = await two_evenings(store, clock)
     (first, second) = list_segments(store, "a")
@@ -104,7 +104,7 @@ async def test_deleting_from_a_message_on_keeps_the_earlier_ones_and_other_sessi
 
 
 async def test_a_segment_ending_at_the_first_deleted_message_goes_too(
-    store: Store, clock: Clock
+    store: SqliteStore, clock: Clock
 ) -> None:
     a1, a2, *_ = await two_evenings(store, clock)
     assert store.delete_messages_from("a", a2.id) == 3
@@ -114,7 +114,7 @@ async def test_a_segment_ending_at_the_first_deleted_message_goes_too(
 
 
 async def test_deleting_through_the_async_store(
-    store: Store, async_store: AsyncSqliteStore, clock: Clock
+    store: SqliteStore, async_store: AsyncSqliteStore, clock: Clock
 ) -> None:
     a1, a2, b1, a3, a4, b2 = await two_evenings(store, clock)
     assert await async_store.delete_messages_from("a", a4.id) == 1
@@ -128,7 +128,7 @@ async def test_deleting_through_the_async_store(
 
 
 async def test_sessions_are_listed_with_their_last_activity(
-    store: Store, async_store: AsyncSqliteStore, clock: Clock
+    store: SqliteStore, async_store: AsyncSqliteStore, clock: Clock
 ) -> None:
     talked = store.create_session("Talked")
     clock.now = START + timedelta(minutes=5)
@@ -155,7 +155,7 @@ async def test_sessions_are_listed_with_their_last_activity(
 
 
 async def test_a_running_turn_is_recorded_its_text_kept_and_forgotten_at_the_end(
-    store: Store, clock: Clock
+    store: SqliteStore, clock: Clock
 ) -> None:
     user = store.add_message("s", "user", "Tell me a story")
     turn_id = store.begin_turn("s", user.id, "host:1:token")
@@ -173,7 +173,7 @@ async def test_a_running_turn_is_recorded_its_text_kept_and_forgotten_at_the_end
 
 
 async def test_closing_an_interrupted_turn_stores_its_text_once(
-    store: Store, async_store: AsyncSqliteStore
+    store: SqliteStore, async_store: AsyncSqliteStore
 ) -> None:
     user = store.add_message("s", "user", "Tell me a story")
     turn_id = store.begin_turn("s", user.id, "host:1:token")
@@ -194,13 +194,13 @@ async def test_closing_an_interrupted_turn_stores_its_text_once(
 
 
 async def test_two_processes_closing_the_same_turn_store_one_answer(
-    store: Store, async_store: AsyncSqliteStore
+    store: SqliteStore, async_store: AsyncSqliteStore
 ) -> None:
     user = store.add_message("s", "user", "Tell me a story")
     turn_id = store.begin_turn("s", user.id, "host:1:token")
     store.save_partial(turn_id, "Once")
     (turn,) = await async_store.running_turns()
-    other = Store(store.path, clock=store.clock)  # another process on the same file
+    other = SqliteStore(store.path, clock=store.clock)  # another process on the same file
     try:
         results = await asyncio.gather(
             async_store.close_interrupted(turn, {"interrupted": True}),
@@ -246,7 +246,7 @@ def test_a_version_4_database_upgrades_to_the_latest_and_keeps_its_rows(tmp_path
     }
     old.close()
 
-    store = Store(path, clock=lambda: NOW)
+    store = SqliteStore(path, clock=lambda: NOW)
     try:
         assert store.health() == ("ok", len(MIGRATIONS))
         (message,) = store.messages("s")

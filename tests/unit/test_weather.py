@@ -11,7 +11,7 @@ import pytest
 from config.settings import Settings
 from evals.fixtures import OpenMeteoFixture, RecordedRequest, Reply
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
 from tools.weather import (
@@ -70,7 +70,7 @@ def fresh_requests(meteo: OpenMeteoFixture) -> None:
 
 def make_ctx(home: Path, server: OpenMeteoFixture, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
-    return ToolContext(Settings(**values), AsyncSqliteStore(Store.open_home(home)), "s1")
+    return ToolContext(Settings(**values), AsyncSqliteStore(SqliteStore.open_home(home)), "s1")
 
 
 async def test_place_name_is_geocoded_then_forecast(tmp_path, meteo):
@@ -176,7 +176,7 @@ async def test_unreachable_service_is_an_error(tmp_path):
     with OpenMeteoFixture() as closed:
         overrides = closed.settings_overrides()
     ctx = ToolContext(
-        Settings(home=tmp_path, **overrides), AsyncSqliteStore(Store.open_home(tmp_path))
+        Settings(home=tmp_path, **overrides), AsyncSqliteStore(SqliteStore.open_home(tmp_path))
     )
     result = await weather({"location": "Tokyo"}, ctx)
     assert result == {"error": "could not connect to the weather service"}

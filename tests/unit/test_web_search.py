@@ -15,7 +15,7 @@ import tools.web_search as web_search_module
 from config.settings import Settings
 from evals.fixtures import DuckDuckGoFixture
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext
 from tools.registry import ToolRegistry
 from tools.web_search import (
@@ -41,7 +41,7 @@ def fresh_requests(ddg: DuckDuckGoFixture) -> None:
 
 def make_ctx(home: Path, server: DuckDuckGoFixture, **settings: Any) -> ToolContext:
     values: dict[str, Any] = {"home": home, **server.settings_overrides(), **settings}
-    return ToolContext(Settings(**values), AsyncSqliteStore(Store.open_home(home)), "s1")
+    return ToolContext(Settings(**values), AsyncSqliteStore(SqliteStore.open_home(home)), "s1")
 
 
 async def test_currency_query_gives_clean_unwrapped_results(tmp_path, ddg):
@@ -130,7 +130,7 @@ async def test_unreachable_endpoint_is_an_error(tmp_path):
     with DuckDuckGoFixture() as closed:
         overrides = closed.settings_overrides()
     ctx = ToolContext(
-        Settings(home=tmp_path, **overrides), AsyncSqliteStore(Store.open_home(tmp_path))
+        Settings(home=tmp_path, **overrides), AsyncSqliteStore(SqliteStore.open_home(tmp_path))
     )
     result = await web_search({"query": "anything"}, ctx)
     assert result["error"].startswith("web search failed: could not connect")

@@ -12,7 +12,7 @@ from memory import AsyncStore, InvalidMemory, Memory, MemoryExists, MemoryNotFou
 from memory.postgres.store import PgStore
 from memory.rules import scoring
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.conftest import FIXED_NOW
 from tests.memory.backends import new_person, ticking, without_id
 from tests.support.postgres import PostgresServer
@@ -101,7 +101,7 @@ async def test_memories_rank_by_retrievability_then_last_update_then_key(
 async def test_both_backends_rank_the_same_memories_alike(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:
-    sqlite = AsyncSqliteStore(Store.open_home(tmp_path / "home", clock=ticking()))
+    sqlite = AsyncSqliteStore(SqliteStore.open_home(tmp_path / "home", clock=ticking()))
     pg = await PgStore.open(postgres.url, new_person(), clock=ticking())
     try:
         both: tuple[AsyncStore, ...] = (sqlite, pg)

@@ -25,7 +25,7 @@ from memory.postgres.schema import migrate
 from memory.postgres.store import PgStore
 from memory.rules.memories import recalled_strength
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.conftest import FIXED_NOW
 from tests.support.postgres import APP_ROLE, PostgresServer
 
@@ -122,7 +122,7 @@ class Backend:
 async def open_backend(kind: str, home: Path, postgres: PostgresServer) -> Backend:
     clock = Clock(NOW)
     if kind == "sqlite":
-        return Backend(AsyncSqliteStore(Store.open_home(home, clock=clock)), clock)
+        return Backend(AsyncSqliteStore(SqliteStore.open_home(home, clock=clock)), clock)
     return Backend(await PgStore.open(postgres.url, f"recall-{next(_people)}", clock=clock), clock)
 
 

@@ -13,7 +13,7 @@ from app.chat_handlers import WRITE_FAILURE, failure_bubble, write_failure
 from memory import AsyncStore, StoreError, WriteRefused
 from memory.postgres.store import PgStore
 from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import Store
+from memory.sqlite.store import SqliteStore
 from tests.support.pg_people import BACKENDS, migrated_postgres
 from tests.support.postgres import PostgresServer
 
@@ -35,7 +35,7 @@ def server(request: pytest.FixtureRequest) -> PostgresServer | None:
 async def read_only_store(server: PostgresServer | None, home: Path) -> AsyncStore:
     """A store whose database takes reads and refuses every write."""
     if server is None:
-        store = AsyncSqliteStore(Store.open_home(home), try_inline=False)  # one connection
+        store = AsyncSqliteStore(SqliteStore.open_home(home), try_inline=False)  # one connection
         await store.write(lambda blocking: blocking.conn.execute("PRAGMA query_only = ON"))
         return store
     joiner = "&" if "?" in server.url else "?"
