@@ -33,7 +33,7 @@ NOT_EMPTY = frozenset({"memories", "sessions"})  # the store refuses empty value
 
 # The settings memory_sql may read (``profile`` is a view of these rows only): never an API
 # key, a password or a URL that may carry credentials, which go only to the endpoint they
-# were given for. tests/unit/test_sql_guard.py checks this list against config's keys.
+# were given for. tests/memory/sqlite/test_sql_guard.py checks this list against config's keys.
 READABLE_SETTINGS = (
     "chat_model",
     "vision_model",

@@ -1,20 +1,14 @@
-"""The store fixture of the contract tests: one ``AsyncStore`` per test, on SQLite (a
-fresh home) and on Postgres (a fresh person of one migrated server per module)."""
+"""A migrated Postgres server per test module, for the contract tests and the
+Postgres-only ones (a module may start its own instead)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-from memory import AsyncStore
 from memory.postgres.schema import migrate, prepare
-from memory.postgres.store import PgStore
-from memory.sqlite.async_store import AsyncSqliteStore
-from memory.sqlite.store import SqliteStore
-from tests.memory.backends import new_person, ticking
 from tests.support.postgres import APP_ROLE, PostgresServer
 
 
@@ -25,16 +19,3 @@ def postgres() -> Iterator[PostgresServer]:
         asyncio.run(migrate(server.admin_url, APP_ROLE))
         asyncio.run(prepare(server.admin_url))
         yield server
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(
-    request: pytest.FixtureRequest, tmp_path: Path, postgres: PostgresServer
-) -> AsyncIterator[AsyncStore]:
-    opened: AsyncStore
-    if request.param == "sqlite":
-        opened = AsyncSqliteStore(SqliteStore.open_home(tmp_path / "home", clock=ticking()))
-    else:
-        opened = await PgStore.open(postgres.url, new_person(), clock=ticking())
-    yield opened
-    await opened.close()

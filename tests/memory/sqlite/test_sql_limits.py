@@ -26,7 +26,7 @@ from memory.sqlite.sql_guard import run_sql
 from memory.sqlite.store import SqliteStore
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

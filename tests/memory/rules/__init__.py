@@ -1,0 +1,1 @@
+"""The backend-neutral rules of memory.rules: scoring and temporal cues."""
