@@ -60,7 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
     _common(parser)
     sub = parser.add_subparsers(dest="command")
+    _chat_parser(sub)
+    _eval_parser(sub)
+    sub.add_parser("graph", help="print the compiled graph as Mermaid text")
+    doctor = sub.add_parser("doctor", help="check the set-up and say how to fix what fails")
+    _common(doctor)
+    _people_parsers(sub)
+    undo_sql = sub.add_parser(
+        "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
+    )
+    _common(undo_sql)
+    _person_option(undo_sql)
+    return parser
 
+
+def _chat_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``companion chat``'s options."""
     chat = sub.add_parser("chat", help="chat in the terminal (or answer one message with -m)")
     chat.add_argument("-m", "--message", help="answer this one message and exit")
     chat.add_argument("--session", help="session id (default: a new session)")
@@ -84,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(chat)
 
+
+def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``companion eval``'s options."""
     evaluate = sub.add_parser("eval", help="run the scenario suites and write reports")
     evaluate.add_argument("--suite", action="append", help="suite name (repeatable; default all)")
     evaluate.add_argument(
@@ -106,11 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         "so name a throwaway one); default: a SQLite file per case",
     )
 
-    sub.add_parser("graph", help="print the compiled graph as Mermaid text")
 
-    doctor = sub.add_parser("doctor", help="check the set-up and say how to fix what fails")
-    _common(doctor)
-
+def _people_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``companion user`` (add, list, passwd) and ``companion db migrate``."""
     user = sub.add_parser("user", help="add and list the people of this home, set passwords")
     user_sub = user.add_subparsers(dest="user_command", required=True)
     add = user_sub.add_parser(
@@ -142,13 +158,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="postgresql://ADMIN@HOST:PORT/DB, no password (default COMPANION_DATABASE_ADMIN_URL)",
     )
     _database_flag(migrate)
-
-    undo_sql = sub.add_parser(
-        "undo-sql", help="undo the last memory_sql edit (run it again to go further back)"
-    )
-    _common(undo_sql)
-    _person_option(undo_sql)
-    return parser
 
 
 def _person_option(parser: argparse.ArgumentParser) -> None:
