@@ -70,7 +70,7 @@ def test_a_kept_note_shows_stays_for_the_chat_and_can_be_removed(
     loaded(page)
     expect(page.locator("#active-note")).to_contain_text("Reply formally", timeout=TIMEOUT_MS)
     page.locator("#remove-note").click()
-    expect(page.locator("#active-note")).to_be_hidden()
+    expect(page.locator("#active-note")).to_be_hidden(timeout=TIMEOUT_MS)
     send(page, "still there?")
     answered(page, "still there?")
     assert "For this reply" not in last_system(app)
@@ -78,6 +78,6 @@ def test_a_kept_note_shows_stays_for_the_chat_and_can_be_removed(
     write_note(page, "Answer in haiku.", keep=True)
     send(page, "a poem")
     answered(page, "a poem")
-    expect(page.locator("#active-note")).to_be_visible()
-    page.locator("#new-session").click()
-    expect(page.locator("#active-note")).to_be_hidden()  # kept for *that* chat only
+    expect(page.locator("#active-note")).to_be_visible(timeout=TIMEOUT_MS)
+    page.locator("#new-session").click()  # the note is kept for *that* chat only
+    expect(page.locator("#active-note")).to_be_hidden(timeout=TIMEOUT_MS)
