@@ -1,17 +1,12 @@
 """build_context: assemble exactly what the model sees, the same way every time.
 
-System message (identity block; after it, never in its place, the style notes: the
-session's kept note and this turn's; procedural block; "Your current memories"; tool
-awareness for the tools enabled this turn), then the session's last 25 messages up to
-this turn's user message, then this turn's replies and tool results — all read from the
-store, the one source of truth. Images go inline (as image content) only when the vision
-model answers next; the chat model gets a note instead. Tool results are never
-system-authored: native results are tool messages, command results are user-role
-messages labelled as tool results, and results of untrusted tools (outside content) are
-marked as data, never instructions, in both modes — in the turn that fetched them and in
-every later turn that replays them. For the lethal trifecta (``graph.routing.clearance``)
-it notes which tools' results the replayed history holds (``window_tools``) and whether
-the system prompt carries the person's memories (``memories_shown``).
+The system message (``prompts.templates.system_prompt``), then the session's last
+``HISTORY_LIMIT`` messages up to this turn's user message, then this turn's replies and
+tool results, all read from the store. Images go inline only when the vision model
+answers next. Tool results are never system-authored, and outside content is marked as
+data in every turn that replays it. For ``graph.routing.clearance`` it records which
+tools' results the replayed history holds (``window_tools``) and whether the system
+message carries the person's memories (``memories_shown``). See docs/tools.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """execute_tool: run the reply's tool calls and store each result as a message.
 
-Calls of one reply run concurrently through ``ToolRegistry.execute`` (which never
-raises: an error becomes the result). Each result is stored with its tool family's role
-in the ``🔧 TOOL RESULT — NAME`` format, the raw result in ``meta``. Guards, each
-answered with an error result the model reads: a near-duplicate of a call already run
-this turn is not run again; calls beyond ``MAX_CALLS_PER_REPLY`` in one reply are not
-run. The lethal trifecta (``graph.routing.clearance``): a call that would send something
-the model wrote off the machine while the person's private data and outside content are
-both in the context, and a memory change while outside content is in it (this turn or
-the replayed history), wait for the person's yes (``Context.confirm``); without it they
-do not run, and the model reads why.
-
-The node is plan, confirm, run, store, report: ``_plan`` gives each call its verdict
-(run, ask, or which guard stopped it), ``_confirm`` asks the person about each call that
-needs it (``ConfirmationAsked``, then ``ConfirmationDecided``), ``_run_all`` announces the
-fresh calls (``ToolStart``) and runs the runnable ones, ``_store`` writes every result (a
-duplicate is flagged ``meta["duplicate"]``, a question and its answer are kept in
-``meta["confirmation"]``), and ``_report`` sends ``ToolEnd`` for each fresh call and
-returns the executed calls and the trace.
+Plan, confirm, run, store, report: each call gets a verdict (run, ask, or the guard that
+stopped it: a near-duplicate of a call already run this turn, a call beyond
+``MAX_CALLS_PER_REPLY``); a call ``graph.routing.clearance`` holds back (the lethal
+trifecta, a memory change after outside content) waits for ``Context.confirm`` and is
+declined without a yes. Runnable calls run concurrently through
+``ToolRegistry.execute`` (which never raises). Every call, guarded ones included, is
+stored with its family's role, its raw result in ``meta``; ``ToolStart``/``ToolEnd``
+go out for fresh calls. Returns the executed calls, one loop more and the trace.
+See docs/tools.md.
 """
 
 from __future__ import annotations

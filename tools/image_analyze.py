@@ -1,15 +1,11 @@
 """image_analyze: load the image the user means so a vision model can look at it.
 
-The image is the session's latest image by default, or a ``reference``: a markdown image
-``![..](X)``, a local path, or an http(s) URL. Local paths must lie inside the media folder
-or the allowed image folder once resolved (``..`` and symlinks pointing out are refused);
-a path outside them gets the same answer as a missing file, so the tool cannot be used to
-learn which paths exist. URLs are fetched through ``tools.net.guarded_client`` with size,
-type and time limits, never from private, loopback or link-local addresses (every
-redirect hop included) unless ``allow_private_urls`` is set; downloads are saved under
-media/ under a name keyed by the person's secret (``tools.images.media_path``) so the same
-content is stored once, and a URL already fetched in this process is not fetched again
-while its file exists.
+The image is the session's latest by default, or a ``reference``: a markdown image, a
+local path (inside the media folder or the allowed image folder once resolved; outside,
+the same answer as a missing file) or an http(s) URL fetched through
+``tools.net.guarded_client`` under size, type and time limits. Downloads are kept under
+media/ (``tools.images.media_path``), and a URL already fetched in this process is not
+fetched again while its file exists. See docs/tools.md.
 """
 
 from __future__ import annotations

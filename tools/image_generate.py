@@ -1,22 +1,12 @@
 """image_generate: draw an image with the configured backend and model, saved under media/.
 
-Backends (``Settings.image_backend``), never swapped for one another:
-
-- ``openai``: OpenAI-compatible ``POST {image_base_url}/images/generations``; the image
-  comes back as ``b64_json`` or as a ``url`` that is then downloaded.
-- ``openrouter``: ``POST {image_base_url}/chat/completions`` with
-  ``modalities: ["image", "text"]``; the image is a data URL in
-  ``choices[0].message.images[].image_url.url``.
-- ``url``: a key-free URL backend (pollinations-style):
-  ``GET {image_base_url}/prompt/{prompt}?model={model}`` answers with the image bytes.
-
-Every generation logs the model and endpoint on the ``companion.image`` logger. The bytes
-are checked to be a real image under the size cap before they are saved. Every request —
-to the backend, and to an image URL it answers with — goes through
-``tools.net.endpoint_client``: the backend's own origin is trusted when the operator
-configured it, any other host (a redirect's, an image URL's, or a backend a person chose
-with accounts on) must resolve to public addresses only, every hop included. The key is
-sent with the generation request only, never with a download.
+``Settings.image_backend`` picks one of ``BACKENDS`` (``openai``: images/generations;
+``openrouter``: chat/completions with an image modality; ``url``: a key-free
+``GET {base}/prompt/{prompt}``), never swapped for another. The result is the saved
+image's path, mime, size, model and backend, or ``{"error": ...}`` for a missing
+setting, a backend failure or bytes that are not an image under the size cap. Every
+request goes through ``tools.net.endpoint_client``; the key goes with the generation
+request only. The model and endpoint are logged on ``companion.image``. See docs/tools.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """memory_search: recall facts, past episodes and past messages for a question.
 
-A thin adapter over ``memory.recall``: the schema and description the model
+A thin adapter over the store's ``recall``: the schema and description the model
 reads, argument handling, and the shape of the result — ``structured`` {semantic,
 episodic, segments} first, then ``raw_messages`` [{timestamp, content, session}], every
 time in the person's timezone and every session named by its title. The search covers

@@ -1,10 +1,10 @@
 """memory_sql: the model's read (and careful edit) access to the chat database in SQL.
 
-Everything that makes this safe lives in memory.sql_guard: one SELECT or UPDATE
-statement, checked by a parser and enforced by SQLite's authorizer, on a connection
-where memory_tool rows do not exist; time, size and row limits; an UPDATE changes a
-few rows at most, text only, journalled so ``companion undo-sql`` can undo it. This
-module only declares the tool and unwraps what models wrap SQL in (code fences).
+What makes this safe lives in the store's ``run_sql`` (``memory.sqlite.sql_guard``,
+``memory.postgres.sql_guard``) and ``memory.rules.sql_policy``: one SELECT or UPDATE,
+memory_tool rows out of sight; time, size and row limits; an UPDATE changes a few rows
+at most, text only, journalled so ``companion undo-sql`` can undo it. This module only
+declares the tool and unwraps what models wrap SQL in (code fences). docs/security.md.
 """
 
 from __future__ import annotations
@@ -62,8 +62,7 @@ def unfence(text: str) -> str:
 
 
 async def memory_sql(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Run the guarded statement (memory.sql_guard on SQLite, memory.pg_sql_guard on
-    Postgres)."""
+    """Run the guarded statement through the store (``AsyncStore.run_sql``)."""
     sql = args.get("sql")
     if not isinstance(sql, str):
         return {"error": "memory_sql needs an `sql` string"}

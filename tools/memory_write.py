@@ -1,8 +1,8 @@
 """create_memory, update_memory, delete_memory: the model keeps its facts about the user.
 
-Each call maps to one function of memory.memories; their errors (unknown category,
-missing key, empty value, key already taken) come back as ``{"error": ...}`` with a
-message that tells the model what to do instead.
+Each call maps to one by-key write of the store (``remember``, ``revise``, ``forget``);
+their errors (unknown category, missing key, empty value, key already taken) come back
+as ``{"error": ...}`` with a message that tells the model what to do instead.
 """
 
 from __future__ import annotations

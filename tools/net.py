@@ -1,30 +1,13 @@
 """HTTP helpers shared by everything that reaches outside the machine.
 
-Each request gets a time limit that ends before the tool's own limit, so the tool reports
-what went wrong instead of being cut off by the registry. Bodies are streamed under a size
-cap that counts decoded bytes: gzip and deflate are decoded here, in steps no larger than
-the room left, so a small compression bomb never grows past the cap in memory.
-
-Every outbound request goes through the address guard (``GuardedTransport``, and
-``SyncGuardedTransport`` for blocking clients): URLs a user, a model or a backend
-supplies (``guarded_client``) and the configured endpoints (``endpoint_client``,
-``model_clients``: the chat endpoint and Verify, the image backend, web search, weather).
-The guard resolves each request's host once, refuses the request when any resolved
-address is not public (loopback, private, link-local, multicast, reserved, unspecified,
-or an IPv4 address carried inside IPv6 that is one of these), and then connects to that
-checked address itself — the URL is rewritten to the IP while the Host header and the TLS
-name (SNI and certificate check) stay the original host. A second lookup that answers
-differently (DNS rebinding) is never made, and every redirect hop is a new request through
-the same transport, so it is checked too.
-
-Two things lift the address rule. An endpoint the operator configured (a flag, the
-environment, or the profile of a Companion without accounts) is trusted at its own
-origin — scheme, host and port — so a llama.cpp server on 127.0.0.1 works; a redirect
-from it to any other origin is checked like any outside URL. An endpoint a person chose
-in Settings while accounts are on (``Settings.personal_endpoints``) is trusted nowhere.
-``Settings.allow_private_urls`` (the operator's: tests, a home network) lifts the rule
-for everything. Guarded clients ignore proxy variables: a proxy resolves names itself,
-out of the guard's sight.
+``guarded_client`` (URLs a person, the model or a backend supplies), ``endpoint_client``
+(configured endpoints: image backend, web search, weather, Verify) and ``model_clients``
+(the chat endpoint) all send through the address guard (``GuardedTransport``,
+``SyncGuardedTransport``): each host is resolved once, refused unless every address is
+public, and the request is pinned to the checked address, every redirect hop included.
+An operator-configured endpoint is trusted at its own origin; ``allow_private_urls``
+lifts the rule. ``read_limited`` reads a body under a cap on decoded bytes, and
+``time_budget`` ends a request before the tool's own limit. Why: docs/security.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The one place tools are declared: schemas for the model, validated execution.
 
-``get_tool_schemas`` returns the OpenAI/OpenRouter schemas of the tools that can work now
-(gates computed per call); ``execute_tool`` validates arguments against the schema, runs
-the tool under a time limit and always returns a JSON-serialisable dict —
-``{"error": ...}`` on any failure, never an exception.
+``ToolRegistry.enabled`` returns the tools that can work now (gates computed per call;
+``ToolSpec.schema`` is what the model reads); ``ToolRegistry.execute`` validates arguments
+against the schema, runs the tool under a time limit and always returns a
+JSON-serialisable dict — ``{"error": ...}`` on any failure, never an exception.
 """
 
 from __future__ import annotations
