@@ -1,15 +1,10 @@
 """Images a user sends: an upload, or an image URL pasted into the message.
 
 Both end as a file in the store's media folder whose path goes to ``stream_turn`` as the
-user message's ``image_path`` — one pipeline. Uploads are checked by their bytes (not
-their name): anything else is refused before the message is sent. URLs are fetched by
-image_analyze's downloader, with its size, type, time and private-address limits, and its
-cache. A URL whose name ends in an image extension is taken; one whose name does not say
-is taken when it answers with an image content type (asked through the guarded client).
-
-Finding a pasted URL takes time linear in the message: the text is split on whitespace,
-tokens longer than any URL we would fetch are skipped, and each token is read with string
-operations only (a backtracking pattern over a long run of ``http://`` took seconds).
+user message's ``image_path`` — one pipeline. ``save_upload`` checks an upload by its
+bytes (not its name) and refuses anything else before the message is sent;
+``pasted_image`` finds an image URL in the text (in time linear in the message) and
+fetches it with image_analyze's downloader, limits and cache. docs/app.md.
 """
 
 from __future__ import annotations

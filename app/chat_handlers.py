@@ -4,18 +4,10 @@
 factory); ``Chats`` finds it for a request's login. ``ChatHandlers`` holds the handlers
 ``chat_tab.build`` wires: each is a method over the person's ``ChatTab`` and the tab's
 components (``ChatComponents``, the keys of the updates it returns), so a test calls it
-with a fake store and turn runtime, no browser.
-
-- **Turns belong to the server** (``graph.turns``): sending starts a turn and follows it;
-  the chat is yielded after each visible event, folded into a ``chat_view.TurnView``. A
-  reload, a switch back or a second tab follows the turn still running in its chat, from
-  its first event. A message sent while a turn runs waits for it. **Stop** cancels it.
-- **Retry** answers the last message again; **edit** asks first, then deletes that message
-  and everything after it (``AsyncStore.delete_messages_from``) and sends the edited text.
-- **Questions** (the lethal trifecta, proposed memory changes): Allow or Deny
-  (``on_option``) gives the answer to the waiting turn (``Turns.decide``).
-- A message that cannot be sent (too long, or the database cannot take it) stays in the
-  composer, and the chat says why.
+with a fake store and turn runtime, no browser. Turns belong to the server
+(``app.turns``): send, retry and edit start one and follow it; stop cancels it; Allow or
+Deny answers its question. A message that cannot be sent stays in the composer, and the
+chat says why. What each handler does for the person: docs/app.md.
 """
 
 from __future__ import annotations

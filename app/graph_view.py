@@ -1,15 +1,10 @@
 """What the Graph tab shows: the compiled graph as Mermaid, and the last turn's trace.
 
-The trace is the ``Answer`` event's ``trace``: one entry per node run ("node"), model
-call ("model", with the model used), tool call ("tool", with arguments, result and
-timing), guard decision ("guard") and provider failure ("error"). Pure text functions.
-
-What a cell shows came from the model, tools and the web (a reply, arguments, results),
-so every cell is plain text: each ASCII punctuation mark is backslash-escaped, and no
-image, link or HTML tag in it ever renders (``plain``).
-
-Durations read the same everywhere in the app (``duration_text``): seconds to two
-significant digits, as beside the Chat tab's tool steps.
+The trace is the ``Answer`` event's ``trace``: one entry per node run, model call, tool
+call, guard decision and provider failure (``trace_markdown``). Every cell is plain text
+(``plain``: no image, link or HTML tag from a model, tool or page ever renders).
+``duration_text`` is the one format of every duration the app shows. Pure text
+functions; docs/app.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Who is asking: logins made, checked and ended by the app itself, off the event loop.
 
-Gradio's own ``POST /login`` checks the password on the event loop (scrypt: ~50 ms each),
-keeps its tokens per process, sets a ``SameSite=None`` cookie and counts no failure.
-``LoginGate``, ASGI middleware in front of Gradio, answers ``/login`` and ``/logout``
-itself and tells every other request who sends it:
-
-- ``POST /login``: the registry's throttle (``memory.accounts``: per name and address, per
-  address, per name) is asked first, then the password is checked, both in a small thread
-  pool of their own with at most ``MAX_WAITING_LOGINS`` waiting; a success keeps a new
-  random token in the registry (``SharedLogins``, so every process knows it) and sets it
-  as an HttpOnly, ``SameSite=Lax`` cookie under the name every process shares.
-- ``GET /logout``: ends every login of the person in the registry (every process stops
-  knowing them within ``SharedLogins.RECHECK_SECONDS``) and clears the cookies.
-- any other request: the cookie's token is looked up off the loop (remembered for a while,
-  refused ones too), and the name put in the scope for the middleware behind (``user_of``).
-  Without a login a request gets the login page (without the API description Gradio
-  embeds in it) and its static files only: 401 for the rest — heartbeats, the queue,
-  uploads, files and the API schema alike.
+``LoginGate``, ASGI middleware in front of Gradio, answers ``POST /login`` (the
+registry's throttle, then the password, in a small thread pool with at most
+``MAX_WAITING_LOGINS`` waiting; a success sets a new random token as an HttpOnly,
+``SameSite=Lax`` cookie) and ``GET /logout`` (ends every login of the person in the
+registry) itself. Any other request gets its login's name put in the scope
+(``user_of``); without a login, only the login page (with no API description) and its
+static files are served, 401 for the rest. ``SharedLogins`` keeps tokens in the accounts
+registry, so every process knows every login. Why: docs/security.md.
 """
 
 from __future__ import annotations
@@ -67,8 +58,8 @@ NO_API_INFO = b'{"named_endpoints": {}, "unnamed_endpoints": {}}'
 
 
 class LoginRegistry(Protocol):
-    """Where logins and failed logins are kept: memory.accounts.Accounts or
-    memory.pg_accounts.PgAccounts."""
+    """Where logins and failed logins are kept: the accounts registry (``memory.Accounts``)
+    of either backend."""
 
     def add_login(self, token: str, name: str) -> None: ...
 

@@ -5,7 +5,7 @@ each was added and last recalled (on the person's clock) and how well it is reme
 (its FSRS retrievability, in words and %). A memory added by hand, an edit or a deletion
 is written to the store at once, so the next turn's system message ("Your current
 memories") has it. Deleting asks for a confirmation first and clears the form. "Undo last
-SQL edit" puts back what the newest memory_sql UPDATE replaced (memory.sql_journal),
+SQL edit" puts back what the newest memory_sql UPDATE replaced (its journal),
 unless those rows changed since.
 """
 

@@ -1,32 +1,14 @@
 """What the web server checks before Gradio sees a request: where it comes from, how
 many it sends, who is asking, and whose files it names.
 
-ASGI middleware, handed to Gradio's FastAPI app by ``launch_app`` and moved in front of
-Gradio's own CORS middleware (which would allow any Origin, with credentials, on any
-host name but localhost), outermost first:
-
-- Starlette's ``TrustedHostMiddleware`` answers 400 to any request whose ``Host`` is not
-  one of the app's own names (loopback, the address it binds, COMPANION_ALLOWED_HOSTS).
-  A DNS-rebinding page reaches the app from the browser with ``Host: evil.example``, so
-  without this check it could read every conversation even on 127.0.0.1;
-- ``SecurityHeaders`` serves a Content-Security-Policy under which images and media load
-  only from the app itself, ``data:`` and ``blob:`` (a model-written
-  ``![](http://host/?pin=4321)`` is never fetched by the browser) and no other site may
-  frame the app (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``);
-- ``CrossOrigin`` answers 403 to a request another site's page makes: an ``Origin`` that
-  is not the app's own (any method, preflights included, so no CORS answer ever names a
-  foreign origin), or, without an Origin, a ``Sec-Fetch-Site`` of another site on
-  anything but a plain read. Login forms posted from elsewhere (login CSRF) and logouts
-  triggered from elsewhere are refused with the rest;
-- ``ConnectionCaps`` caps the requests each client address has in flight, and tighter
-  its streams (heartbeats, the queue's event streams): 429 beyond;
-- ``app.logins.LoginGate`` (with a login) answers /login and /logout itself and lets a
-  request without a login reach the login page and its static files only;
-- ``FileOwners`` (with accounts): a file a request names — in the path of Gradio's file
-  routes (``/file=`` and ``/file/``) or anywhere in the JSON it posts — must be the
-  asker's: one in another person's media folder, or in Gradio's upload folder but not
-  uploaded by the asker, is 404 (403 in a body). Gradio would serve any file of an
-  allowed folder to anyone logged in.
+``middleware`` gives the ASGI middleware that ``launch_app`` puts in front of Gradio's
+own CORS middleware, outermost first: the Host check (``TrustedHostMiddleware``, 400),
+``SecurityHeaders`` (a Content-Security-Policy with images and media from the app only,
+no framing), ``CrossOrigin`` (403 for another site's requests), ``ConnectionCaps``
+(requests and streams in flight per address, 429), with a login ``app.logins.LoginGate``,
+and with accounts ``FileOwners`` (a file a request names must be the asker's: 404, 403
+in a body). ``exposure_problem`` refuses to serve beyond loopback without a login.
+Why each one: docs/security.md.
 """
 
 from __future__ import annotations

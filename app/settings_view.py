@@ -1,33 +1,13 @@
 """The Settings tab: the connection, models, location and persona.
 
-Saved values go through ``graph.context.validate_profile`` into the profile table; the
-next turn builds its Context from the re-read profile, so a change applies at once.
-
-Persona: a dropdown picks the bundled persona, and its identity block is shown in an
-editable box. An edited identity block is saved as the profile's ``identity`` (used in
-the persona's place in every system message); text equal to the persona's own, or an
-empty box, clears it. Style notes are another thing: they live in the Chat tab, go after
-the identity block and never change it (``app.chat_tab``).
-
-API keys (the chat endpoint's and the image backend's): write-only. The box is always
-shown empty, its label says whether a key is set; text typed into it is saved, an empty
-box keeps the stored key. A new base URL saved without a key drops the stored one
-(``validate_profile``), and the save message says so: a key goes only to the endpoint it
-was given for. Verify checks the form's base URL and model without saving them; the
-saved key goes with them only while the URL is the one it was saved for.
-
-A field a flag or the environment fixes (``fixed_fields``) is shown disabled with the
-variable's name, and a save that tries to change it is refused: "✅ Saved" is said only
-for values that are in effect.
-
-With accounts on, the connection (base URLs and keys) is the operator's: the fields are
-shown read-only, saying so, unless the operator sets COMPANION_ALLOW_PERSONAL_ENDPOINTS.
-Verify then checks the endpoint in effect, never a URL sent with the request; whenever
-the base URL is fixed it does the same. A URL a person may type (personal endpoints
-allowed) is verified as theirs: only at public addresses (``tools.net``).
-
-With no vision model (and a provider that isn't local), the vision-model field has the
-chat's no-vision notice under it (``vision_warning``) until one is saved.
+``SettingsHandlers`` reads and saves the logged-in person's profile: only changed fields,
+through ``graph.context.validate_profile`` (a refusal says why), so the next turn's
+Context has them. ``fixed_fields`` (set by a flag or the environment, or the operator's
+connection while accounts are on) are shown disabled and never saved. API keys are
+write-only: the box is always empty, an empty box keeps the stored key. Verify checks
+the form's endpoint without saving it (``verify_target``: the endpoint in effect whenever
+the base URL is fixed). An edited identity block is saved as the profile's ``identity``.
+``build`` only lays out and wires. The rules: docs/app.md.
 """
 
 from __future__ import annotations

@@ -3,25 +3,11 @@
 ``build_app(people)`` lays the app out around ``graph.setup.People``, one builder per tab
 (``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``); each tab's
 handlers are methods of one class (``ChatHandlers``, ``SettingsHandlers``,
-``MemoriesHandlers``) that a unit test calls without a browser. Every handler takes the
-``gr.Request`` and asks ``people`` for the ``ContextFactory`` of the person logged in
-(``request.username``; the one default factory while there are no accounts): it awaits that
-factory for the ``Context`` of the person's profile now, so a saved setting applies to the
-next message, and reaches that person's store through its async interface
-(``make_context.store``) and nothing else. ``launch_app`` starts it without blocking (tests
-launch it around a scripted model); ``serve`` is what ``companion`` runs. Each browser
-keeps its own session id in a ``gr.State``, handlers are async and the queue runs many at
-once, so two browsers chat side by side and a running tool never freezes the page.
-
-The server trusts no stranger (``app.security``, ``app.logins``): it answers only to its
-own Host names and its own origin, serves a Content-Security-Policy, caps each address's
-open requests and uploads at ``MAX_UPLOAD_BYTES``, and logs people in itself (throttled,
-off the event loop); ``serve`` refuses to listen beyond loopback without a password. With
-accounts (``companion user add``) the login checks them (scrypt hashes in
-``memory.accounts``) and each person's files are served to them alone; without,
-COMPANION_PASSWORD is the one password (user ``companion``). The media folders are
-Gradio static paths: their images are served where they are, under the owner check, never
-copied into Gradio's cache.
+``MemoriesHandlers``) that reach the logged-in person's store through the
+``ContextFactory`` ``people`` gives for ``request.username``. ``launch_app`` starts it
+without blocking, behind ``app.security``'s middleware (raising ValueError for a host
+beyond loopback without a login); ``serve`` is what ``companion`` runs. How it is built:
+docs/app.md; what the server refuses: docs/security.md.
 """
 
 from __future__ import annotations
