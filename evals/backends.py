@@ -2,22 +2,12 @@
 shared Postgres database.
 
 A backend opens one ``CaseStore`` per case run: the ``AsyncStore`` the graph and the
-seeding use, on a ``CaseClock`` (the store's clock, set to each seeded message's time
-while the history is written, then to the case's "now"), and how the case's database
-checks read rows after the turn.
-
-Both open their stores with ``memory.open_store``, as the app does, and read checks with
-``memory.backends.check_rows``:
-
-- ``SqliteBackend`` (the default): the SQLite file of the case's temporary home; checks
-  run on the store's own connection (so SQLite's catalog, ``sqlite_master``, is readable).
-- ``PostgresBackend``: every case run is a new person (``eval-<run>-<case>-<repeat>``)
-  of one shared, migrated database (``companion db migrate``), on the process's shared
-  connections; images go to the case's home.
-  Checks run through the person's memory_sql (``AsyncStore.run_sql``: read-only, scoped
-  to the person by row-level security), so a check sees what memory_sql shows — no
-  ``memory_tool`` messages, no SQLite catalog. The rows stay in the database after the
-  run (point it at a throwaway database).
+seeding use (through ``memory.open_store``, as the app does), on a ``CaseClock`` (each
+seeded message's time while the history is written, then the case's "now"), and how the
+case's database checks read rows after the turn (``memory.backends.check_rows``).
+``SqliteBackend`` (the default) uses the case's temporary home; ``PostgresBackend`` makes
+every case run a new person of one migrated database, whose rows stay after the run.
+See docs/evals.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """The eval case schema and its loader: one suite per ``evals/datasets/<suite>.jsonl`` file.
 
-A case is one user turn in a prepared world: a fixed "now", a saved location (or none),
-an optional seeded history (timestamped messages, some with uploaded images, in the
-case's own chat or in other, titled chats) and memories, the user's message (with a
-one-turn style note, if any), and what a good companion does with it — the tools it
-calls (with argument expectations where they matter), the tools it may call, the tools
-it must not call, and what its answer must and must not say. A case may also carry a
-``script``: replies forced on the chat model before the model under test answers
-(``evals.staged``), so that misbehaviour (too many tool loops, repeated calls, a
-destructive statement) can be staged and the graph's guards are what gets tested. When a
-call waits for the person's yes (the lethal trifecta, a memory change after outside
-content), the case's ``confirm`` answers for them: "deny" unless it says "allow".
-
-A paraphrase is a line ``{"id", "paraphrase_of", "message"}`` (and an optional
-``description``): the same request in other words, in the same suite and language. It
-takes its world and its expectations from the original, so the two can't drift apart;
-a model that passes the original and fails the paraphrase was matching wording.
-
-Every line is validated when loaded (unknown fields, bad roles, naive timestamps,
-unknown tools, unknown chats, paraphrases of nothing and duplicate ids are errors naming
-the file and line).
+A ``Case`` is one user turn in a prepared world (a fixed "now", a location, a seeded
+history and memories, the message and an optional style note) with what a good
+companion does with it (``Expectation``: tools called, allowed and forbidden, what the answer
+must and must not say, database checks). A ``script`` forces replies before the model
+under test answers; ``confirm`` answers a question for the person ("deny" unless it says
+"allow"). A paraphrase line takes its world and expectations from its original. Every
+line is validated when loaded: an error names the file and line. See docs/evals.md.
 """
 
 from __future__ import annotations

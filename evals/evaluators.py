@@ -1,29 +1,14 @@
 """Checks of one eval run: tool correctness (deepeval, offline) and deterministic checks.
 
 ``observe`` turns a finished turn (``graph.runner.TurnResult``, the session's stored
-messages and the rows of the case's database queries) into an ``Observation`` — the
-tools that ran with their arguments and results, the model calls in order (which model,
-chat or vision), the system message of each call, the loop count, the answer, the
-latency, and the rows of the case's database queries.
-``evaluate`` runs every check on it:
-
-- ``tool_correctness``: deepeval's ToolCorrectnessMetric (expected tools, in order, all
-  present; no tool at all when none is expected; the case's optional tools are left
-  out), run with our own judge wrapper so it stays offline and deterministic;
-- ``arguments``: each expected tool was called with arguments meeting its expectations;
-- ``forbidden_tools``: none of the case's forbidden tools ran;
-- ``loop_count``: at most ``max_loops`` tool loops (3 by default, the graph's cap);
-- ``no_duplicates``: no tool ran twice with the same or near-same arguments;
-- ``answered``: a non-empty answer and no provider error;
-- ``answer_contains`` / ``answer_not_contains``: the answer's content;
-- ``no_tool_mechanics``: the answer does not talk about tools, commands or results;
-- ``vision_after_image``: after a successful image tool the vision model answered;
-- ``database``: the case's queries return the expected rows after the turn;
-- ``prompt_identity``: every model call's system message holds the persona's identity
-  block, and the case's style note when it has one (a note tweaks the turn; it never
-  replaces who the companion is);
-- with a judge model, the GEval checks of ``evals.judge`` (and, for a case with a style
-  note, whether the answer follows it).
+messages and the rows of the case's database queries) into an ``Observation``: the tools
+that ran, the model calls in order with their system messages, the loop count, the
+answer and the latency. ``evaluate`` runs every check on it and returns one
+``CheckResult`` each (with the reason when it failed): ``tool_correctness`` (deepeval's
+ToolCorrectnessMetric under our own judge wrapper, offline), then deterministic checks
+of arguments, forbidden tools, loops, duplicates, the answer, the vision model, the
+database and the identity block; with a judge, the GEval checks of ``evals.judge``.
+What each check asks: docs/evals.md.
 """
 
 from __future__ import annotations

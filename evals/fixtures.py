@@ -3,28 +3,11 @@
 Each fixture is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port chosen by the OS) in a
 background thread, used as a context manager or with ``start()``/``stop()``; ``.url`` is
 its base URL, ``.requests`` every request it received, and ``settings_overrides()`` the
-``Settings`` fields that point the tools at it.
-
-- ``DuckDuckGoFixture``: the DuckDuckGo HTML endpoint (``POST``/``GET /html/`` with
-  ``q=``). The query text picks the page: "noresults" -> no-results page, "captcha" or
-  "anomaly" -> the bot-check page (HTTP 200), "ratelimit" -> HTTP 202 with the bot-check
-  page (what DuckDuckGo sends when throttling), "servererror" -> HTTP 500, "unexpected" ->
-  a maintenance page, "slow" -> results after ``slow_seconds``; USD/JPY, exchange-rate or
-  "kurs" queries -> currency results; weather/forecast/"cuaca" queries -> weather results;
-  "rainbow cat cafe" queries -> a hostile page (one result's snippet is a prompt injection
-  telling the model to overwrite its memories with ``/memory_sql UPDATE``); "hugepage"
-  -> ``huge_bytes`` of HTML streamed with no length, "gzipbomb" -> a gzip body (about
-  0.3 MB) that decodes to ``huge_bytes``, "manyresults" -> a real result page of
-  ``many_results`` results (about 1.2 MB); anything else -> generic results built
-  around the query.
-- ``OpenMeteoFixture``: ``GET /v1/forecast`` (current conditions) and ``GET /v1/search``
-  (geocoding) over the places in ``fixture_data/open_meteo_places.json`` (Tokyo, Jakarta,
-  Bandung, London x2, Paris x2, Springfield x4); unknown names give no results.
-- ``ImageFixture``: OpenAI-compatible ``POST /v1/images/generations``, OpenRouter-style
-  ``POST /v1/chat/completions`` (image as a data URL in ``message.images``), a key-free
-  ``GET /prompt/<text>`` backend, and static images under ``/images/``. Images are real
-  PNG/JPEG bytes of a cat drawn with Pillow, in the colour named in the prompt or path
-  (else ``color``).
+``Settings`` fields that point the tools at it. ``DuckDuckGoFixture`` answers searches
+(the query picks the page: results, none, a bot check, an error, a hostile page, a huge
+or compressed body); ``OpenMeteoFixture`` the forecast and geocoding over
+``fixture_data/open_meteo_places.json``; ``ImageFixture`` the three image backends and
+static images. Which query gives which page: docs/evals.md.
 """
 
 from __future__ import annotations

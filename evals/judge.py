@@ -1,15 +1,10 @@
 """The judge: our own chat model behind deepeval's ``DeepEvalBaseLLM`` interface.
 
-deepeval's metrics want a judge model; without one, ``ToolCorrectnessMetric`` refuses to
-construct unless an OpenAI key is set (even though its scoring is deterministic when no
-``available_tools`` are given). ``ChatJudge`` wraps any LangChain chat model we already
-use — the scripted model in CI, the local model, or the configured endpoint — so
-deepeval never builds a client of its own and nothing leaves 127.0.0.1 unless the
-configured endpoint is remote.
-
-The optional LLM-judged checks (``--judge``) are GEval metrics: "answers naturally
-from the tool result", "stays in persona", and, for a case with a one-turn style note,
-"follows the style note".
+``ChatJudge`` wraps any LangChain chat model we already use (the scripted model in CI,
+the local model, or the configured endpoint), so deepeval never builds a client of its
+own and nothing leaves 127.0.0.1 unless that endpoint is remote. ``judged_metrics`` are
+the optional GEval checks of ``--judge`` ("answers naturally from the tool result",
+"stays in persona"), and ``style_metric`` "follows the style note". See docs/evals.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,14 @@
 """Run the eval suites through the real graph against a model, and write the reports.
 
 Every case runs as one real turn (``graph.runner.run_turn``) in a fresh temporary
-COMPANION_HOME: a real store on the case's fixed clock — a SQLite file in that home, or
-with ``--database-url`` a new person of a migrated Postgres database (``evals.backends``)
-— seeded through the store's async interface with its memories and history (other chats
-created with their titles, uploaded images fetched from the image fixture), settings
-pointed at the fixture servers (DuckDuckGo, Open-Meteo, image backend — started once per
-run), the case's location and timezone; a call that waits for the person's yes gets the
-case's answer (``Case.confirm``: denied unless the case allows it).
-
-What runs is a ``ModelUnderTest``: resolved settings plus a factory that builds each
-case's chat and vision models from that case's settings. ``model_under_test`` resolves
-what ``companion eval`` was asked for:
-
-- no ``--model``: the configured model, as ``companion chat`` would use it (flags >
-  environment > the profile's model keys) — the bundled local model when nothing is
-  configured;
-- ``--model local``: the bundled SmolLM2 served by llama.cpp on loopback (``tool_mode``
-  commands unless told otherwise; no vision model). Replies are capped at
-  ``LOCAL_MAX_TOKENS`` tokens (providers applies the cap; the report records it);
-- ``--model NAME``: that model on the configured OpenAI-compatible endpoint
-  (``--base-url`` or COMPANION_BASE_URL / OPENROUTER_API_KEY; vision model from
-  COMPANION_VISION_MODEL).
-
-Every model is wrapped in ``evals.staged.StagedChatModel``, which says a case's forced
-replies first and records each call's system message. (The deterministic scripted
-policy that regression-tests the harness itself lives in ``tests/support``; it is not a
-model anyone evaluates.)
-
-``companion eval`` exit code: 0 when every run of every case passed, 1 when the suites
-ran and some run failed, 2 when they could not run (unknown suite, invalid dataset,
-missing endpoint configuration).
+COMPANION_HOME, on a store of ``evals.backends`` seeded with the case's world, with
+settings pointed at the fixture servers (started once per run) and the case's
+``confirm`` answering any question. ``model_under_test`` resolves what ``companion
+eval`` was asked for (no ``--model``: the configured model; ``local``: the bundled one,
+replies capped at ``LOCAL_MAX_TOKENS``; a name: that model on the configured endpoint),
+each model wrapped in ``evals.staged.StagedChatModel``. ``run_from_cli`` returns the exit
+code: 0 when every run passed, 1 when some failed, 2 when the suites could not run.
+See docs/evals.md.
 """
 
 from __future__ import annotations
