@@ -1,12 +1,13 @@
 """Prompt text as named templates, and the functions that fill them.
 
-The system message is built in this order (DESIGN §2, §5): the persona's identity block
-verbatim, the style note if any ("For this reply: …", appended to the identity, never in
-its place), the identity-free procedural block, "Your current memories", then the
-tool-awareness section for the tools enabled this turn (with memory keeping when
-create_memory is enabled, and the command protocol in commands mode). ``fill`` refuses to leave a
-field unfilled, so a missing value is a bug caught by the tests, not a prompt with a
-literal ``{name}`` in it.
+``system_prompt`` builds the system message in one order: the persona's identity block
+verbatim; the style notes if any (the session's kept note, then this turn's: "For this
+reply: …", after the identity, never in its place); the identity-free procedural block;
+"Your current memories"; then the tool-awareness section for the tools enabled this turn
+(with memory keeping when create_memory is enabled, and the command protocol in commands
+mode) or why there are none; last, the image rules when image_generate is enabled or the
+vision model answers after a tool. ``fill`` refuses to leave a field unfilled, so a
+missing value is a bug caught by the tests, not a prompt with a literal ``{name}`` in it.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def system_prompt(
     no_tools_reason: str | None = None,
     after_image: bool = False,
 ) -> str:
-    """The whole system message, in the order DESIGN §2 fixes; ``style_notes`` (the
+    """The whole system message, in the module's order; ``style_notes`` (the
     session's kept note, this turn's note) follow the identity block, never replace it."""
     parts = [identity.strip()]
     style = style_paragraph(style_notes)
