@@ -200,7 +200,9 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
     question = store.conn.execute(
         "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (ASKED,)
     ).fetchone()[0]
-    tool_ctx = ToolContext(settings, store, ASKED, clock=lambda: NOW, user_message_id=question)
+    tool_ctx = ToolContext(  # the tool takes the async interface, as in the app
+        settings, AsyncSqliteStore(store), ASKED, clock=lambda: NOW, user_message_id=question
+    )
     window = parse_temporal(WINDOW_QUERY, NOW, "UTC")
     loop = asyncio.new_event_loop()
 
