@@ -394,3 +394,35 @@ def test_choosing_a_chat_closes_the_sidebar_only_on_a_phone() -> None:
     assert sidebar_update.open is False and tabs_update.selected == "chat"
     assert chat_handlers.fit_sidebar(1280)[0] == gr.skip()
     assert chat_handlers.fit_sidebar(0)[0] == gr.skip()  # width not known yet
+
+
+class TwoPeople(OnePerson):
+    """``People`` with ann (the login "ann") and bob (any other login), each their own home."""
+
+    def __init__(self, ann: Any, bob: Any) -> None:
+        super().__init__(ann)
+        self.bob = bob
+        self.hosted = True
+
+    def factory(self, username: str | None) -> Any:
+        return self.one if username == "ann" else self.bob
+
+
+async def test_an_answer_reaches_only_the_askers_own_turns(tmp_path: Path) -> None:
+    with gr.Blocks():
+        trace = gr.Markdown()
+        ui = layout(trace, sidebar()).ui
+    people = TwoPeople(person(tmp_path / "ann"), person(tmp_path / "bob"))
+    chats = Chats(people, trace)  # type: ignore[arg-type]
+    handlers = ChatHandlers(chats, ui)
+    ann_tab, bob_tab = chats.of(request("ann")), chats.of(request("bob"))
+    assert ann_tab is not bob_tab
+    ann_turns, bob_turns = FakeTurns(ann_tab.store), FakeTurns(bob_tab.store)
+    ann_tab.turns, bob_tab.turns = ann_turns, bob_turns  # type: ignore[assignment]
+    ann_turns.waiting.add("q1")  # ann's turn waits on question q1 in her chat s1
+    allow = gr.SelectData(None, {"index": 0, "value": "allow:q1"})
+    with pytest.warns(UserWarning, match=re.escape(NOT_WAITING)):
+        await handlers.on_option("s1", allow, request("bob"))  # bob knows both ids
+    assert ann_turns.decided == []
+    await handlers.on_option("s1", allow, request("ann"))
+    assert ann_turns.decided == [("s1", "q1", True)]
