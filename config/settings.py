@@ -96,6 +96,9 @@ class Settings:
     password: str | None = field(default=None, repr=False)  # the app's login password
     allowed_hosts: tuple[str, ...] = ()  # Host names the app answers to besides loopback
     max_message_chars: int = 100_000  # the longest message a turn accepts
+    # Recall's embedder: "local" (the bundled model), "off" (lexical recall only), or a
+    # model name the chat endpoint serves at /v1/embeddings (providers.embeddings).
+    embedding_model: str = "local"
 
     @property
     def is_local(self) -> bool:
@@ -165,6 +168,7 @@ _ENV = {
     "password": "COMPANION_PASSWORD",
     "allowed_hosts": "COMPANION_ALLOWED_HOSTS",
     "max_message_chars": "COMPANION_MAX_MESSAGE_CHARS",
+    "embedding_model": "COMPANION_EMBEDDING_MODEL",
 }
 
 

@@ -4,8 +4,9 @@ The face of the package (``__all__``); the rest of Companion imports from here, 
 from the modules behind it (``tests/unit/test_layers.py``), except the install-time smoke
 test, run as ``python -m providers.local_smoke``. ``chat`` makes the models (an
 OpenAI-compatible endpoint or the bundled llama.cpp model), ``failures`` classifies what
-went wrong on the provider's side, ``verify`` checks an endpoint for the Settings tab, and
-``llama_server`` supervises the bundled model's server. Imports config and tools.net.
+went wrong on the provider's side, ``verify`` checks an endpoint for the Settings tab,
+``llama_server`` supervises the bundled model's server, and ``embeddings`` turns texts into
+vectors for recall. Imports config and tools.net.
 """
 
 from providers.chat import (
@@ -17,6 +18,7 @@ from providers.chat import (
     make_vision_model,
     unchosen_model,
 )
+from providers.embeddings import Embedder, EmbeddingUnavailable, open_embedder
 from providers.errors import ProviderError
 from providers.failures import (
     ErrorKind,
@@ -31,6 +33,8 @@ __all__ = [
     "LOCAL_BANNER",
     "LOCAL_MAX_TOKENS",
     "PLACEHOLDER_KEY",
+    "Embedder",
+    "EmbeddingUnavailable",
     "ErrorKind",
     "LocalServer",
     "ProviderError",
@@ -43,6 +47,7 @@ __all__ = [
     "local_server",
     "make_chat_model",
     "make_vision_model",
+    "open_embedder",
     "provider_error_kind",
     "unchosen_model",
     "verify_endpoint",
