@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy
+
+from memory.rules.budget import TURN_BUDGET
 from memory.types import (
     Clock,
     EditBatch,
     Memory,
     Message,
     Person,
+    RecallMode,
     Recollection,
     RunningTurn,
     Segment,
@@ -217,10 +222,35 @@ class AsyncStore(Protocol):
         tz: str,
         session_id: str | None,
         question_id: int | None,
+        vector: numpy.ndarray | None = None,
+        vector_model: str | None = None,
+        mode: RecallMode = "hybrid",
+        turns: int = TURN_BUDGET,
     ) -> Recollection:
-        """memory_search's recall (memory.sqlite.recall): facts (marked recalled at ``now``),
-        episodes and, when those are thin or time is named, messages before
-        ``question_id``; ``session_id``'s messages win ties."""
+        """memory_search's recall: facts (marked recalled at ``now``), the ``turns`` best
+        user/assistant messages of the whole history before ``question_id`` (lexical
+        fused with the nearest to ``vector`` when it is given and the index holds
+        ``vector_model``'s vectors; a named time window filters them; ``session_id``'s
+        messages win ties) with their neighbours, and the episodes that match."""
+        ...
+
+    # the vector index (memory.sqlite.vectors): kept current by graph.jobs
+    async def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
+        """(message id, text) of up to ``limit`` user/assistant messages with no vector
+        for ``model``, oldest first."""
+        ...
+
+    async def add_vectors(self, model: str, rows: Sequence[tuple[int, numpy.ndarray]]) -> None:
+        """Keep each message's vector (float32, L2-normalised) for ``model``; idempotent
+        (a message's vector is replaced); a row whose message is gone is skipped."""
+        ...
+
+    async def vector_status(self, model: str) -> tuple[int, int]:
+        """(messages with a vector for ``model``, user/assistant messages in all)."""
+        ...
+
+    async def drop_vectors(self, except_model: str | None) -> int:
+        """Forget the vectors of every model but ``except_model`` (None: all); how many."""
         ...
 
     async def run_sql(self, sql: str, *, now: datetime) -> dict[str, Any]:

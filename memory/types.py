@@ -148,22 +148,34 @@ class Episode:
     lines: list[str]
 
 
+RecallMode = Literal["hybrid", "lexical", "dense"]
+
+
 @dataclass(frozen=True)
-class RecalledMessage:
-    """A matching past message and the title of the session it was said in."""
+class RecalledTurn:
+    """One past user or assistant message memory_search shows: who said it (``message.role``)
+    and when (``message.created_at``), its chat's title, how well it matched (the fused
+    score, 0..1, higher is better) and the messages said just before and after it when
+    they make it readable ("yes, the blue one"), else None."""
 
     message: Message
     session_title: str
+    score: float
+    before: Message | None = None
+    after: Message | None = None
 
 
 @dataclass(frozen=True)
 class Recollection:
-    """Everything recalled for one question, best first within each part."""
+    """Everything recalled for one question, best first within each part. ``searched``
+    names the retrievers that ran for ``turns``: "hybrid" (lexical and dense), "lexical"
+    (no query vector, no index for its model, or asked for), or "dense"."""
 
     facts: list[Memory]
     episodes: list[Episode]
-    messages: list[RecalledMessage]
+    turns: list[RecalledTurn]
     cue: TemporalCue | None
+    searched: RecallMode = "lexical"
 
 
 @dataclass(frozen=True)

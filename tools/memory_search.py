@@ -82,7 +82,7 @@ def shape(found: Recollection, tz: str) -> dict[str, Any]:
             "content": _content(r.message),
             "session": r.session_title,
         }
-        for r in found.messages
+        for r in found.turns
     ]
     return {
         "structured": {"semantic": semantic, "episodic": episodic, "segments": segments},

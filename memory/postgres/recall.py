@@ -32,7 +32,7 @@ from memory.types import (
     Episode,
     Memory,
     Message,
-    RecalledMessage,
+    RecalledTurn,
     Recollection,
     Segment,
     Summarizer,
@@ -127,7 +127,7 @@ async def recall(
     return Recollection(
         facts=facts,
         episodes=episodes,
-        messages=[RecalledMessage(m, titles.get(m.session_id, "")) for m in messages],
+        turns=[RecalledTurn(m, titles.get(m.session_id, ""), 1.0) for m in messages],
         cue=cue,
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy
 from psycopg import AsyncCursor, errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
@@ -33,6 +34,7 @@ from memory.postgres import sql_guard as pg_sql_guard
 from memory.postgres.pool import LoopPools
 from memory.protocol import TurnReads
 from memory.rules import scoring
+from memory.rules.budget import TURN_BUDGET
 from memory.rules.memories import check_category, check_key, check_value, rewritten
 from memory.rules.sql_policy import EDITABLE_COLUMNS, HIDDEN_ROLE, undo_conflict
 from memory.types import (
@@ -42,6 +44,7 @@ from memory.types import (
     EditBatch,
     Memory,
     Message,
+    RecallMode,
     Recollection,
     RunningTurn,
     Segment,
@@ -643,11 +646,28 @@ class PgStore:
         tz: str,
         session_id: str | None,
         question_id: int | None,
+        vector: numpy.ndarray | None = None,
+        vector_model: str | None = None,
+        mode: RecallMode = "hybrid",
+        turns: int = TURN_BUDGET,
     ) -> Recollection:
         """memory_search's recall on Postgres (memory.postgres.recall)."""
         return await pg_recall.recall(
             self, query, now=now, tz=tz, session_id=session_id, question_id=question_id
         )
+
+    # The vector index: issue 21, engineer P's part (pgvector) replaces these.
+    async def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
+        raise NotImplementedError("issue 21: pgvector index pending")
+
+    async def add_vectors(self, model: str, rows: Sequence[tuple[int, numpy.ndarray]]) -> None:
+        raise NotImplementedError("issue 21: pgvector index pending")
+
+    async def vector_status(self, model: str) -> tuple[int, int]:
+        raise NotImplementedError("issue 21: pgvector index pending")
+
+    async def drop_vectors(self, except_model: str | None) -> int:
+        raise NotImplementedError("issue 21: pgvector index pending")
 
     async def recent_segments(self, limit: int = 50) -> list[Segment]:
         """The newest segments of every session, newest first (the Memories tab's episodes)."""

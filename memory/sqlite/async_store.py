@@ -31,6 +31,7 @@ from memory.sqlite.recall import recall
 from memory.sqlite.segments import catch_up_segments, recent_segments, refresh_segments
 from memory.sqlite.sql_guard import run_sql
 from memory.sqlite.store import SqliteStore
+from memory.sqlite.vectors import add_vectors, drop_vectors, unembedded, vector_status
 from memory.types import Clock, Summarizer
 
 log = logging.getLogger("companion.store")
@@ -227,6 +228,10 @@ class AsyncSqliteStore:
     # Tens of ms of searches on a long history: a reader thread, not the writers' queue;
     # its one small write (the facts it returns count as recalled) waits there if it must.
     recall = _reads(recall)
+    unembedded = _reads(unembedded)
+    add_vectors = _writes(add_vectors)
+    vector_status = _reads(vector_status)
+    drop_vectors = _writes(drop_vectors)
     remember = _writes(memories.create_memory)  # the tools' create: the same as the tab's
     revise = _writes(memories.revise)
     forget = _writes(memories.forget)

@@ -175,6 +175,20 @@ MIGRATIONS: tuple[str, ...] = (
         until  TEXT NOT NULL
     );
     """,
+    # 8: the vector index of memory_search's dense recall (memory.sqlite.vectors): one
+    # vector per user/assistant message, of the model that made it, with a sign-bit
+    # sketch for the coarse scan; it goes with its message. ``seq`` grows with every
+    # write, so a process's in-memory copy reads only what is new.
+    """
+    CREATE TABLE message_vectors (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id INTEGER NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
+        model      TEXT NOT NULL,
+        sketch     BLOB NOT NULL,
+        vector     BLOB NOT NULL
+    );
+    CREATE INDEX message_vectors_model ON message_vectors(model, seq);
+    """,
 )
 
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import numpy
+
+from memory.rules.budget import TURN_BUDGET
 from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT, THIN
 from memory.rules.temporal import parse_temporal
 from memory.sqlite.memories import mark_recalled, search_memories
 from memory.sqlite.retrieval import search_messages
 from memory.sqlite.segments import search_segments, segment_lines
 from memory.sqlite.store import SqliteStore
-from memory.types import Episode, Message, RecalledMessage, Recollection
+from memory.types import Episode, Message, RecalledTurn, RecallMode, Recollection
 
 
 def recall(
@@ -28,6 +31,10 @@ def recall(
     tz: str = "UTC",
     session_id: str | None = None,
     question_id: int | None = None,
+    vector: numpy.ndarray | None = None,
+    vector_model: str | None = None,
+    mode: RecallMode = "hybrid",
+    turns: int = TURN_BUDGET,
 ) -> Recollection:
     """Facts, episodes and (when those are thin or time is named) raw messages for
     ``query``; ``session_id`` is the current session, ``question_id`` the message being
@@ -48,6 +55,6 @@ def recall(
         episodes=[
             Episode(s, titles.get(s.session_id, ""), segment_lines(store, s, query)) for s in spans
         ],
-        messages=[RecalledMessage(m, titles.get(m.session_id, "")) for m in messages],
+        turns=[RecalledTurn(m, titles.get(m.session_id, ""), 1.0) for m in messages[:turns]],
         cue=cue,
     )

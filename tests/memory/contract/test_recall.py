@@ -146,7 +146,7 @@ async def summarise(messages: list[Message]) -> str:
 
 def said(found: Recollection) -> list[tuple[str, str, str]]:
     """The recalled messages as (session title, role, text)."""
-    return [(r.session_title, r.message.role, r.message.content) for r in found.messages]
+    return [(r.session_title, r.message.role, r.message.content) for r in found.turns]
 
 
 def shape(found: Recollection) -> dict[str, Any]:
@@ -159,7 +159,7 @@ def shape(found: Recollection) -> dict[str, Any]:
         ],
         "messages": [
             (r.session_title, r.message.role, r.message.content, r.message.created_at)
-            for r in found.messages
+            for r in found.turns
         ],
         "cue": found.cue,
     }
@@ -320,14 +320,14 @@ async def test_a_word_inside_a_link_or_an_address_is_found(backend: Backend) -> 
     await backend.chat(
         "Links", [("user", "recipe at budi.dev/posts/rendang, ask budi@example.com")], SATURDAY
     )
-    assert len((await backend.recall("rendang")).messages) == 1
-    assert len((await backend.recall("example")).messages) == 1
+    assert len((await backend.recall("rendang")).turns) == 1
+    assert len((await backend.recall("example")).turns) == 1
 
 
 async def test_an_accented_word_is_found_without_its_accent(backend: Backend) -> None:
     await backend.chat("Coffee", [("user", "we met at the Café Kopitiam")], SATURDAY)
-    assert len((await backend.recall("cafe")).messages) == 1
-    assert len((await backend.recall("café")).messages) == 1
+    assert len((await backend.recall("cafe")).turns) == 1
+    assert len((await backend.recall("café")).turns) == 1
 
 
 async def test_the_question_and_what_follows_it_are_never_recalled(backend: Backend) -> None:
@@ -339,8 +339,8 @@ async def test_the_question_and_what_follows_it_are_never_recalled(backend: Back
     assert said(found) == [("Dinner", "user", "I cooked soto ayam")]
     # Inside a window too: today's window holds the question, it is still left out.
     today = await backend.recall("cook today", session_id=session, question_id=question.id)
-    assert today.cue is not None and today.messages == []
-    assert (await backend.recall("cook", question_id=1)).messages == []
+    assert today.cue is not None and today.turns == []
+    assert (await backend.recall("cook", question_id=1)).turns == []
 
 
 async def test_the_current_session_wins_a_tie(backend: Backend) -> None:
