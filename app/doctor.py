@@ -18,13 +18,17 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from config.settings import NO_CHAT_MODEL, Settings
-from memory.backends import sqlite_health
+from memory.backends import postgres_vector_index, sqlite_health
 from providers import PLACEHOLDER_KEY, local_server
 
 Status = Literal["ok", "fail", "info"]
 MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
 PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "gradio", "openai", "httpx")
 PROBE_TIMEOUT = 5.0
+PGVECTOR_MISSING = (
+    "not in this database: recall finds words only (an admin's `CREATE EXTENSION vector`, "
+    "then `companion db migrate`, adds the vector index)"
+)
 
 
 @dataclass(frozen=True)
@@ -75,31 +79,37 @@ def database(settings: Settings) -> Check:
     return Check("ok", "database", f"{settings.db_path} (integrity ok, schema v{version})")
 
 
-def postgres(url: str, settings: Settings) -> Check:
-    """The shared Postgres database answers the app's role, with Companion's schema."""
+def postgres(url: str, settings: Settings) -> Iterator[Check]:
+    """The shared Postgres database answers the app's role, with Companion's schema; and
+    whether it has pgvector's vector index (without it, recall is lexical: not a failure)."""
     import asyncio
 
     from graph.setup import open_store, release_connections
 
-    async def probe() -> int:
+    async def probe() -> tuple[int, str | None]:
         store = open_store({"home": str(settings.home), "database_url": url})
         try:
-            return len(await store.list_sessions())
+            return len(await store.list_sessions()), await postgres_vector_index(store)
         finally:
             await release_connections()
 
     where = _without_password(url)
     try:
-        sessions = asyncio.run(probe())
+        sessions, pgvector = asyncio.run(probe())
     except Exception as exc:
-        return Check(
+        yield Check(
             "fail",
             "database",
             f"{where}: {type(exc).__name__}: {exc}",
             "check COMPANION_DATABASE_URL and that the server is up; "
             "a new database needs `companion db migrate`",
         )
-    return Check("ok", "database", f"{where} (Postgres; {sessions} chat(s) of the owner)")
+        return
+    yield Check("ok", "database", f"{where} (Postgres; {sessions} chat(s) of the owner)")
+    if pgvector is None:
+        yield Check("info", "pgvector", PGVECTOR_MISSING)
+    else:
+        yield Check("ok", "pgvector", f"{pgvector}: hybrid recall (words and meaning)")
 
 
 def _without_password(url: str) -> str:

@@ -53,6 +53,14 @@ async def check_rows(store: AsyncStore, sql: str, *, now: datetime) -> list[list
     return [list(row) for row in result.get("rows", [])]
 
 
+async def postgres_vector_index(store: AsyncStore) -> str | None:
+    """pgvector's version where ``store``'s Postgres database has the vector index; None
+    where it has not (recall is lexical there) or ``store`` is not on Postgres."""
+    from memory.postgres.store import PgStore
+
+    return await store.vector_index() if isinstance(store, PgStore) else None
+
+
 def sqlite_health(home: Path) -> tuple[str, int]:
     """The SQLite file of ``home``, opened (made if missing): SQLite's integrity verdict
     ("ok" or what it found) and the schema version."""

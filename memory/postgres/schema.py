@@ -2,7 +2,9 @@
 (``migrate_everything``).
 
 ``migrate``: the store's tables, every one with forced row-level security per person,
-and the app role's grants (``PG_MIGRATIONS``, append-only). ``migrate_accounts``: the
+and the app role's grants (``PG_MIGRATIONS``, append-only), then the vector index where
+the database has pgvector (``VECTOR_SCHEMA``, made whenever migrate finds the extension:
+without it, nothing and no error). ``migrate_accounts``: the
 users, logins and login-throttle tables. ``prepare``: memory_sql's login role
 (``companion_sql``), its password, grants, restrictive policies and the journal trigger
 that records every UPDATE. ``memory.postgres.sql_guard.verify`` then checks it all.
@@ -267,6 +269,37 @@ PG_MIGRATIONS: tuple[str, ...] = (
 )
 
 
+# The vector index (memory.postgres.vectors), made by ``migrate`` once the database has
+# pgvector: each user/assistant message's vector per embedding model, the person's like
+# every row. ``embedding`` has no fixed dimension (each model has its own: one table
+# serves them all, and a new model needs no migration); pgvector's HNSW indexes one
+# dimension only, so each of INDEXED_DIMENSIONS has a partial index on the column cast
+# to it (cosine distance), and a model of another dimension is searched exactly. A
+# message's vectors go with it. memory_sql's role has no privilege on the table.
+VECTORS = "message_vectors"
+INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+_HNSW = """
+    CREATE INDEX IF NOT EXISTS message_vectors_hnsw_{d} ON message_vectors
+        USING hnsw ((embedding::vector({d})) vector_cosine_ops) WHERE dimensions = {d};"""
+VECTOR_SCHEMA = f"""
+    CREATE TABLE IF NOT EXISTS {VECTORS} (
+        message_id bigint NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        {_PERSON},
+        model      text NOT NULL,
+        embedding  vector NOT NULL,
+        dimensions integer GENERATED ALWAYS AS (vector_dims(embedding)) STORED,
+        PRIMARY KEY (person, model, message_id)
+    );
+    CREATE INDEX IF NOT EXISTS message_vectors_message ON {VECTORS} (message_id);
+    ALTER TABLE {VECTORS} ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE {VECTORS} FORCE ROW LEVEL SECURITY;
+    DROP POLICY IF EXISTS {VECTORS}_person ON {VECTORS};
+    CREATE POLICY {VECTORS}_person ON {VECTORS}
+        USING (person = current_setting('app.person', true))
+        WITH CHECK (person = current_setting('app.person', true));
+    """ + "".join(_HNSW.format(d=dimensions) for dimensions in INDEXED_DIMENSIONS)
+
+
 async def migrate(admin_url: str, app_role: str) -> int:
     """Bring the schema up to date as the admin and grant ``app_role`` what the app needs
     (rows of the app tables, their sequences; never ownership); the version in place."""
@@ -296,7 +329,27 @@ async def migrate(admin_url: str, app_role: str) -> int:
         await conn.execute(
             sql.SQL("REVOKE INSERT ON {} FROM {}").format(sql.Identifier(JOURNAL), role)
         )
+        if await _has_pgvector(conn):
+            await conn.execute(VECTOR_SCHEMA)
+            await conn.execute(
+                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
+                    sql.Identifier(VECTORS), role
+                )
+            )
     return len(PG_MIGRATIONS)
+
+
+async def _has_pgvector(conn: AsyncConnection[Any]) -> bool:
+    """Whether the database has pgvector's extension, creating it if this role may; a
+    refusal (not installed on the server, or not ours to create) is a note in the log:
+    recall is then lexical, and ``companion doctor`` says so."""
+    try:
+        async with conn.transaction():
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except (errors.FeatureNotSupported, errors.InsufficientPrivilege, errors.UndefinedFile) as e:
+        log.info("no vector index: pgvector's extension is not here (%s)", e.sqlstate)
+        return False
+    return True
 
 
 # Each entry upgrades the accounts schema by one version. Never edit a shipped entry.

@@ -31,6 +31,7 @@ from memory.errors import MemoryExists, MemoryNotFound, StoreError, WriteRefused
 from memory.postgres import recall as pg_recall
 from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
+from memory.postgres import vectors as pg_vectors
 from memory.postgres.pool import LoopPools
 from memory.protocol import TurnReads
 from memory.rules import scoring
@@ -656,18 +657,35 @@ class PgStore:
             self, query, now=now, tz=tz, session_id=session_id, question_id=question_id
         )
 
-    # The vector index: issue 21, engineer P's part (pgvector) replaces these.
+    # the vector index (memory.postgres.vectors): empty where the database has no pgvector
     async def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
-        raise NotImplementedError("issue 21: pgvector index pending")
+        """(id, text) of up to ``limit`` user/assistant messages with no vector of ``model``,
+        oldest first (none where the database has no vector index)."""
+        async with self._transaction() as cursor:
+            return await pg_vectors.unembedded(cursor, model, limit)
 
     async def add_vectors(self, model: str, rows: Sequence[tuple[int, numpy.ndarray]]) -> None:
-        raise NotImplementedError("issue 21: pgvector index pending")
+        """Keep each message's vector for ``model`` (replacing one it had); a gone message
+        is skipped."""
+        async with self._transaction() as cursor:
+            await pg_vectors.add_vectors(cursor, model, rows)
 
     async def vector_status(self, model: str) -> tuple[int, int]:
-        raise NotImplementedError("issue 21: pgvector index pending")
+        """(messages with a vector of ``model``, user/assistant messages in all)."""
+        async with self._transaction() as cursor:
+            return await pg_vectors.vector_status(cursor, model)
 
     async def drop_vectors(self, except_model: str | None) -> int:
-        raise NotImplementedError("issue 21: pgvector index pending")
+        """Forget every model's vectors but ``except_model``'s (None: all); how many."""
+        async with self._transaction() as cursor:
+            return await pg_vectors.drop_vectors(cursor, except_model)
+
+    async def vector_index(self) -> str | None:
+        """pgvector's version where the database has the vector index, else None (recall
+        is lexical; ``companion doctor`` says so)."""
+        async with self._transaction() as cursor:
+            version = await pg_vectors.index_version(cursor)
+        return None if version is None else ".".join(map(str, version))
 
     async def recent_segments(self, limit: int = 50) -> list[Segment]:
         """The newest segments of every session, newest first (the Memories tab's episodes)."""

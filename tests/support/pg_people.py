@@ -52,10 +52,11 @@ def migrate_as_owner(server: PostgresServer) -> SetupReport:
 
 
 def forget_everyone(server: PostgresServer) -> None:
-    """Empty the people and every app table, restarting their ids (as the admin)."""
+    """Empty the people and every app table (and the vectors, which follow their
+    messages), restarting their ids (as the admin)."""
     tables = sql.SQL(", ").join(map(sql.Identifier, ("users", *APP_TABLES)))
     with psycopg.connect(server.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(tables))
+        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(tables))
 
 
 def open_accounts(

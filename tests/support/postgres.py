@@ -8,6 +8,12 @@ role ``companion`` (no superuser, no BYPASSRLS: row-level security applies to it
 ``admin_url`` is the superuser's, for tests that look past every guard. Every role logs
 in without a password (``trust``). As root, initdb and pg_ctl run as the ``postgres``
 user (initdb refuses root). No binaries is an error, not a skip: CI installs postgresql.
+
+The superuser creates pgvector's extension in the database (as a managed service's
+admin enables it), so migrate finds it; ``vector=False`` leaves it out, a database
+where the owner may not create it (pgvector is not a trusted extension) and recall is
+lexical. pgvector missing is an error too: ``scripts/bootstrap test`` builds it
+(third_party/pgvector).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ SEARCH_ROOT = Path("/usr/lib/postgresql")
 
 
 class PostgresNotFound(RuntimeError):
-    """No initdb/pg_ctl on PATH nor under /usr/lib/postgresql/*/bin."""
+    """No initdb/pg_ctl on PATH nor under /usr/lib/postgresql/*/bin, or no pgvector there."""
 
 
 def find_binaries() -> Path:
@@ -64,10 +70,12 @@ def free_port() -> int:
 
 class PostgresServer:
     """A PostgreSQL server in a temp folder: ``admin_url`` (superuser), ``owner_url`` (the
-    database's owner, no superuser), ``url`` (the app role)."""
+    database's owner, no superuser), ``url`` (the app role); with pgvector's extension in
+    the database unless ``vector=False``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, vector: bool = True) -> None:
         self.bin = find_binaries()
+        self.vector = vector
         self.as_postgres = os.geteuid() == 0
         self.folder = Path(tempfile.mkdtemp(prefix="companion-pg-"))
         self.data = self.folder / "data"
@@ -133,6 +141,18 @@ class PostgresServer:
                     sql.Identifier(DATABASE), sql.Identifier(OWNER)
                 )
             )
+        if self.vector:
+            self._create_vector_extension()
+
+    def _create_vector_extension(self) -> None:
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION vector")
+        except psycopg.errors.FeatureNotSupported as error:  # no vector.control
+            raise PostgresNotFound(
+                f"pgvector is not installed in {self.bin.parent}: "
+                "`scripts/bootstrap test` builds it from third_party/pgvector"
+            ) from error
 
     def stop(self) -> None:
         """Stop the server at once (nothing to keep) and remove its folder."""
