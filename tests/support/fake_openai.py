@@ -1,6 +1,7 @@
 """A real OpenAI-compatible HTTP server on loopback, scripted, for tests, benches and drills.
 
-``FakeOpenAIServer`` answers ``POST /v1/chat/completions`` (streamed as SSE or not) and
+``FakeOpenAIServer`` answers ``POST /v1/chat/completions`` (streamed as SSE or not),
+``POST /v1/embeddings`` (a vector per input, the same for the same text) and
 ``GET /v1/models``. Replies come from a queue of steps, or a default; a step can be text,
 tool calls, an HTTP error status, a delay, a malformed body, a stream cut mid-answer, or
 tool-call arguments that are not JSON — the failures a provider can produce. A
@@ -11,6 +12,7 @@ deep enough for many clients connecting at once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -32,6 +34,7 @@ class Step:
     malformed: bool = False
     cut: bool = False  # close the stream after the first chunk
     word_delay: float = 0.0  # seconds between two streamed chunks (a slow answer)
+    dimensions: int | None = None  # an embeddings answer of this width, not the server's
 
 
 class _Server(ThreadingHTTPServer):
@@ -55,7 +58,9 @@ class FakeOpenAIServer:
         self.steps: deque[Step] = deque()
         self.models_status = 200  # what GET /models answers (401, 404, … for Verify drills)
         self.model_ids = ["fake-model"]
+        self.embedding_dimensions = 8  # the width of /v1/embeddings' vectors
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each POST's headers, in order
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -126,6 +131,7 @@ class FakeOpenAIServer:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(request)
+                    server.headers.append(dict(self.headers.items()))
                 step = server._next(request)
                 time.sleep(server.latency + step.delay)
                 if step.status != 200:
@@ -141,7 +147,10 @@ class FakeOpenAIServer:
                 if step.malformed:
                     self._send(200, b'{"choices": [{"message": {"content": "unterminated')
                     return
-                if request.get("stream"):
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    width = step.dimensions or server.embedding_dimensions
+                    self._send(200, json.dumps(_embeddings(request, width)).encode())
+                elif request.get("stream"):
                     self._stream(request, step)
                 else:
                     self._send(200, json.dumps(_completion(request, step)).encode())
@@ -195,6 +204,18 @@ def _completion(request: dict[str, Any], step: Step) -> dict[str, Any]:
         ],
         "usage": _usage(),
     }
+
+
+def _embeddings(request: dict[str, Any], width: int) -> dict[str, Any]:
+    """An OpenAI embeddings answer: for each input, ``width`` numbers drawn from its hash."""
+    texts = request.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    data = []
+    for index, text in enumerate(texts):
+        seed = hashlib.sha256(str(text).encode()).digest() * (width // 32 + 1)
+        vector = [byte / 255 - 0.5 for byte in seed[:width]]
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    return {"object": "list", "data": data, "model": request.get("model", "fake-model")}
 
 
 def _chunks(request: dict[str, Any], step: Step) -> list[dict[str, Any]]:

