@@ -15,6 +15,7 @@ from psycopg import errors
 
 from app.doctor import PGVECTOR_MISSING, Check, postgres
 from config.settings import Settings
+from memory import Message
 from memory.postgres.schema import INDEXED_DIMENSIONS, VECTORS, migrate
 from memory.postgres.sql_guard import SQL_ROLE
 from memory.postgres.store import PgStore
@@ -30,6 +31,13 @@ MODEL = "test:unit"
 def unit(seed: int, dimensions: int = 384) -> numpy.ndarray:
     vector = numpy.random.default_rng(seed).standard_normal(dimensions).astype(numpy.float32)
     return vector / numpy.linalg.norm(vector)
+
+
+async def embedded(store: PgStore, text: str) -> Message:
+    """A user message of ``store``'s person, with a vector of MODEL."""
+    said = await store.add_message("s", "user", text)
+    await store.add_vectors(MODEL, [(said.id, unit(1))])
+    return said
 
 
 @pytest.fixture
@@ -91,14 +99,13 @@ async def test_memory_sql_cannot_read_the_vectors(
     stores: tuple[PgStore, PgStore], postgres: PostgresServer
 ) -> None:
     ann, _ = stores
-    said = await ann.add_message("s", "user", "a private thought")
-    await ann.add_vectors(MODEL, [(said.id, unit(1))])
+    await embedded(ann, "a private thought")
 
     refused = await ann.run_sql(f"SELECT * FROM {VECTORS}", now=FIXED_NOW)
     assert "error" in refused and VECTORS in refused["error"]
-    with psycopg.connect(postgres.url_as(SQL_ROLE)) as conn:
-        with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
-            conn.execute(f"SELECT * FROM {VECTORS}")
+    login = psycopg.connect(postgres.url_as(SQL_ROLE))
+    with login as conn, pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+        conn.execute(f"SELECT * FROM {VECTORS}")
     with psycopg.connect(postgres.admin_url) as conn:
         granted = conn.execute(
             """SELECT p FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
@@ -113,8 +120,7 @@ async def test_an_indexed_dimension_is_searched_through_its_hnsw_index(
     stores: tuple[PgStore, PgStore], postgres: PostgresServer
 ) -> None:
     ann, _ = stores
-    said = await ann.add_message("s", "user", "words")
-    await ann.add_vectors(MODEL, [(said.id, unit(1))])
+    said = await embedded(ann, "words")
     async with await psycopg.AsyncConnection.connect(postgres.url) as conn:
         await conn.execute("SELECT set_config('app.person', %s, true)", (ann.person,))
         # A tiny table: the planner would sort the person's few rows (as it should).
