@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
@@ -19,7 +20,7 @@ import httpx
 
 from config.settings import NO_CHAT_MODEL, Settings
 from memory.backends import postgres_vector_index, sqlite_health
-from providers import PLACEHOLDER_KEY, local_server
+from providers import PLACEHOLDER_KEY, EmbeddingUnavailable, local_server, open_embedder
 
 Status = Literal["ok", "fail", "info"]
 MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
@@ -210,6 +211,30 @@ def _model_ids(response: httpx.Response) -> set[str]:
         return set()
 
 
+def embeddings(settings: Settings) -> Check:
+    """Recall's embedder: which model, and whether it embeds a text now (without it,
+    recall finds words only: not a failure of the chat path)."""
+    embedder = open_embedder(settings)
+    if embedder is None:
+        return Check("info", "embeddings", "off: recall finds words only")
+    started = time.perf_counter()
+    try:
+        embedder.passages(["doctor"])
+    except EmbeddingUnavailable as exc:
+        local = embedder.model.startswith("local:")
+        fix = (
+            "run scripts/bootstrap, or set COMPANION_EMBEDDING_MODEL=off"
+            if local
+            else "set COMPANION_EMBEDDING_MODEL to a model the endpoint embeds with, or to local"
+        )
+        return Check("fail", "embeddings", f"{embedder.model}: {exc}; recall finds words only", fix)
+    took = (time.perf_counter() - started) * 1000
+    detail = (
+        f"{embedder.model}, {embedder.dimensions} dimensions; the first text took {took:.0f} ms"
+    )
+    return Check("ok", "embeddings", detail)
+
+
 def vision(settings: Settings) -> Check:
     """Whether images can be looked at."""
     if settings.vision_model and not settings.is_local:
@@ -269,6 +294,7 @@ def run_checks(settings: Settings, database_url: str | None = None) -> Iterator[
         versions,
         lambda: database(settings) if database_url is None else postgres(database_url, settings),
         lambda: chat_provider(settings),
+        lambda: embeddings(settings),
         lambda: vision(settings),
         lambda: image_backend(settings),
         lambda: web_services(settings),

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import numpy
 import pytest
 
+from app.doctor import embeddings
 from config.settings import Settings
 from evals.fixtures import FixtureServer, RecordedRequest, Reply
 from providers import EmbeddingUnavailable
@@ -125,3 +126,22 @@ def test_a_persons_loopback_endpoint_is_refused(server: FakeOpenAIServer) -> Non
     with pytest.raises(EmbeddingUnavailable, match="refused"):
         embedder.query("hello")
     assert server.requests == []
+
+
+def test_doctor_names_the_endpoint_model_or_why_it_fails(server: FakeOpenAIServer) -> None:
+    settings = Settings(
+        provider="openai-compatible",
+        base_url=server.url,
+        chat_model="fake-model",
+        embedding_model="nomic-embed-text",
+    )
+    assert (
+        embeddings(settings)
+        .line()
+        .startswith("✓ embeddings: endpoint:nomic-embed-text, 8 dimensions; the first text took")
+    )
+    server.push(Step(status=500))
+    failed = embeddings(settings)
+    assert (failed.status, failed.fatal) == ("fail", False)
+    assert "HTTP 500; recall finds words only" in failed.detail
+    assert "COMPANION_EMBEDDING_MODEL" in failed.fix

