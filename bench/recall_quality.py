@@ -56,20 +56,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Literal, cast
 
 from bench import quiet_environment
 
 quiet_environment()
 
+from bench.bm25 import Okapi  # noqa: E402
+from bench.histories import CATEGORIES, SIZES, History, Question, generate  # noqa: E402
+from bench.histories import LANGUAGES as GENERATED  # noqa: E402
+from config.settings import Settings  # noqa: E402
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
 from evals.runner import arun_suites  # noqa: E402
+from memory import AsyncStore, Recollection  # noqa: E402
 from memory.postgres.schema import migrate, prepare  # noqa: E402
 from memory.postgres.store import PgStore  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
+from tools.base import ToolContext  # noqa: E402
 from tools.registry import default_registry  # noqa: E402
 
 MEMORY_SUITE = "memory"
@@ -709,7 +716,7 @@ async def probe_ranks(
                 for e in found.episodes
             ]
         else:
-            held = [r.message.id in wanted for r in found.messages]
+            held = [r.message.id in wanted for r in found.turns]
         ranks[probe] = next((n for n, ok in enumerate(held, start=1) if ok), None)
     return ranks
 
@@ -724,15 +731,18 @@ async def search_backend(store: SearchStore) -> dict[Probe, Ranks]:
     return {probe: Ranks(on_messages[probe], on_episodes[probe]) for probe in PROBES}
 
 
-async def measure_search() -> dict[str, dict[Probe, Ranks]]:
+async def measure_search(backends: Sequence[str] = BACKENDS) -> dict[str, dict[Probe, Ranks]]:
     """The probes on a fresh SQLite file and on a new person of a fresh Postgres."""
     results: dict[str, dict[Probe, Ranks]] = {}
-    with tempfile.TemporaryDirectory() as home:
-        lite = AsyncSqliteStore(SqliteStore.open_home(Path(home), clock=lambda: NOW))
-        try:
-            results["sqlite"] = await search_backend(lite)
-        finally:
-            await lite.close()
+    if "sqlite" in backends:
+        with tempfile.TemporaryDirectory() as home:
+            lite = AsyncSqliteStore(SqliteStore.open_home(Path(home), clock=lambda: NOW))
+            try:
+                results["sqlite"] = await search_backend(lite)
+            finally:
+                await lite.close()
+    if "postgres" not in backends:
+        return results
     with PostgresServer() as server:
         await migrate(server.admin_url, APP_ROLE)
         pg = await PgStore.open(server.url, "recall-bench", clock=lambda: NOW)
@@ -785,11 +795,27 @@ def report_search(results: dict[str, dict[Probe, Ranks]]) -> None:
     rows = {
         (language, backend): search_row(results[backend], language)
         for language in LANGUAGES
-        for backend in BACKENDS
+        for backend in results
     }
     for (language, backend), r in rows.items():
         figures = " | ".join(f"{x:.2f}" for x in (*r.message, *r.episode))
         print(f"| {LANGUAGES[language]} | {backend} | {r.probes} | {figures} |")
+    if set(results) == set(BACKENDS):
+        compare_search(results, rows)
+    missed = [
+        f"[{LANGUAGES[p.language]}] {p.query!r} ({p.tests})"
+        for p in PROBES
+        if all(ranks[p].message is None for ranks in results.values())
+    ]
+    print(f"\nProbes whose expected message no backend ({', '.join(results)}) recalled:")
+    for line in missed:
+        print(f"- {line}")
+
+
+def compare_search(
+    results: dict[str, dict[Probe, Ranks]], rows: dict[tuple[str, str], SearchRow]
+) -> None:
+    """Print Postgres / SQLite for each figure and the probes whose ranks differ."""
     print(
         "\n| language | msg hit@1 PG/SQLite | msg hit@5 PG/SQLite | msg MRR PG/SQLite | "
         "episode hit@1 PG/SQLite | episode hit@5 PG/SQLite | episode MRR PG/SQLite |"
@@ -811,14 +837,279 @@ def report_search(results: dict[str, dict[Probe, Ranks]]) -> None:
                 f"{_rank(lite_r.message)}, {_rank(lite_r.episode)}; Postgres "
                 f"{_rank(pg_r.message)}, {_rank(pg_r.episode)}"
             )
-    missed = [
-        f"[{LANGUAGES[p.language]}] {p.query!r} ({p.tests})"
-        for p in PROBES
-        if all(results[b][p].message is None for b in BACKENDS)
-    ]
-    print("\nProbes whose expected message neither backend recalled:")
-    for line in missed:
-        print(f"- {line}")
+
+
+# Part 3: generated long histories (bench.histories), the tool against BM25 ------------
+
+Retriever = Literal["lexical", "dense", "hybrid"]
+HISTORY_LABEL = (
+    "Each question goes to the real memory_search (tools.registry) with the retriever "
+    "forced; evidence shown = the share of its evidence turns whose text is in what the "
+    "model reads (multi-hop: the fraction of its two turns shown, averaged); turns shown "
+    "= distinct history turns in that text; BM25 = textbook Okapi BM25 over the same "
+    "turns, its top n at the tool's n turns shown for the same question. R@k (fraction "
+    "of evidence in the first k) and MRR (first evidence turn) rank the store's recall "
+    "itself; the BM25 row ranks BM25's."
+)
+SLICES = (*CATEGORIES, "assistant's turn", "all")
+RETRIEVERS: tuple[Retriever, ...] = ("lexical",)
+RANKED = 20  # turns asked of recall for R@k and MRR
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question asked of one retriever: what the model read and where evidence ranked."""
+
+    question: Question
+    said_by_assistant: bool  # an evidence turn is the assistant's
+    shown: float  # share of evidence turns in the tool's text
+    turns_shown: int
+    bm25_shown: float  # share of evidence turns in BM25's first ``turns_shown``
+    ranks: tuple[int | None, ...]  # each evidence turn's 1-based rank in the recall
+
+
+@dataclass
+class Moment:
+    """A settable clock: the store stamps each chat with its own start."""
+
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Forced:
+    """The store as memory_search sees it, every recall made with one retriever."""
+
+    def __init__(self, store: SearchStore, retriever: Retriever) -> None:
+        self.store, self.retriever = store, retriever
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def recall(self, query: str, **kwargs: Any) -> Recollection:
+        return await self.store.recall(query, **(kwargs | {"mode": self.retriever}))
+
+
+def normal(text: str) -> str:
+    """Text as memory_search prints it: runs of whitespace made one space."""
+    return " ".join(text.split())
+
+
+async def write_history(store: SearchStore, history: History, clock: Moment) -> list[int]:
+    """Store the history (each chat a session started at its time, the user's name a
+    saved fact); each turn's message id."""
+    await store.create_memory("identity", "name", history.name)
+    ids: list[int] = []
+    for number, chat in enumerate(history.chats):
+        clock.now = chat.start
+        session = await store.create_session(chat.title)
+        for turn in history.turns:
+            if turn.chat == number:
+                ids.append(await say(store, session.id, turn.speaker, turn.text, turn.at))
+    clock.now = history.now
+    while await store.catch_up_segments(None, tz="UTC"):
+        pass
+    return ids
+
+
+def recalled(found: Recollection) -> list[int]:
+    """The message ids of the recalled turns, best first."""
+    return [r.message.id for r in found.turns]
+
+
+async def ask(
+    store: SearchStore, history: History, ids: list[int], retriever: Retriever, okapi: Okapi
+) -> list[Outcome]:
+    """Every question of ``history`` through memory_search and the store's recall."""
+    registry = default_registry()
+    settings = Settings(home=Path(tempfile.gettempdir()), timezone="UTC")
+    ctx = ToolContext(
+        settings, cast(AsyncStore, Forced(store, retriever)), clock=lambda: history.now
+    )
+    texts = {normal(turn.text) for turn in history.turns}
+    turn_of = {message_id: index for index, message_id in enumerate(ids)}
+    outcomes = []
+    for question in history.questions:
+        result = await registry.execute(RECALL_TOOL, {"query": question.text}, ctx)
+        read = registry.format_result(RECALL_TOOL, result)
+        shown = {text for text in texts if text in read}
+        found = await ctx.store.recall(
+            question.text,
+            now=history.now,
+            tz="UTC",
+            session_id=None,
+            question_id=None,
+            turns=RANKED,
+        )
+        order = [turn_of[i] for i in recalled(found) if i in turn_of]
+        best = okapi.rank(question.text)[: len(shown)]
+        evidence = question.evidence
+        outcomes.append(
+            Outcome(
+                question=question,
+                said_by_assistant=any(history.turns[i].speaker == "assistant" for i in evidence),
+                shown=sum(normal(history.turns[i].text) in shown for i in evidence) / len(evidence),
+                turns_shown=len(shown),
+                bm25_shown=sum(i in best for i in evidence) / len(evidence),
+                ranks=tuple(order.index(i) + 1 if i in order else None for i in evidence),
+            )
+        )
+    return outcomes
+
+
+def bm25_outcomes(history: History, okapi: Okapi) -> list[Outcome]:
+    """BM25's own ranks for every question (nothing is shown: a ranking only)."""
+    outcomes = []
+    for question in history.questions:
+        order = okapi.rank(question.text)
+        outcomes.append(
+            Outcome(
+                question=question,
+                said_by_assistant=any(
+                    history.turns[i].speaker == "assistant" for i in question.evidence
+                ),
+                shown=0.0,
+                turns_shown=0,
+                bm25_shown=0.0,
+                ranks=tuple(order.index(i) + 1 if i in order else None for i in question.evidence),
+            )
+        )
+    return outcomes
+
+
+async def bench_history(
+    store: SearchStore, history: History, clock: Moment
+) -> dict[str, list[Outcome]]:
+    """Write ``history`` into a new store (``clock`` is its clock) and ask every question
+    of each retriever."""
+    ids = await write_history(store, history, clock)
+    okapi = Okapi([turn.text for turn in history.turns])
+    results = {"BM25": bm25_outcomes(history, okapi)}
+    for retriever in RETRIEVERS:
+        results[retriever] = await ask(store, history, ids, retriever, okapi)
+    return results
+
+
+def in_slice(outcome: Outcome, name: str) -> bool:
+    """True when the outcome's question belongs to the table's slice ``name``."""
+    if name == "all":
+        return True
+    if name == "assistant's turn":
+        return outcome.said_by_assistant
+    return outcome.question.category == name
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One slice of one retriever's outcomes, averaged."""
+
+    questions: int
+    shown: float
+    turns_shown: float
+    bm25_shown: float
+    recall: tuple[float, float, float]  # @5, @10, @20
+    mrr: float
+
+
+def figures(outcomes: Sequence[Outcome]) -> Figures:
+    """The means of ``outcomes`` (all zero when there are none)."""
+    n = len(outcomes) or 1
+
+    def at(k: int) -> float:
+        return (
+            sum(sum(r is not None and r <= k for r in o.ranks) / len(o.ranks) for o in outcomes) / n
+        )
+
+    return Figures(
+        questions=len(outcomes),
+        shown=sum(o.shown for o in outcomes) / n,
+        turns_shown=sum(o.turns_shown for o in outcomes) / n,
+        bm25_shown=sum(o.bm25_shown for o in outcomes) / n,
+        recall=(at(5), at(10), at(20)),
+        mrr=sum(1 / min(r for r in o.ranks if r) if any(o.ranks) else 0.0 for o in outcomes) / n,
+    )
+
+
+async def measure_histories(
+    size: str, backends: Sequence[str]
+) -> dict[tuple[str, str], dict[str, list[Outcome]]]:
+    """Every language's history on each backend: (backend, language) -> outcomes by
+    retriever (and "BM25")."""
+    results: dict[tuple[str, str], dict[str, list[Outcome]]] = {}
+    histories = {language: generate(language, size=size) for language in GENERATED}
+    if "sqlite" in backends:
+        for language, history in histories.items():
+            with tempfile.TemporaryDirectory() as home:
+                clock = Moment(NOW)
+                lite = AsyncSqliteStore(SqliteStore.open_home(Path(home), clock=clock))
+                try:
+                    results[("sqlite", language)] = await bench_history(lite, history, clock)
+                finally:
+                    await lite.close()
+    if "postgres" in backends:
+        with PostgresServer() as server:
+            await migrate(server.admin_url, APP_ROLE)
+            for language, history in histories.items():
+                clock = Moment(NOW)
+                pg = await PgStore.open(server.url, f"history-{language}", clock=clock)
+                try:
+                    results[("postgres", language)] = await bench_history(pg, history, clock)
+                finally:
+                    await pg.close()
+    return results
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def report_histories(results: dict[tuple[str, str], dict[str, list[Outcome]]], size: str) -> None:
+    """Print the summary table (evidence shown by category) and the detail table."""
+    print(f"\n# Recall on generated histories (bench.histories, size {size})\n")
+    print(f"{HISTORY_LABEL}\n")
+    for (backend, language), by_retriever in results.items():
+        questions = by_retriever["BM25"]
+        print(f"- {backend} {LANGUAGES[language]}: {len(questions)} questions")
+    print("\nEvidence shown at the tool's budget (BM25 at the same number of turns in brackets):\n")
+    print("| backend | language | retriever | " + " | ".join(SLICES) + " | turns shown |")
+    print("|---|---|---|" + "---:|" * (len(SLICES) + 1))
+    for (backend, language), by_retriever in results.items():
+        for retriever, outcomes in by_retriever.items():
+            if retriever == "BM25":
+                continue
+            cells = []
+            for name in SLICES:
+                f = figures([o for o in outcomes if in_slice(o, name)])
+                cells.append(f"{_pct(f.shown)} ({_pct(f.bm25_shown)})")
+            mean = figures(outcomes).turns_shown
+            print(
+                f"| {backend} | {LANGUAGES[language]} | {retriever} | "
+                + " | ".join(cells)
+                + f" | {mean:.1f} |"
+            )
+    print("\nRanking (the store's recall; BM25's own ranking in its rows):\n")
+    print(
+        "| backend | language | slice | retriever | questions | shown | turns shown | "
+        "BM25 same n | R@5 | R@10 | R@20 | MRR |"
+    )
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (backend, language), by_retriever in results.items():
+        for name in SLICES:
+            for retriever, outcomes in by_retriever.items():
+                f = figures([o for o in outcomes if in_slice(o, name)])
+                tool = retriever != "BM25"
+                shown = (
+                    (_pct(f.shown), f"{f.turns_shown:.1f}", _pct(f.bm25_shown))
+                    if tool
+                    else ("", "", "")
+                )
+                recall = " | ".join(_pct(r) for r in f.recall)
+                print(
+                    f"| {backend} | {LANGUAGES[language]} | {name} | {retriever} | {f.questions} | "
+                    + " | ".join(shown)
+                    + f" | {recall} | {f.mrr:.2f} |"
+                )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -828,10 +1119,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--search-only", action="store_true", help="only the store search on the fixed history"
     )
+    parser.add_argument(
+        "--histories", action="store_true", help="only the generated histories (bench.histories)"
+    )
+    parser.add_argument("--size", choices=sorted(SIZES), default="full", help="with --histories")
+    parser.add_argument(
+        "--backend",
+        choices=[*BACKENDS, "both"],
+        default="both",
+        help="for the store search and the histories (the evals run on both)",
+    )
     args = parser.parse_args(argv)
+    backends = BACKENDS if args.backend == "both" else (args.backend,)
+    if args.histories:
+        report_histories(asyncio.run(measure_histories(args.size, backends)), args.size)
+        return
     if not args.search_only:
         report(asyncio.run(measure(args.tool_mode, recall_suites())), args.tool_mode)
-    report_search(asyncio.run(measure_search()))
+    report_search(asyncio.run(measure_search(backends)))
 
 
 if __name__ == "__main__":

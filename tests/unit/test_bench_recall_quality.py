@@ -1,0 +1,39 @@
+"""bench.recall_quality on SQLite: the generated small histories and the 53 probes run
+through the real store and memory_search, and every printed figure is sane (the probes
+crashed once the store's recall returned turns instead of messages)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.histories import CATEGORIES
+from bench.recall_quality import main
+from tests.support.bench_tables import numbers, rows
+
+
+def test_the_histories_report_has_sane_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--histories", "--size", "small", "--backend", "sqlite"])
+    table = rows(capsys.readouterr().out)
+    summary = [r for r in table if len(r) == 3 + len(CATEGORIES) + 3]
+    assert {(r[1], r[2]) for r in summary} >= {("EN", "lexical"), ("ID", "lexical")}
+    for row in summary:
+        for cell in row[3:-1]:
+            shown, bm25 = numbers(cell)
+            assert 0 <= shown <= 100 and 0 <= bm25 <= 100, row
+        assert numbers(row[-1])[0] > 0  # turns shown
+    detail = [r for r in table if len(r) == 12]
+    assert {r[3] for r in detail} >= {"BM25", "lexical"}
+    for row in detail:
+        at5, at10, at20 = (numbers(cell)[0] for cell in row[8:11])
+        assert 0 <= at5 <= at10 <= at20 <= 100, row
+        assert 0 <= float(row[11]) <= 1, row
+    everything = [r for r in detail if r[2] == "all" and r[3] == "lexical"]
+    assert all(numbers(r[5])[0] > 0 for r in everything)  # some evidence is shown
+
+
+def test_the_probes_run_on_sqlite(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--search-only", "--backend", "sqlite"])
+    table = [r for r in rows(capsys.readouterr().out) if len(r) == 9]
+    assert [(r[0], r[1], r[2]) for r in table] == [("EN", "sqlite", "26"), ("ID", "sqlite", "27")]
+    for row in table:
+        assert all(0 <= float(cell) <= 1 for cell in row[3:]), row
