@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from graph.events import Confirm
     from memory import AsyncStore, Clock
+    from providers import Embedder
     from tools.registry import ToolRegistry
 
 
@@ -38,6 +39,7 @@ class Context:
     # asks the person to allow a call that needs their yes (graph.routing.clearance);
     # None: there is nobody to ask, and such a call is declined
     confirm: Confirm | None = None
+    embedder: Embedder | None = None  # recall's vectors (providers.embeddings); None: lexical
 
     def tool_context(
         self, session_id: str | None, user_message_id: int | None = None
@@ -50,4 +52,5 @@ class Context:
             clock=self.clock or self.store.clock,
             vision_available=self.vision_model is not None,
             user_message_id=user_message_id,
+            embedder=self.embedder,
         )

@@ -10,10 +10,22 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
+
+import numpy
 
 from config.settings import Settings
 from memory import AsyncStore, ToolRole, utc_now
+
+
+class QueryEmbedder(Protocol):
+    """What memory_search needs of ``providers.embeddings.Embedder``: the query's vector
+    (blocking; EmbeddingUnavailable on failure) and the model that names its space."""
+
+    model: str
+    dimensions: int
+
+    def query(self, text: str) -> numpy.ndarray: ...
 
 
 @dataclass
@@ -26,6 +38,7 @@ class ToolContext:
     clock: Callable[[], datetime] = utc_now
     vision_available: bool = False
     user_message_id: int | None = None  # the message this turn answers (None outside a turn)
+    embedder: QueryEmbedder | None = None  # memory_search's query vectors (None: lexical)
     # gates' answers by question (several gates ask the same), kept for one ``enabled``
     _answers: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
 

@@ -1,23 +1,33 @@
-"""memory_search: recall facts, past episodes and past messages for a question.
+"""memory_search: recall saved facts, the best past turns and episodes for a question.
 
-A thin adapter over the store's ``recall``: the schema and description the model
-reads, argument handling, and the shape of the result — ``structured`` {semantic,
-episodic, segments} first, then ``raw_messages`` [{timestamp, content, session}], every
-time in the person's timezone and every session named by its title. The search covers
-all of the person's sessions; the question being answered is the turn's
-``user_message_id``, so it never comes back as a memory.
+A thin adapter over the store's ``recall``: the schema and description the model reads,
+the query's vector (the context's embedder, in a thread, at most ``EMBED_SECONDS``; any
+failure is logged and recall is lexical), and the result's shape: ``facts`` [{category,
+key, value}], then ``turns`` [{id, session, time, speaker, text, before?, after?}] best
+first, then ``episodes`` [{id, session, start, end, summary}], cut to the budget of
+memory.rules.budget (``TURN_BUDGET`` turns, ``CHAR_BUDGET`` characters of what the model
+reads), and ``searched`` (hybrid or lexical). Times are the person's, sessions are named
+by title; the question being answered never comes back.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
-from memory import Message, Recollection, parse_time
-from memory.rules.episodes import heading
+import numpy
+
+from memory import Episode, Message, RecalledTurn, Recollection, parse_time
+from memory.rules.budget import CHAR_BUDGET, EPISODE_CHARS, NEIGHBOUR_CHARS, TURN_CHARS
 from memory.rules.temporal import zone_of
 from tools.base import ToolContext, ToolSpec
 
-CONTENT_CHARS = 500
+log = logging.getLogger("companion.tools.memory_search")
+
+EMBED_SECONDS = 2.0  # the query's embedding, at most; then recall is lexical
+QUERY_CHARS = 2000  # of a longer query, only this much is searched or embedded
+SAID_BY = {"user": "you said", "assistant": "I said"}
 
 USE_WHEN = (
     "Search your long-term memory of this user, across all your chats with them, when they "
@@ -26,9 +36,11 @@ USE_WHEN = (
     '"minggu lalu", "waktu itu".'
 )
 DESCRIPTION = (
-    "It finds saved facts, summaries of past conversations and past messages. `query`: "
-    "the user's question in their words, time words included, e.g. "
-    '"what did I cook last Thursday".'
+    "It finds saved facts, then the past messages that match best (by words and by "
+    "meaning, with who said them and when), then summaries of past conversations. "
+    "`query`: the user's question in their words, time words included, e.g. "
+    '"what did I cook last Thursday". If what you need is not there, ask again with '
+    "other words (a synonym, a name, the topic)."
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -49,63 +61,37 @@ def _stamp(moment: str, tz: str) -> str:
     return f"{local:%a} {local.day} {local:%b %Y %H:%M}"
 
 
-def _content(message: Message) -> str:
-    text = " ".join(message.content.split())
-    if len(text) > CONTENT_CHARS:
-        text = text[: CONTENT_CHARS - 1] + "…"
-    return f"{message.role}: {text}"
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def shape(found: Recollection, tz: str) -> dict[str, Any]:
-    """The tool's JSON result for what was recalled."""
-    semantic = [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts]
-    episodic = [
-        s.summary if s.summary_kind == "extractive" else f"{heading(s.start_at, tz)}: {s.summary}"
-        for s in (episode.segment for episode in found.episodes)
-    ]
-    segments = [
-        {
-            "id": e.segment.id,
-            "session_id": e.segment.session_id,
-            "session": e.session_title,
-            "start_message_id": e.segment.start_message_id,
-            "end_message_id": e.segment.end_message_id,
-            "start": _stamp(e.segment.start_at, tz),
-            "end": _stamp(e.segment.end_at, tz),
-            "lines": e.lines,
-        }
-        for e in found.episodes
-    ]
-    raw = [
-        {
-            "timestamp": _stamp(r.message.created_at, tz),
-            "content": _content(r.message),
-            "session": r.session_title,
-        }
-        for r in found.turns
-    ]
-    return {
-        "structured": {"semantic": semantic, "episodic": episodic, "segments": segments},
-        "raw_messages": raw,
+def _said(message: Message, limit: int) -> dict[str, str]:
+    return {"speaker": message.role, "text": _clip(message.content, limit)}
+
+
+def _turn(found: RecalledTurn, tz: str) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": found.message.id,
+        "session": found.session_title,
+        "time": _stamp(found.message.created_at, tz),
+        **_said(found.message, TURN_CHARS),
     }
+    if found.before is not None:
+        item["before"] = _said(found.before, NEIGHBOUR_CHARS)
+    if found.after is not None:
+        item["after"] = _said(found.after, NEIGHBOUR_CHARS)
+    return item
 
 
-async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Recall what the person's whole history holds for ``args["query"]``."""
-    query = str(args.get("query", "")).strip()
-    if not query:
-        return {"error": "memory_search needs a query"}
-    tz = ctx.settings.timezone
-    if ctx.session_id:
-        await ctx.store.refresh_segments(ctx.session_id, None, force=False, tz=tz)
-    found = await ctx.store.recall(
-        query,
-        now=ctx.now(),
-        tz=tz,
-        session_id=ctx.session_id,
-        question_id=ctx.user_message_id,
-    )
-    return shape(found, tz)
+def _episode(found: Episode, tz: str) -> dict[str, Any]:
+    return {
+        "id": found.segment.id,
+        "session": found.session_title,
+        "start": _stamp(found.segment.start_at, tz),
+        "end": _stamp(found.segment.end_at, tz),
+        "summary": _clip(found.segment.summary, EPISODE_CHARS),
+    }
 
 
 def _in(item: dict[str, Any]) -> str:
@@ -114,24 +100,108 @@ def _in(item: dict[str, Any]) -> str:
     return f', in "{title}"' if title else ""
 
 
+def _fact_lines(fact: dict[str, Any]) -> list[str]:
+    return [f"- {fact['category']}/{fact['key']}: {fact['value']}"]
+
+
+def _turn_lines(turn: dict[str, Any]) -> list[str]:
+    lines = []
+    if "before" in turn:
+        lines.append(f"    (before) {SAID_BY[turn['before']['speaker']]}: {turn['before']['text']}")
+    lines.append(f"- [{turn['time']}{_in(turn)}] {SAID_BY[turn['speaker']]}: {turn['text']}")
+    if "after" in turn:
+        lines.append(f"    (after) {SAID_BY[turn['after']['speaker']]}: {turn['after']['text']}")
+    return lines
+
+
+def _episode_lines(episode: dict[str, Any]) -> list[str]:
+    return [f"- {episode['start']} – {episode['end']}{_in(episode)}: {episode['summary']}"]
+
+
+PARTS = (
+    ("facts", "Saved facts:", _fact_lines),
+    ("turns", "Past messages, best first:", _turn_lines),
+    ("episodes", "Past conversations:", _episode_lines),
+)
+
+
+def shape(found: Recollection, tz: str) -> dict[str, Any]:
+    """The tool's JSON result for what was recalled, cut to ``CHAR_BUDGET`` characters of
+    formatted text: facts first, then turns, then episodes, each kept whole or left out."""
+    items = {
+        "facts": [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts],
+        "turns": [_turn(t, tz) for t in found.turns],
+        "episodes": [_episode(e, tz) for e in found.episodes],
+    }
+    left = CHAR_BUDGET
+    result: dict[str, Any] = {}
+    for key, heading, lines in PARTS:
+        kept: list[dict[str, Any]] = []
+        for item in items[key]:
+            cost = sum(len(line) + 1 for line in lines(item)) + (0 if kept else len(heading) + 1)
+            if cost <= left:
+                kept.append(item)
+                left -= cost
+        result[key] = kept
+    result["searched"] = found.searched
+    return result
+
+
+async def query_vector(ctx: ToolContext, query: str) -> numpy.ndarray | None:
+    """The query's vector from the context's embedder, or None (no embedder; it failed,
+    was slow or answered in another dimension: logged, and recall is lexical)."""
+    embedder = ctx.embedder
+    if embedder is None:
+        return None
+    try:
+        vector = await asyncio.wait_for(asyncio.to_thread(embedder.query, query), EMBED_SECONDS)
+    except TimeoutError:
+        log.warning("query embedding took over %.1f s; recall is lexical", EMBED_SECONDS)
+        return None
+    except Exception as error:  # the embedder's EmbeddingUnavailable (providers/)
+        log.warning(
+            "query embedding unavailable (%s: %s); recall is lexical", type(error).__name__, error
+        )
+        return None
+    if vector.shape != (embedder.dimensions,):
+        log.warning(
+            "query embedding has shape %s, not (%d,); recall is lexical",
+            vector.shape,
+            embedder.dimensions,
+        )
+        return None
+    return vector
+
+
+async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Recall what the person's whole history holds for ``args["query"]``."""
+    query = str(args.get("query", "")).strip()[:QUERY_CHARS]
+    if not query:
+        return {"error": "memory_search needs a query"}
+    tz = ctx.settings.timezone
+    if ctx.session_id:
+        await ctx.store.refresh_segments(ctx.session_id, None, force=False, tz=tz)
+    vector = await query_vector(ctx, query)
+    found = await ctx.store.recall(
+        query,
+        now=ctx.now(),
+        tz=tz,
+        session_id=ctx.session_id,
+        question_id=ctx.user_message_id,
+        vector=vector,
+        vector_model=ctx.embedder.model if ctx.embedder and vector is not None else None,
+    )
+    return shape(found, tz)
+
+
 def format_search(result: dict[str, Any]) -> str:
-    """The stored text of a result: facts, episodes, spans, then messages."""
-    structured = result.get("structured", {})
+    """The stored text of a result: facts, turns (with neighbours), then episodes."""
     lines: list[str] = []
-    if structured.get("semantic"):
-        lines.append("Saved facts:")
-        lines += [f"- {m['category']}/{m['key']}: {m['value']}" for m in structured["semantic"]]
-    if structured.get("episodic"):
-        lines.append("Past conversations:")
-        lines += [f"- {summary}" for summary in structured["episodic"]]
-    if structured.get("segments"):
-        lines.append("Conversation excerpts:")
-        for segment in structured["segments"]:
-            lines.append(f"- {segment['start']} – {segment['end']}{_in(segment)}:")
-            lines += [f"    {line}" for line in segment["lines"]]
-    if result.get("raw_messages"):
-        lines.append("Messages:")
-        lines += [f"- [{m['timestamp']}{_in(m)}] {m['content']}" for m in result["raw_messages"]]
+    for key, heading, render in PARTS:
+        if result.get(key):
+            lines.append(heading)
+            for item in result[key]:
+                lines += render(item)
     return "\n".join(lines) if lines else "Nothing found in memory for this query."
 
 

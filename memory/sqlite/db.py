@@ -189,6 +189,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX message_vectors_model ON message_vectors(model, seq);
     """,
+    # 9: each word's document count, read by memory.sqlite.retrieval to keep a search over
+    # the whole history bounded (a word in most messages is not searched everywhere).
+    """
+    CREATE VIRTUAL TABLE messages_vocab USING fts5vocab(messages_fts, row);
+    """,
 )
 
 

@@ -1,10 +1,13 @@
-"""Recall on SQLite: facts, past episodes and past messages for a question (memory_search).
+"""Recall on SQLite: facts, the best past turns and episodes for a question (memory_search).
 
-Facts rank by relevance × retrievability (those returned count as recalled); episodes are
-segments whose summary or time window matches; raw messages are searched only when the
-structured results are thin or the question names a time. The question itself and what
-follows it are never returned. Blocking work: async callers run it in a reader thread.
-Design: docs/storage.md.
+Facts rank by relevance × retrievability (those returned count as recalled). Turns are
+every user/assistant message of the whole history: lexical (memory.sqlite.retrieval) and,
+given a query vector, dense (memory.sqlite.vectors) candidates fused by
+memory.rules.fusion, the speaker the question names boosted, the current session winning
+ties, each with the neighbours that make it readable (memory.rules.speaker). A time the
+question names is a filter. The question itself and what follows it are never returned.
+Episodes are the segments whose summary or time window matches: pointers into the turns.
+Blocking work: async callers run it in a reader thread. Design: docs/storage.md.
 """
 
 from __future__ import annotations
@@ -14,13 +17,28 @@ from datetime import datetime
 import numpy
 
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT, THIN
-from memory.rules.temporal import parse_temporal
+from memory.rules.fusion import CANDIDATES, fuse, rank
+from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT
+from memory.rules.speaker import preferred_speaker, wants_after, wants_before
+from memory.rules.temporal import TemporalCue, parse_temporal
 from memory.sqlite.memories import mark_recalled, search_memories
-from memory.sqlite.retrieval import search_messages
-from memory.sqlite.segments import search_segments, segment_lines
-from memory.sqlite.store import SqliteStore
-from memory.types import Episode, Message, RecalledTurn, RecallMode, Recollection
+from memory.sqlite.retrieval import lexical, messages_by_id, newest, window_ids
+from memory.sqlite.segments import search_segments
+from memory.sqlite.store import SqliteStore, _message
+from memory.sqlite.vectors import nearest
+from memory.types import (
+    Episode,
+    Message,
+    RecalledTurn,
+    RecallMode,
+    Recollection,
+    format_time,
+)
+
+_ROLES_SQL = "role IN ('user', 'assistant')"
+# A window's (or a "last time" question's) newest turns when no word or meaning matched:
+# all equal, so the named speaker's come first, then the newer.
+FALLBACK_SCORE = 0.5
 
 
 def recall(
@@ -36,25 +54,130 @@ def recall(
     mode: RecallMode = "hybrid",
     turns: int = TURN_BUDGET,
 ) -> Recollection:
-    """Facts, episodes and (when those are thin or time is named) raw messages for
-    ``query``; ``session_id`` is the current session, ``question_id`` the message being
-    answered. Marks the returned facts as recalled."""
+    """Facts, the ``turns`` best turns before ``question_id`` and the matching episodes
+    for ``query``; ``session_id`` is the current session. Marks the returned facts as
+    recalled."""
     cue = parse_temporal(query, now, tz)
 
     found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
     facts = [memory for memory, _ in found]
     mark_recalled(store, [memory.id for memory in facts], now)
 
+    search = TurnSearch(store, query, cue, session_id, question_id)
+    best, searched = search.run(vector, vector_model, mode, turns)
     spans = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
-    messages: list[Message] = []
-    if len(facts) + len(spans) < THIN or cue is not None:
-        messages = search_messages(store, query, prefer=session_id, cue=cue, before_id=question_id)
-    titles = store.session_titles([s.session_id for s in spans] + [m.session_id for m in messages])
+    titles = store.session_titles(
+        [s.session_id for s in spans] + [t.message.session_id for t in best]
+    )
     return Recollection(
         facts=facts,
-        episodes=[
-            Episode(s, titles.get(s.session_id, ""), segment_lines(store, s, query)) for s in spans
+        episodes=[Episode(s, titles.get(s.session_id, ""), []) for s in spans],
+        turns=[
+            RecalledTurn(
+                t.message, titles.get(t.message.session_id, ""), t.score, t.before, t.after
+            )
+            for t in best
         ],
-        turns=[RecalledTurn(m, titles.get(m.session_id, ""), 1.0) for m in messages[:turns]],
         cue=cue,
+        searched=searched,
     )
+
+
+class TurnSearch:
+    """One question's search of the turns: its id range, window and preferences."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        query: str,
+        cue: TemporalCue | None,
+        session_id: str | None,
+        question_id: int | None,
+    ) -> None:
+        self.store = store
+        self.query = query
+        self.session_id = session_id
+        self.recent = bool(cue and cue.recent)
+        self.window = (cue.start, cue.end) if cue and cue.start and cue.end else None
+        top = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+        self.low, self.high = 0, int(top) if question_id is None else question_id - 1
+        if self.window:
+            ids = window_ids(store, *self.window)
+            self.low, self.high = (ids[0], min(ids[1], self.high)) if ids else (1, 0)
+
+    def run(
+        self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
+    ) -> tuple[list[RecalledTurn], RecallMode]:
+        """The ``limit`` best turns (title left blank) and the retrievers that ran."""
+        if self.high < self.low:
+            return [], "lexical"
+        words = {}
+        if mode != "dense":
+            words = lexical(
+                self.store,
+                self.query,
+                low=self.low,
+                high=self.high,
+                window=self.window,
+                newest_first=self.recent,
+                limit=CANDIDATES,
+            )
+        meaning: dict[int, float] = {}
+        if mode != "lexical" and vector is not None and model:
+            meaning = dict(
+                nearest(self.store, model, vector, low=self.low, high=self.high, limit=CANDIDATES)
+            )
+        searched: RecallMode = "lexical" if not meaning else mode
+        scores = fuse(words, meaning)
+        if not scores and (self.window or self.recent):
+            fallback = newest(self.store, self.low, self.high, self.window, limit)
+            scores = dict.fromkeys(fallback, FALLBACK_SCORE)
+        found = {i: m for i, m in messages_by_id(self.store, list(scores)).items() if self._fits(m)}
+        return self._ranked({i: scores[i] for i in found}, found, limit), searched
+
+    def _fits(self, message: Message) -> bool:
+        """A user/assistant message inside the window (dense hits are only id-bounded)."""
+        if message.role not in ("user", "assistant"):
+            return False
+        if self.window is None:
+            return True
+        return format_time(self.window[0]) <= message.created_at < format_time(self.window[1])
+
+    def _ranked(
+        self, scores: dict[int, float], found: dict[int, Message], limit: int
+    ) -> list[RecalledTurn]:
+        speaker = preferred_speaker(self.query, self._names())
+        best = rank(
+            scores,
+            boosted={i for i, m in found.items() if m.role == speaker},
+            preferred={i for i, m in found.items() if m.session_id == self.session_id},
+            limit=limit,
+        )
+        shown = {message_id for message_id, _ in best}
+        return [self._with_neighbours(found[i], score, shown) for i, score in best]
+
+    def _names(self) -> list[str]:
+        """The user's names as saved facts hold them (identity keys naming a name)."""
+        rows = self.store.conn.execute(
+            "SELECT value FROM memories WHERE category = 'identity' AND key LIKE '%name%'"
+        ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def _with_neighbours(self, hit: Message, score: float, shown: set[int]) -> RecalledTurn:
+        before = self._beside(hit, "<", "DESC")
+        after = self._beside(hit, ">", "ASC")
+        if before and (before.id in shown or not wants_before(hit.content, before.content)):
+            before = None
+        if after and (after.id in shown or not wants_after(hit.content, after.content)):
+            after = None
+        return RecalledTurn(hit, "", round(min(score, 1.0), 4), before, after)
+
+    def _beside(self, hit: Message, side: str, order: str) -> Message | None:
+        """The session's user/assistant message just before or after ``hit`` (never the
+        question or later)."""
+        row = self.store.conn.execute(
+            f"""SELECT * FROM messages WHERE session_id = ? AND id {side} ? AND id <= ?
+                AND {_ROLES_SQL} ORDER BY id {order} LIMIT 1""",
+            (hit.session_id, hit.id, self.high),
+        ).fetchone()
+        return _message(row) if row else None

@@ -1,68 +1,179 @@
-"""Raw message search on SQLite: BM25 over the newest messages, or a question's time window.
+"""Lexical turn search on SQLite: FTS5 BM25 over every user/assistant message, at bounded cost.
 
-User and assistant messages only; the query is ``memory.rules.search.query_terms`` quoted
-for FTS5 (never a syntax error); every query is bounded by message id before FTS5 is
-asked, so its cost follows the recent slice, not the database. Design: docs/storage.md.
+The query is ``memory.rules.search.query_terms`` quoted for FTS5 (never a syntax error).
+There is no newest-N scope: the whole history is searched. What bounds the cost at a
+million messages is each term's document frequency (``messages_vocab``, cached per
+process): the rarest terms, up to ``DOC_BUDGET`` documents together, are searched over
+the whole history; every term is searched together only over the newest slice expected to
+hold ``DOC_BUDGET`` of its documents (a word said 80,000 times has little to tell
+apart there). A term in more than half of the messages (BM25's IDF ~0) is dropped.
+Design: docs/storage.md.
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 
-from memory.rules.search import MAX_ID, SCOPE, TOP, query_terms
+from memory.rules.search import MAX_ID, TOP, query_terms
 from memory.rules.temporal import TemporalCue
 from memory.sqlite.store import SqliteStore, _message
 from memory.types import Message, format_time
 
 _ROLES_SQL = "m.role IN ('user', 'assistant')"
+DOC_BUDGET = 5000  # documents one FTS5 query may score (~1.6 µs each at 1M messages)
+DF_REFRESH = 1.1  # re-read a term's document count once the history grew by 10%
+
+_DF: dict[tuple[str, str], tuple[int, int]] = {}  # (file, term) -> (count, history size)
+_DF_LOCK = threading.Lock()
+
+
+def fts_term(root: str, prefix: bool) -> str:
+    """One query term quoted for FTS5 (a prefix term ends in ``*``)."""
+    return f'"{root}"*' if prefix else f'"{root}"'
 
 
 def fts_query(text: str) -> str | None:
     """A safe FTS5 query from free text: ``query_terms`` quoted, OR-joined; None if empty."""
-    terms = [f'"{root}"*' if prefix else f'"{root}"' for root, prefix in query_terms(text)]
-    return " OR ".join(terms) or None
+    return " OR ".join(fts_term(root, prefix) for root, prefix in query_terms(text)) or None
 
 
-def latest_user_message_id(store: SqliteStore, session_id: str) -> int | None:
-    """Id of the session's newest user message (the question being answered now)."""
-    row = store.conn.execute(
-        "SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'", (session_id,)
-    ).fetchone()
-    return row[0]
-
-
-def _scope_floor(store: SqliteStore, session_id: str | None, before_id: int, scope: int) -> int:
-    """Smallest id among the last ``scope`` messages before ``before_id``."""
-    if session_id is None:
-        row = store.conn.execute(
-            "SELECT id FROM messages WHERE id < ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-            (before_id, scope - 1),
-        ).fetchone()
-    else:
-        row = store.conn.execute(
-            """SELECT id FROM messages WHERE session_id = ? AND id < ?
-               ORDER BY id DESC LIMIT 1 OFFSET ?""",
-            (session_id, before_id, scope - 1),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _window_ids(
-    store: SqliteStore, session_id: str | None, start: datetime, end: datetime
-) -> tuple[int, int] | None:
+def window_ids(store: SqliteStore, start: datetime, end: datetime) -> tuple[int, int] | None:
     """The id range of the messages inside a time window (None when it is empty)."""
-    if session_id is None:
+    row = store.conn.execute(
+        "SELECT MIN(id), MAX(id) FROM messages WHERE created_at >= ? AND created_at < ?",
+        (format_time(start), format_time(end)),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row and row[0] is not None else None
+
+
+def _document_count(store: SqliteStore, root: str, prefix: bool, size: int) -> int:
+    """How many messages hold the term (prefix terms: every word it starts), cached."""
+    key = (str(store.path), fts_term(root, prefix))
+    with _DF_LOCK:
+        cached = _DF.get(key)
+    if cached and size <= cached[1] * DF_REFRESH:
+        return cached[0]
+    if prefix:
+        upper = root[:-1] + chr(ord(root[-1]) + 1)
         row = store.conn.execute(
-            "SELECT MIN(id), MAX(id) FROM messages WHERE created_at >= ? AND created_at < ?",
-            (format_time(start), format_time(end)),
+            "SELECT SUM(doc) FROM messages_vocab WHERE term >= ? AND term < ?", (root, upper)
         ).fetchone()
     else:
         row = store.conn.execute(
-            """SELECT MIN(id), MAX(id) FROM messages
-               WHERE session_id = ? AND created_at >= ? AND created_at < ?""",
-            (session_id, format_time(start), format_time(end)),
+            "SELECT doc FROM messages_vocab WHERE term = ?", (root,)
         ).fetchone()
-    return (int(row[0]), int(row[1])) if row and row[0] is not None else None
+    count = int(row[0] or 0) if row else 0
+    with _DF_LOCK:
+        _DF[key] = (count, size)
+    return count
+
+
+def _plan(store: SqliteStore, query: str, low: int, high: int) -> list[tuple[str, int]]:
+    """The FTS5 queries to run and the lowest id each covers: the rare terms over
+    [low, high], then every useful term over the newest slice."""
+    size = high - low + 1
+    counted = sorted(
+        (
+            (fts_term(root, prefix), _document_count(store, root, prefix, high))
+            for root, prefix in query_terms(query)
+        ),
+        key=lambda term: term[1],
+    )
+    # ids stand in for the history's size; a small history keeps every term
+    useful = [(t, count) for t, count in counted if count * 2 <= high or high < 2 * DOC_BUDGET]
+    rare: list[str] = []
+    spent = 0
+    for term, count in useful:
+        if spent + count > DOC_BUDGET:
+            break
+        rare.append(term)
+        spent += count
+    plan = [(" OR ".join(rare), low)] if rare else []
+    if len(rare) < len(useful):
+        total = sum(count for _, count in useful)
+        span = max(1, size * DOC_BUDGET // max(total, 1))
+        plan.append((" OR ".join(term for term, _ in useful), max(low, high - span)))
+    return plan
+
+
+def lexical(
+    store: SqliteStore,
+    query: str,
+    *,
+    low: int = 0,
+    high: int = MAX_ID,
+    window: tuple[datetime, datetime] | None = None,
+    session_id: str | None = None,
+    newest_first: bool = False,
+    limit: int = TOP,
+) -> dict[int, float]:
+    """Message id -> relevance (−BM25, higher is better) of the user/assistant messages
+    with ids in [low, high] (and inside ``window``) that match ``query``. With
+    ``newest_first`` (a "last time I…" question) the newest matches come back instead,
+    scored by recency."""
+    top = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+    high = min(high, int(top))
+    if high < low:
+        return {}
+    found: dict[int, float] = {}
+    for match, floor in _plan(store, query, low, high):
+        for message_id, score in _run(
+            store, match, floor, high, window, session_id, newest_first, limit
+        ):
+            found[message_id] = max(score, found.get(message_id, score))
+    if newest_first:
+        newest = sorted(found, reverse=True)[:limit]
+        return {message_id: 1.0 - rank / len(newest) for rank, message_id in enumerate(newest)}
+    return found
+
+
+def _run(
+    store: SqliteStore,
+    match: str,
+    low: int,
+    high: int,
+    window: tuple[datetime, datetime] | None,
+    session_id: str | None,
+    newest_first: bool,
+    limit: int,
+) -> list[tuple[int, float]]:
+    sql = (
+        "SELECT m.id, -bm25(messages_fts) FROM messages_fts "
+        "JOIN messages m ON m.id = messages_fts.rowid "
+        f"WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? AND {_ROLES_SQL}"
+    )
+    params: list[object] = [match, low, high]
+    if session_id is not None:
+        sql += " AND m.session_id = ?"
+        params.append(session_id)
+    if window:
+        sql += " AND m.created_at >= ? AND m.created_at < ?"
+        params += [format_time(window[0]), format_time(window[1])]
+    # Ordering by the FTS rowid keeps FTS5 as the outer loop (one index scan); ordering by
+    # m.id would make SQLite probe FTS5 once per message, 40x slower at 1M messages.
+    order = "messages_fts.rowid DESC" if newest_first else "bm25(messages_fts)"
+    sql += f" ORDER BY {order} LIMIT ?"
+    params.append(limit)
+    return [(int(row[0]), float(row[1])) for row in store.conn.execute(sql, params)]
+
+
+def newest(
+    store: SqliteStore,
+    low: int,
+    high: int,
+    window: tuple[datetime, datetime] | None,
+    limit: int,
+) -> list[int]:
+    """Ids of the newest ``limit`` user/assistant messages in range, newest first."""
+    sql = f"SELECT m.id FROM messages m WHERE m.id BETWEEN ? AND ? AND {_ROLES_SQL}"
+    params: list[object] = [low, high]
+    if window:
+        sql += " AND m.created_at >= ? AND m.created_at < ?"
+        params += [format_time(window[0]), format_time(window[1])]
+    sql += " ORDER BY m.id DESC LIMIT ?"
+    params.append(limit)
+    return [int(row[0]) for row in store.conn.execute(sql, params)]
 
 
 def search_messages(
@@ -73,91 +184,44 @@ def search_messages(
     prefer: str | None = None,
     cue: TemporalCue | None = None,
     before_id: int | None = None,
-    scope: int = SCOPE,
     limit: int = TOP,
 ) -> list[Message]:
-    """User/assistant messages matching ``query``, best first (newest first for a
-    "recent" cue); messages of the cue's window, or the newest, when no keyword matches.
-
-    ``session_id`` None searches every session; ``prefer`` names the session whose
-    messages win ties of relevance (the current one); ``before_id`` leaves out the
-    question being answered (and anything after it).
-    """
-    upper = before_id if before_id is not None else MAX_ID
+    """Lexical search alone, as messages, best first (newest first for a "recent" cue);
+    the window's newest messages when no word matches. ``session_id`` None searches every
+    session; ``prefer``'s messages win ties; ``before_id`` leaves out the question and
+    what follows it. (memory_search fuses it with dense search: memory.sqlite.recall.)"""
+    upper = (before_id if before_id is not None else MAX_ID) - 1
     window = (cue.start, cue.end) if cue and cue.start and cue.end else None
+    low, high = 0, upper
     if window:
-        ids = _window_ids(store, session_id, *window)
+        ids = window_ids(store, *window)
         if ids is None:
             return []
-        low, high = ids[0], min(ids[1], upper - 1)
-    else:
-        low, high = _scope_floor(store, session_id, upper, scope), upper - 1
-    if high < low:
-        return []
-    match = fts_query(query)
-    if match:
-        hits = _keyword(store, match, session_id, prefer, low, high, window, cue, limit)
-        if hits:
-            return hits
-    if window or (cue and cue.recent):
-        return _newest(store, session_id, low, high, window, limit)
-    return []
-
-
-def _keyword(
-    store: SqliteStore,
-    match: str,
-    session_id: str | None,
-    prefer: str | None,
-    low: int,
-    high: int,
-    window: tuple[datetime, datetime] | None,
-    cue: TemporalCue | None,
-    limit: int,
-) -> list[Message]:
-    sql = (
-        "SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-        f"WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? AND {_ROLES_SQL}"
+        low, high = ids[0], min(ids[1], upper)
+    recent = bool(cue and cue.recent)
+    scores = lexical(
+        store,
+        query,
+        low=low,
+        high=high,
+        window=window,
+        session_id=session_id,
+        newest_first=recent,
+        limit=limit,
     )
-    params: list[object] = [match, low, high]
-    if session_id is not None:
-        sql += " AND m.session_id = ?"
-        params.append(session_id)
-    if window:
-        sql += " AND m.created_at >= ? AND m.created_at < ?"
-        params += [format_time(window[0]), format_time(window[1])]
-    # A "recent" cue ("last time I…") wants the newest occurrence, not the best-worded one.
-    # Ordering by the FTS rowid keeps FTS5 as the outer loop (one index scan); ordering by
-    # m.id would make SQLite probe FTS5 once per message, 40x slower at 1M messages.
-    if cue and cue.recent:
-        sql += " ORDER BY messages_fts.rowid DESC"
-    else:
-        # Equal scores: the preferred session first, then the newer message.
-        sql += " ORDER BY bm25(messages_fts), m.session_id IS ? DESC, messages_fts.rowid DESC"
-        params.append(prefer)
-    sql += " LIMIT ?"
-    params.append(limit)
-    return [_message(row) for row in store.conn.execute(sql, params).fetchall()]
+    if not scores:
+        fallback = newest(store, low, high, window, limit) if window or recent else []
+        found = messages_by_id(store, fallback)
+        return [found[i] for i in sorted(found)]
+    found = messages_by_id(store, list(scores))
+    ranked = sorted(found.values(), key=lambda m: (-scores[m.id], m.session_id != prefer, -m.id))
+    return ranked[:limit]
 
 
-def _newest(
-    store: SqliteStore,
-    session_id: str | None,
-    low: int,
-    high: int,
-    window: tuple[datetime, datetime] | None,
-    limit: int,
-) -> list[Message]:
-    """The newest ``limit`` user/assistant messages in range, oldest first."""
-    sql = f"SELECT m.* FROM messages m WHERE m.id BETWEEN ? AND ? AND {_ROLES_SQL}"
-    params: list[object] = [low, high]
-    if session_id is not None:
-        sql += " AND m.session_id = ?"
-        params.append(session_id)
-    if window:
-        sql += " AND m.created_at >= ? AND m.created_at < ?"
-        params += [format_time(window[0]), format_time(window[1])]
-    sql += " ORDER BY m.id DESC LIMIT ?"
-    params.append(limit)
-    rows = store.conn.execute(sql, params).fetchall()
-    return [_message(row) for row in reversed(rows)]
+def messages_by_id(store: SqliteStore, ids: list[int]) -> dict[int, Message]:
+    """The messages with these ids (those still stored)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.conn.execute(f"SELECT * FROM messages WHERE id IN ({marks})", ids).fetchall()
+    return {int(row["id"]): _message(row) for row in rows}

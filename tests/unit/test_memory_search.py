@@ -88,21 +88,24 @@ async def search(
 
 
 def contents(result: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in result["raw_messages"]]
+    return [f"{t['speaker']}: {t['text']}" for t in result["turns"]]
 
 
 async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, "What did I cook last Thursday?")
-    assert set(result) == {"structured", "raw_messages"}
-    assert set(result["structured"]) == {"semantic", "episodic", "segments"}
-    assert contents(result) == ["user: Tonight I cooked rendang for dinner, took four hours"]
-    assert result["raw_messages"][0]["timestamp"] == "Thu 19 Nov 2026 19:00"
-    assert any("rendang" in summary for summary in result["structured"]["episodic"])
-    assert result["structured"]["episodic"][0].startswith("Thu 19 Nov, evening:")
-    segment = result["structured"]["segments"][0]
-    assert {"id", "start", "end", "lines"} <= set(segment)
-    assert "rendang" in segment["lines"][0]
+    assert set(result) == {"facts", "turns", "episodes", "searched"}
+    assert contents(result)[0] == "user: Tonight I cooked rendang for dinner, took four hours"
+    assert result["turns"][0]["time"] == "Thu 19 Nov 2026 19:00"
+    # its answer rides along: a short reply makes sense beside it
+    assert result["turns"][0]["after"] == {
+        "speaker": "assistant",
+        "text": "Nice! How did it turn out?",
+    }
+    episode = result["episodes"][0]
+    assert {"id", "session", "start", "end", "summary"} == set(episode)
+    assert "rendang" in episode["summary"] and episode["start"].startswith("Thu 19 Nov")
+    assert result["searched"] == "lexical"
     assert "SECRET" not in str(result)
 
 
@@ -117,20 +120,17 @@ async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
 async def test_indonesian_and_relative_cues(ctx: ToolContext, query: str, expected: str) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, query)
-    assert result["raw_messages"], result
-    assert all(
-        expected in m["content"] or m["content"].startswith("assistant:")
-        for m in result["raw_messages"]
-    )
-    assert any(expected in m["content"] for m in result["raw_messages"])
+    assert result["turns"], result
+    assert all(expected in text or text.startswith("assistant:") for text in contents(result))
+    assert expected in contents(result)[0]
 
 
 async def test_recent_cue_returns_newest_without_the_question(ctx: ToolContext) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, "terakhir kali aku masak apa?")
-    assert result["raw_messages"]
-    assert all("terakhir kali" not in m["content"] for m in result["raw_messages"])
-    assert result["raw_messages"][-1]["content"] == "assistant: Nice! How did it turn out?"
+    assert result["turns"]
+    assert all("terakhir kali" not in text for text in contents(result))
+    assert contents(result)[0] == "user: I went to the dentist, my tooth hurts"
 
 
 async def test_structured_facts_first_and_marked_recalled(ctx: ToolContext) -> None:
@@ -139,19 +139,20 @@ async def test_structured_facts_first_and_marked_recalled(ctx: ToolContext) -> N
     create_memory(store, "identity", "favourite city", "Yogyakarta", now=NOW - timedelta(days=3))
     seed_history(store)
     result = await search(ctx, "favourite food and city")
-    semantic = result["structured"]["semantic"]
+    semantic = result["facts"]
     assert {m["key"] for m in semantic} == {"favourite food", "favourite city"}
     assert {"category": "signals", "key": "favourite food", "value": "rendang"} in semantic
-    # Two structured hits and no time cue: raw search is skipped.
-    assert result["raw_messages"] == []
+    # Facts do not stand in for the turns: the turns are searched all the same.
+    assert "turns" in result
     recalled = get_memory(store, "signals", "favourite food")
     assert recalled is not None and recalled.recall_count == 1
 
 
-async def test_thin_structured_results_fall_back_to_raw(ctx: ToolContext) -> None:
+async def test_a_rare_word_finds_its_turn(ctx: ToolContext) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, "dentist")
     assert contents(result) == ["user: I went to the dentist, my tooth hurts"]
+    assert result["turns"][0]["after"]["text"] == "Nice! How did it turn out?"
 
 
 async def test_gate_and_errors(ctx: ToolContext) -> None:
@@ -170,16 +171,16 @@ async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) 
     store.add_message(dinner.id, "user", "Tonight I cooked nasi goreng", created_at=evening(6))
     store.add_message(dinner.id, "memory_tool", "SECRET nasi goreng note", created_at=evening(6))
     result = await search(ctx, "What did I cook last Thursday?", session="new")
-    assert result["raw_messages"] == [
-        {
-            "timestamp": "Thu 19 Nov 2026 19:00",
-            "content": "user: Tonight I cooked nasi goreng",
-            "session": "Dinner ideas",
-        }
-    ]
+    [turn] = result["turns"]
+    assert (turn["time"], turn["speaker"], turn["text"], turn["session"]) == (
+        "Thu 19 Nov 2026 19:00",
+        "user",
+        "Tonight I cooked nasi goreng",
+        "Dinner ideas",
+    )
     # That chat was never cut into episodes (the app's catch-up does it, not the tool):
     # its messages are found all the same.
-    assert result["structured"]["segments"] == []
+    assert result["episodes"] == []
     assert "SECRET" not in str(result)
 
 
@@ -189,8 +190,8 @@ async def test_current_session_wins_ties(ctx: ToolContext) -> None:
     other = store.create_session("Elsewhere")
     store.add_message(other.id, "user", "my cat Miso is orange", created_at=evening(3))
     result = await search(ctx, "Miso")  # equal BM25 scores; the other one is newer
-    assert [m["session"] for m in result["raw_messages"]] == ["New chat", "Elsewhere"]
-    assert result["raw_messages"][0]["timestamp"].startswith("Sat 21 Nov")
+    assert [t["session"] for t in result["turns"]] == ["New chat", "Elsewhere"]
+    assert result["turns"][0]["time"].startswith("Sat 21 Nov")
 
 
 async def test_the_question_is_left_out_however_old_it_is(ctx: ToolContext) -> None:
@@ -217,16 +218,36 @@ async def test_offered_only_with_history_beyond_the_question(ctx: ToolContext) -
 def test_format_search_reads_well() -> None:
     text = tool.format_search(
         {
-            "structured": {
-                "semantic": [{"category": "identity", "key": "name", "value": "Budi"}],
-                "episodic": ["Thu 19 Nov, evening: cooked rendang"],
-                "segments": [],
-            },
-            "raw_messages": [
-                {"timestamp": "Thu 19 Nov 2026 19:00", "content": "user: hi", "session": "Dinner"}
+            "facts": [{"category": "identity", "key": "name", "value": "Budi"}],
+            "turns": [
+                {
+                    "id": 7,
+                    "session": "Dinner",
+                    "time": "Thu 19 Nov 2026 19:00",
+                    "speaker": "user",
+                    "text": "yes, the blue one",
+                    "before": {"speaker": "assistant", "text": "The blue or the red bike?"},
+                }
             ],
+            "episodes": [
+                {
+                    "id": 1,
+                    "session": "Dinner",
+                    "start": "Thu 19 Nov 2026 19:00",
+                    "end": "Thu 19 Nov 2026 19:30",
+                    "summary": "bikes",
+                }
+            ],
+            "searched": "hybrid",
         }
     )
-    assert "identity/name: Budi" in text
-    assert '[Thu 19 Nov 2026 19:00, in "Dinner"] user: hi' in text
-    assert tool.format_search({"structured": {}, "raw_messages": []}).startswith("Nothing")
+    assert text.splitlines() == [
+        "Saved facts:",
+        "- identity/name: Budi",
+        "Past messages, best first:",
+        "    (before) I said: The blue or the red bike?",
+        '- [Thu 19 Nov 2026 19:00, in "Dinner"] you said: yes, the blue one',
+        "Past conversations:",
+        '- Thu 19 Nov 2026 19:00 – Thu 19 Nov 2026 19:30, in "Dinner": bikes',
+    ]
+    assert tool.format_search({"facts": [], "turns": [], "episodes": []}).startswith("Nothing")

@@ -41,7 +41,9 @@ def answers_from_memory(messages: list[BaseMessage], _: dict[str, Any]) -> Any:
     results = [m for m in messages if isinstance(m, ToolMessage)]
     if not results:
         return tool_call("memory_search", {"query": QUESTION}, "recall-1")
-    said = re.search(r'in "([^"]+)"\] user: Tonight I cooked ([a-z ]+)', str(results[-1].content))
+    said = re.search(
+        r'in "([^"]+)"\] you said: Tonight I cooked ([a-z ]+)', str(results[-1].content)
+    )
     if said is None:
         return "I don't remember."
     return f"You cooked {said.group(2)} (in our chat about {said.group(1)})."
@@ -59,13 +61,14 @@ async def test_a_new_chat_answers_from_an_older_one(
     assert result.answer == "You cooked nasi goreng (in our chat about Dinner ideas)."
     assert result.tool_names == ["memory_search"]
     stored = next(m for m in ctx.store.blocking.messages(new_chat) if m.role == "memory_tool")
-    raw = stored.meta["result"]["raw_messages"]
-    assert raw[0] == {
-        "timestamp": "Thu 19 Nov 2026 19:00",
-        "content": "user: Tonight I cooked nasi goreng",
+    turns = stored.meta["result"]["turns"]
+    assert {k: turns[0][k] for k in ("time", "speaker", "text", "session")} == {
+        "time": "Thu 19 Nov 2026 19:00",
+        "speaker": "user",
+        "text": "Tonight I cooked nasi goreng",
         "session": "Dinner ideas",
     }
-    assert all(QUESTION not in m["content"] for m in raw)  # the question is not a memory
+    assert all(QUESTION not in t["text"] for t in turns)  # the question is not a memory
 
 
 async def test_memory_search_is_not_offered_for_the_first_message_ever(
@@ -92,6 +95,6 @@ async def test_after_catch_up_the_older_chat_is_an_episode(store: SqliteStore) -
     )
     assert [e.session_title for e in found.episodes] == ["Dinner ideas"]
     assert "nasi goreng" in found.episodes[0].segment.summary
-    assert [(r.message.content, r.session_title) for r in found.messages] == [
+    assert [(r.message.content, r.session_title) for r in found.turns][:1] == [
         ("Tonight I cooked nasi goreng", "Dinner ideas")
     ]

@@ -165,6 +165,15 @@ def shape(found: Recollection) -> dict[str, Any]:
     }
 
 
+PG_PENDING = "issue 21: Postgres side pending (engineer P)"
+
+
+def postgres_pending(backend: Backend) -> None:
+    """Issue 21's recall is SQLite's so far: on Postgres the test is expected to fail."""
+    if backend.name == "postgres":
+        pytest.xfail(PG_PENDING)
+
+
 def fact(memories: list[Memory], key: str) -> Memory:
     return next(memory for memory in memories if memory.key == key)
 
@@ -226,6 +235,7 @@ async def seed_week(backend: Backend) -> dict[str, str]:
 async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
     backend: Backend,
 ) -> None:
+    postgres_pending(backend)
     chats = await seed_week(backend)
     assert await backend.catch_up(summarise) == 2
     assert await backend.catch_up(summarise) == 0
@@ -238,12 +248,8 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
         "Tonight I cooked rendang with my sister / Rendang takes hours! How did it turn out?"
         " / Aku lagi masak rendang, enak banget"
     )
-    assert episode.lines == [
-        "user: Tonight I cooked rendang with my sister",
-        "assistant: Rendang takes hours! How did it turn out?",
-        "user: Aku lagi masak rendang, enak banget",
-    ]
-    # One episode is thin: messages too, shorter ones first, never a tool's.
+    assert episode.lines == []  # a pointer: what was said comes as turns
+    # The turns are searched whatever else matched: shorter ones first, never a tool's.
     assert said(by_word) == [
         ("Dinner ideas", "user", "Aku lagi masak rendang, enak banget"),
         ("Dinner ideas", "user", "Tonight I cooked rendang with my sister"),
@@ -254,11 +260,11 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
         by_time = await backend.recall(question, session_id=chats["now"])
         assert by_time.cue is not None and by_time.cue.has_window, question
         assert [e.session_title for e in by_time.episodes] == ["Dinner ideas"], question
-        # No keyword matches inside the window: the window's messages, oldest first.
+        # No keyword matches inside the window: the window's messages, newest first.
         assert said(by_time) == [
-            ("Dinner ideas", "user", "Tonight I cooked rendang with my sister"),
-            ("Dinner ideas", "assistant", "Rendang takes hours! How did it turn out?"),
             ("Dinner ideas", "user", "Aku lagi masak rendang, enak banget"),
+            ("Dinner ideas", "assistant", "Rendang takes hours! How did it turn out?"),
+            ("Dinner ideas", "user", "Tonight I cooked rendang with my sister"),
         ], question
 
     jogging = await backend.recall("jogging")
@@ -360,6 +366,7 @@ async def test_the_current_session_wins_a_tie(backend: Backend) -> None:
 
 
 async def test_a_recent_cue_returns_the_newest_first(backend: Backend) -> None:
+    postgres_pending(backend)
     await backend.chat(
         "Runs",
         [
@@ -378,9 +385,9 @@ async def test_a_recent_cue_returns_the_newest_first(backend: Backend) -> None:
     ]
     # Without the cue, the best-worded first.
     assert said(await backend.recall("jogging"))[0][2] == "jogging"
-    # A recent cue with no keyword match: the newest messages, oldest first.
+    # A recent cue with no keyword match: the newest messages, newest first.
     fallback = await backend.recall("what did we say last time?")
-    assert [text for _, _, text in said(fallback)][-1].startswith("jogging again")
+    assert said(fallback)[0][2].startswith("jogging again")
 
 
 HOSTILE = [
@@ -526,6 +533,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.xfail(strict=True, reason=PG_PENDING)
 async def test_both_backends_recall_the_same_for_a_whole_corpus(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:
