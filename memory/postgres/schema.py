@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+import unicodedata
 from typing import Any
 
 import psycopg
@@ -74,9 +75,22 @@ _PERSON = "person text NOT NULL DEFAULT current_setting('app.person') CHECK (per
 
 
 # The words full-text search indexes: punctuation splits them, accents go, any language
-# (TEXT_SEARCH: 'simple' through unaccent).
+# (TEXT_SEARCH: 'simple', over text FOLD has folded: no extension needed).
 TEXT_SEARCH = "companion_words"
 _WORDS = f"to_tsvector('{TEXT_SEARCH}', regexp_replace(%s, '[[:punct:]]+', ' ', 'g'))"
+FOLD = "companion_fold"
+_FOLDED_WORDS = _WORDS % f"{FOLD}(%s)"
+
+
+def _accent_map() -> tuple[str, str]:
+    """Latin letters with accents (U+00C0-U+024F) and their plain letters, for translate()."""
+    accented, plain = "", ""
+    for code in range(0xC0, 0x250):
+        letter = chr(code)
+        base, *marks = unicodedata.normalize("NFD", letter)
+        if marks and base.isascii() and all(unicodedata.combining(m) for m in marks):
+            accented, plain = accented + letter, plain + base
+    return accented, plain
 
 
 def _scoped(table: str) -> str:
@@ -233,11 +247,17 @@ PG_MIGRATIONS: tuple[str, ...] = (
     # trusted extension, so the database's owner may create it); and the person's newest
     # messages and time windows are found by index (the newest-1000 floor and a cue's id
     # range scanned all of a person's messages).
+    # (Where unaccent cannot be created, e.g. a server without contrib, the mapping stays
+    # 'simple'; migration 6 folds accents itself on every server.)
     f"""
-    CREATE EXTENSION IF NOT EXISTS unaccent;
     CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH} (COPY = simple);
-    ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
-        ALTER MAPPING FOR word, hword, hword_part WITH unaccent, simple;
+    DO $$ BEGIN
+        CREATE EXTENSION IF NOT EXISTS unaccent;
+        ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
+            ALTER MAPPING FOR word, hword, hword_part WITH unaccent, simple;
+    EXCEPTION WHEN feature_not_supported OR undefined_file OR insufficient_privilege THEN
+        NULL;
+    END $$;
     ALTER TABLE messages DROP COLUMN tsv;
     ALTER TABLE messages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_WORDS % "content"}) STORED;
     CREATE INDEX messages_tsv ON messages USING gin (tsv);
@@ -266,6 +286,25 @@ PG_MIGRATIONS: tuple[str, ...] = (
         edit_at     timestamptz NOT NULL
     );
     """,
+    # 6: accents fold without the unaccent extension (a server may lack contrib, like the
+    # test server with pgvector): FOLD maps Latin letters with accents to plain ones, the
+    # tsvectors are rebuilt over folded text, queries fold the same way
+    # (memory.postgres.recall.TSQUERY), and the configuration is plain 'simple'.
+    f"""
+    CREATE OR REPLACE FUNCTION {FOLD}(words text) RETURNS text
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+        AS $$ SELECT translate(words, '{_accent_map()[0]}', '{_accent_map()[1]}') $$;
+    ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
+        ALTER MAPPING FOR word, hword, hword_part WITH simple;
+    ALTER TABLE messages DROP COLUMN tsv;
+    ALTER TABLE messages ADD COLUMN tsv tsvector
+        GENERATED ALWAYS AS ({_FOLDED_WORDS % "content"}) STORED;
+    CREATE INDEX messages_tsv ON messages USING gin (tsv);
+    ALTER TABLE segments DROP COLUMN tsv;
+    ALTER TABLE segments ADD COLUMN tsv tsvector
+        GENERATED ALWAYS AS ({_FOLDED_WORDS % "summary"}) STORED;
+    CREATE INDEX segments_tsv ON segments USING gin (tsv);
+    """,
 )
 
 
@@ -277,7 +316,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
 # to it (cosine distance), and a model of another dimension is searched exactly. A
 # message's vectors go with it. memory_sql's role has no privilege on the table.
 VECTORS = "message_vectors"
-INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)
 _HNSW = """
     CREATE INDEX IF NOT EXISTS message_vectors_hnsw_{d} ON message_vectors
         USING hnsw ((embedding::vector({d})) vector_cosine_ops) WHERE dimensions = {d};"""
