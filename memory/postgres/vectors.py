@@ -24,9 +24,11 @@ from memory.postgres.schema import INDEXED_DIMENSIONS, VECTORS
 Cursor = AsyncCursor[DictRow]
 
 _ROLES = "m.role IN ('user', 'assistant')"
-# HNSW candidates a search looks at first; it reads on (iteratively, pgvector 0.8 on)
-# while filters drop rows, up to pgvector's hnsw.max_scan_tuples.
+# HNSW candidates a search looks at first. From pgvector 0.8 on it reads on
+# (iteratively) while row security and the filters drop rows, up to pgvector's
+# hnsw.max_scan_tuples; before 0.8 the scan ends there, so it looks at pgvector's most.
 EF_SEARCH = 100
+EF_SEARCH_MAX = 1000
 ITERATIVE_SCAN = (0, 8)  # the first pgvector version with hnsw.iterative_scan
 
 
@@ -143,6 +145,8 @@ async def nearest(
             "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
             (str(max(EF_SEARCH, limit)),),
         )
+    elif dimensions in INDEXED_DIMENSIONS:
+        await cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(EF_SEARCH_MAX),))
     # Never a prepared (generic) plan: planned without the ids' range, it scanned and
     # sorted every one of the person's vectors (220 ms at 100k) instead of the index.
     await cursor.execute(
