@@ -69,6 +69,8 @@ _ROLES_SQL = "m.role IN ('user', 'assistant')"
 # SQLite's all_memories order (BINARY collation: code point order): ties keep it.
 _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document length)
+# A query's words, accents folded like the stored text's (schema migration 6).
+_TSQUERY = "to_tsquery('companion_words', companion_fold(%s))"
 
 
 # rows (as memory.postgres.store reads them) ------------------------------------------------
@@ -174,7 +176,7 @@ async def _search_segments(
     match = tsquery(query)
     if match:
         await cursor.execute(
-            f"""SELECT {_SEGMENT_COLUMNS} FROM segments s, to_tsquery('companion_words', %s) q
+            f"""SELECT {_SEGMENT_COLUMNS} FROM segments s, {_TSQUERY} q
                 WHERE s.tsv @@ q{where}
                 ORDER BY ts_rank(s.tsv, q, {_LENGTH_NORMALISED}) DESC, s.id LIMIT %s""",
             [match, *params, limit],
@@ -254,7 +256,7 @@ async def _search_messages(
             )
             extra = [prefer]
         await cursor.execute(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m, to_tsquery('companion_words', %s) q
+            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m, {_TSQUERY} q
                 WHERE m.tsv @@ q AND {in_range} ORDER BY {order} LIMIT %s""",
             [match, *params, *extra, TOP],
         )

@@ -289,7 +289,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
     # 6: accents fold without the unaccent extension (a server may lack contrib, like the
     # test server with pgvector): FOLD maps Latin letters with accents to plain ones, the
     # tsvectors are rebuilt over folded text, queries fold the same way
-    # (memory.postgres.recall.TSQUERY), and the configuration is plain 'simple'.
+    # (memory.postgres.recall._TSQUERY), and the configuration is plain 'simple'.
     f"""
     CREATE OR REPLACE FUNCTION {FOLD}(words text) RETURNS text
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

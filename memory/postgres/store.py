@@ -536,7 +536,7 @@ class PgStore:
         async with self._transaction() as cursor:
             await cursor.execute(
                 f"""SELECT {_MESSAGE_COLUMNS} FROM messages,
-                           websearch_to_tsquery('companion_words', %s) AS q
+                           websearch_to_tsquery('companion_words', companion_fold(%s)) AS q
                     WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC, id DESC LIMIT %s""",
                 (query, limit),
             )

@@ -1,23 +1,25 @@
 """``PostgresServer``: a throwaway PostgreSQL server for the tests, started with pg_ctl.
 
-It runs Debian's (or any PATH's) ``initdb``/``pg_ctl`` on a free loopback port, with its
-data and unix socket in a temp folder, and sets it up as the README says: a database
-``companion`` owned by ``companion_owner``, a role that may create roles but is no
-superuser (``owner_url``: what ``companion db migrate`` runs as), and the app's login
-role ``companion`` (no superuser, no BYPASSRLS: row-level security applies to it).
-``admin_url`` is the superuser's, for tests that look past every guard. Every role logs
-in without a password (``trust``). As root, initdb and pg_ctl run as the ``postgres``
-user (initdb refuses root). No binaries is an error, not a skip: CI installs postgresql.
+Its binaries are PyPI's ``pgserver`` wheel's (PostgreSQL 16 with pgvector; installed by
+``scripts/bootstrap test`` on x86-64 Linux), else PATH's or Debian's ``initdb``/``pg_ctl``.
+It runs on a free loopback port, with its data and unix socket in a temp folder, and is
+set up as the README says: a database ``companion`` owned by ``companion_owner``, a role
+that may create roles but is no superuser (``owner_url``: what ``companion db migrate``
+runs as), and the app's login role ``companion`` (no superuser, no BYPASSRLS: row-level
+security applies to it). ``admin_url`` is the superuser's, for tests that look past
+every guard. Every role logs in without a password (``trust``). As root, initdb and
+pg_ctl run as the ``postgres`` user (initdb refuses root). No binaries is an error, not
+a skip: CI installs them.
 
 The superuser creates pgvector's extension in the database (as a managed service's
 admin enables it), so migrate finds it; ``vector=False`` leaves it out, a database
 where the owner may not create it (pgvector is not a trusted extension) and recall is
-lexical. pgvector missing is an error too: ``scripts/bootstrap test`` builds it
-(third_party/pgvector).
+lexical. pgvector missing is an error too.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -42,7 +44,13 @@ class PostgresNotFound(RuntimeError):
 
 
 def find_binaries() -> Path:
-    """The folder holding initdb and pg_ctl: PATH first, else the newest Debian version."""
+    """The folder holding initdb and pg_ctl: pgserver's (with pgvector) when installed,
+    else PATH's, else the newest Debian version."""
+    wheel = importlib.util.find_spec("pgserver")
+    if wheel is not None and wheel.origin is not None:
+        bundled = Path(wheel.origin).parent / "pginstall" / "bin"
+        if (bundled / "initdb").exists():
+            return bundled
     on_path = shutil.which("initdb")
     if on_path and shutil.which("pg_ctl"):
         return Path(on_path).resolve().parent
@@ -151,7 +159,7 @@ class PostgresServer:
         except psycopg.errors.FeatureNotSupported as error:  # no vector.control
             raise PostgresNotFound(
                 f"pgvector is not installed in {self.bin.parent}: "
-                "`scripts/bootstrap test` builds it from third_party/pgvector"
+                "`scripts/bootstrap test` installs pgserver (PostgreSQL with pgvector)"
             ) from error
 
     def stop(self) -> None:
