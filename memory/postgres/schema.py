@@ -87,7 +87,8 @@ def _accent_map() -> tuple[str, str]:
     accented, plain = "", ""
     for code in range(0xC0, 0x250):
         letter = chr(code)
-        base, *marks = unicodedata.normalize("NFD", letter)
+        parts = unicodedata.normalize("NFD", letter)
+        base, marks = parts[0], parts[1:]
         if marks and base.isascii() and all(unicodedata.combining(m) for m in marks):
             accented, plain = accented + letter, plain + base
     return accented, plain
