@@ -822,6 +822,97 @@ ID_FACTS = (
     ),
 )
 
+# A near miss for each fact, said in another chat: it shares the single-hop question's
+# words but not its answer (Mochi's glass, not the vacuum), as a long history does.
+EN_NEAR = (
+    "Mochi knocked a glass off the table again, she's such a menace.",
+    "I might sell my bike, I hardly ride it since the rain started.",
+    "Lena sent me photos of her new flat, it looks cosy.",
+    "My colleague recommended a book about habits, I might get it.",
+    "I almost signed up for a yoga class, then chickened out.",
+    "The dentist's receptionist called to say I need to reschedule.",
+    "Got another offer email from a recruiter, ignored it.",
+    "My coworker had an allergic reaction to a bee sting at lunch.",
+    "We walked along the river after dinner, so peaceful.",
+    "The landlord finally fixed the heating.",
+    "Grandma called, she wants the recipe for my banana bread.",
+    "The bedroom is a mess, I need to sort my wardrobe.",
+    "Saw a Honda Civic exactly like my old one today, felt nostalgic.",
+    "I sat on the balcony with a book all afternoon.",
+    "There's a football match at the stadium, the traffic is crazy.",
+    "Booked another physio session, my shoulder is stiff now.",
+    "Dad called, he's nervous about turning 65.",
+    "My Spanish colleague taught me a few swear words, ha.",
+    "My work laptop is so slow, IT says they'll replace it.",
+    "A friend from Porto is visiting next month.",
+    "The flat above mine has been empty for weeks.",
+    "My sister has been vegetarian for years, she's a great cook.",
+    "My godson is obsessed with dinosaurs right now.",
+    "The pool was closed today for cleaning, annoying.",
+    "My phone camera is cracked, the photos look foggy.",
+    "Mum is making her famous soup this weekend.",
+    "The team lunch got moved to Friday.",
+    "My phone keeps dropping calls in the kitchen.",
+    "I moved some savings into a fixed deposit.",
+    "A new bouldering gym opened near the station.",
+    "The café near work only has decaf on Mondays, weird.",
+    "My friend loved the two-bedroom she rented last year.",
+    "Driving in the rain still makes me nervous.",
+    "Tom wants to watch a horror film this weekend, no thanks.",
+    "I woke up at dawn for no reason today.",
+    "A friend keeps asking me to start volunteering at the animal shelter.",
+    "The tram was packed this morning, I couldn't breathe.",
+    "I cooked Thai basil chicken for dinner, nowhere near as good as the restaurant.",
+    "The insurer raised my premium again, outrageous.",
+    "Bought a second monstera, the leaves are huge.",
+    "Tom forgot to take the rubbish out again.",
+    "My hair is a mess in this humidity.",
+)
+ID_NEAR = (
+    "Mochi mecahin gelas lagi di meja, nakal banget.",
+    "Sepeda lipat jarang kupakai sejak musim hujan.",
+    "Sinta kirim foto rumah barunya, lucu banget.",
+    "Teman kantor menyarankan buku tentang kebiasaan, karya penulis Amerika.",
+    "Hampir saja aku daftar kelas yoga, tapi batal.",
+    "Resepsionis dokter gigi telepon, jadwalku harus diundur.",
+    "Dapat tawaran lagi dari perekrut, aku abaikan.",
+    "Teman kantorku kena alergi sengatan lebah waktu makan siang.",
+    "Habis makan malam kami jalan kaki menyusuri sungai, tenang banget.",
+    "Pemilik kontrakan akhirnya benerin pemanas air.",
+    "Nenek telepon, minta resep bolu pisangku.",
+    "Kamar tidurku berantakan, lemari harus diberesin.",
+    "Tadi lihat Avanza persis kayak punyaku dulu, jadi kangen.",
+    "Sore ini aku duduk di balkon sambil baca buku.",
+    "Ada pertandingan bola di stadion, macetnya parah.",
+    "Fisioterapis bilang bahuku kaku karena kebanyakan duduk.",
+    "Bapak telepon, katanya deg-degan mau umur 65.",
+    "Adikku nonton anime terus tiap sore.",
+    "Keyboard laptop kantor macet, IT janji mau ganti.",
+    "Ada teman dari Yogyakarta mau main ke sini bulan depan.",
+    "Lantai atas kosong sudah berminggu-minggu.",
+    "Sebulan ini aku coba bangun lebih pagi.",
+    "Anak sahabatku lagi tergila-gila sama dinosaurus.",
+    "Kolam renangnya tutup hari ini buat dibersihkan, sebel.",
+    "Kamera HP-ku retak, fotonya jadi buram.",
+    "Operasi usus buntu teman kantorku lancar.",
+    "Makan siang tim dipindah ke hari Jumat.",
+    "HP aku sering putus sinyal di dapur.",
+    "Bunga deposito cuma 3 persen, kecil banget.",
+    "Gym bouldering baru buka dekat stasiun.",
+    "Kafe dekat kantor cuma sedia decaf tiap Senin, aneh.",
+    "Temanku suka banget rumah dua kamar yang dia sewa tahun lalu.",
+    "Ujian kantor minggu depan bikin deg-degan.",
+    "Dimas pengin nonton film horor akhir pekan ini, ogah ah.",
+    "Tadi aku kebangun waktu subuh tanpa alasan.",
+    "Temanku terus ngajak jadi relawan di penampungan hewan.",
+    "KRL pagi ini penuh banget, sampai susah napas.",
+    "Tadi masak ayam kemangi ala Thailand, jauh dari rasa restoran.",
+    "Asuransi menaikkan premi lagi, keterlaluan.",
+    "Beli monstera kedua, daun yang besar-besar bikin ruang tamu segar.",
+    "Dimas lupa buang sampah lagi.",
+    "Potong kuku kucing itu susah banget.",
+)
+
 EN = Voice(
     name="Clara",
     pronouns={
@@ -1290,6 +1381,7 @@ ID = Voice(
 
 VOICES = {"en": EN, "id": ID}
 FACTS = {"en": EN_FACTS, "id": ID_FACTS}
+NEAR = {"en": EN_NEAR, "id": ID_NEAR}
 
 
 def stems(text: str) -> set[str]:
@@ -1375,6 +1467,10 @@ class Phrases:
             Line("assistant", self.welcome.draw()),
         ]
 
+    def near(self, text: str) -> list[Line]:
+        """A near miss and the assistant's reply."""
+        return [Line("user", text), Line("assistant", self.replies.draw())]
+
     def link(self, number: int) -> tuple[list[Line], list[Line]]:
         """A person introduced (by relation and name), then heard of by name only."""
         voice = self.voice
@@ -1405,12 +1501,16 @@ def _link_question(voice: Voice, number: int) -> str:
 def _units(
     rng: random.Random, phrases: Phrases, language: Language, size: Size
 ) -> list[list[list[Line]]]:
-    """Each chat's units (a fact's or a link's lines): facts and introductions spread
-    evenly over the chats in a seeded order, every link's two halves in different chats."""
+    """Each chat's units (a fact's, its near miss's or a link's lines): facts and
+    introductions spread evenly over the chats in a seeded order, a fact's near miss in
+    another chat, every link's two halves in different chats."""
     chats = size.chats
     units: list[list[list[Line]]] = [[] for _ in range(chats)]
     for slot, number in enumerate(rng.sample(range(size.facts), size.facts)):
-        units[slot * chats // size.facts].append(phrases.fact(number, FACTS[language][number]))
+        chat = slot * chats // size.facts
+        units[chat].append(phrases.fact(number, FACTS[language][number]))
+        elsewhere = (chat + rng.randrange(1, chats)) % chats
+        units[elsewhere].append(phrases.near(NEAR[language][number]))
     gap = max(1, chats // 8)
     for slot, number in enumerate(rng.sample(range(size.links), size.links)):
         intro, detail = phrases.link(number)

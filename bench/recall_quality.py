@@ -52,11 +52,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
+
+import numpy
 
 from bench import quiet_environment
 
@@ -74,6 +77,7 @@ from memory.postgres.schema import migrate, prepare  # noqa: E402
 from memory.postgres.store import PgStore  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
+from providers.embeddings import Embedder, EmbeddingUnavailable, open_embedder  # noqa: E402
 from tests.support.policy import scripted_model  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
 from tools.base import ToolContext  # noqa: E402
@@ -852,7 +856,8 @@ HISTORY_LABEL = (
     "itself; the BM25 row ranks BM25's."
 )
 SLICES = (*CATEGORIES, "assistant's turn", "all")
-RETRIEVERS: tuple[Retriever, ...] = ("lexical",)
+RETRIEVERS: tuple[Retriever, ...] = ("lexical", "dense", "hybrid")
+EMBED_BATCH = 64  # turns per embedder call
 RANKED = 20  # turns asked of recall for R@k and MRR
 
 
@@ -918,77 +923,109 @@ def recalled(found: Recollection) -> list[int]:
     return [r.message.id for r in found.turns]
 
 
-async def ask(
-    store: SearchStore, history: History, ids: list[int], retriever: Retriever, okapi: Okapi
-) -> list[Outcome]:
-    """Every question of ``history`` through memory_search and the store's recall."""
-    registry = default_registry()
-    settings = Settings(home=Path(tempfile.gettempdir()), timezone="UTC")
-    ctx = ToolContext(
-        settings, cast(AsyncStore, Forced(store, retriever)), clock=lambda: history.now
-    )
-    texts = {normal(turn.text) for turn in history.turns}
-    turn_of = {message_id: index for index, message_id in enumerate(ids)}
-    outcomes = []
-    for question in history.questions:
-        result = await registry.execute(RECALL_TOOL, {"query": question.text}, ctx)
-        read = registry.format_result(RECALL_TOOL, result)
-        shown = {text for text in texts if text in read}
-        found = await ctx.store.recall(
-            question.text,
-            now=history.now,
-            tz="UTC",
-            session_id=None,
-            question_id=None,
-            turns=RANKED,
+@dataclass
+class Asking:
+    """One stored history, ready for questions: its turns' message ids, BM25 over its turns,
+    and the embedder with every question's vector (None: lexical only)."""
+
+    store: SearchStore
+    history: History
+    ids: list[int]
+    okapi: Okapi
+    embedder: Embedder | None = None
+    vectors: dict[str, numpy.ndarray] = field(default_factory=dict)
+
+    def outcome(self, question: Question, order: list[int], shown: set[str]) -> Outcome:
+        """What one question got: ``order`` the turns recalled, ``shown`` the texts read."""
+        turns, evidence = self.history.turns, question.evidence
+        best = self.okapi.rank(question.text)[: len(shown)]
+        return Outcome(
+            question=question,
+            said_by_assistant=any(turns[i].speaker == "assistant" for i in evidence),
+            shown=sum(normal(turns[i].text) in shown for i in evidence) / len(evidence),
+            turns_shown=len(shown),
+            bm25_shown=sum(i in best for i in evidence) / len(evidence),
+            ranks=tuple(order.index(i) + 1 if i in order else None for i in evidence),
         )
-        order = [turn_of[i] for i in recalled(found) if i in turn_of]
-        best = okapi.rank(question.text)[: len(shown)]
-        evidence = question.evidence
-        outcomes.append(
-            Outcome(
-                question=question,
-                said_by_assistant=any(history.turns[i].speaker == "assistant" for i in evidence),
-                shown=sum(normal(history.turns[i].text) in shown for i in evidence) / len(evidence),
-                turns_shown=len(shown),
-                bm25_shown=sum(i in best for i in evidence) / len(evidence),
-                ranks=tuple(order.index(i) + 1 if i in order else None for i in evidence),
+
+    def bm25(self) -> list[Outcome]:
+        """BM25's own ranks for every question (nothing is shown: a ranking only)."""
+        return [self.outcome(q, self.okapi.rank(q.text), set()) for q in self.history.questions]
+
+    async def ask(self, retriever: Retriever) -> list[Outcome]:
+        """Every question through memory_search and the store's recall, ``retriever`` forced."""
+        registry = default_registry()
+        settings = Settings(home=Path(tempfile.gettempdir()), timezone="UTC")
+        store = cast(AsyncStore, Forced(self.store, retriever))
+        embedder = self.embedder if retriever != "lexical" else None
+        ctx = ToolContext(settings, store, clock=lambda: self.history.now, embedder=embedder)
+        texts = {normal(turn.text) for turn in self.history.turns}
+        turn_of = {message_id: index for index, message_id in enumerate(self.ids)}
+        outcomes = []
+        for question in self.history.questions:
+            result = await registry.execute(RECALL_TOOL, {"query": question.text}, ctx)
+            read = registry.format_result(RECALL_TOOL, result)
+            found = await store.recall(
+                question.text,
+                now=self.history.now,
+                tz="UTC",
+                session_id=None,
+                question_id=None,
+                vector=self.vectors.get(question.text) if embedder else None,
+                vector_model=embedder.model if embedder else None,
+                turns=RANKED,
             )
-        )
-    return outcomes
+            order = [turn_of[i] for i in recalled(found) if i in turn_of]
+            outcomes.append(self.outcome(question, order, {t for t in texts if t in read}))
+        return outcomes
 
 
-def bm25_outcomes(history: History, okapi: Okapi) -> list[Outcome]:
-    """BM25's own ranks for every question (nothing is shown: a ranking only)."""
-    outcomes = []
-    for question in history.questions:
-        order = okapi.rank(question.text)
-        outcomes.append(
-            Outcome(
-                question=question,
-                said_by_assistant=any(
-                    history.turns[i].speaker == "assistant" for i in question.evidence
-                ),
-                shown=0.0,
-                turns_shown=0,
-                bm25_shown=0.0,
-                ranks=tuple(order.index(i) + 1 if i in order else None for i in question.evidence),
-            )
-        )
-    return outcomes
+@dataclass(frozen=True)
+class Run:
+    """One history on one backend: outcomes by retriever (and "BM25"), and the embedding."""
+
+    outcomes: dict[str, list[Outcome]]
+    embedding: str  # how long embedding the turns took, or why dense recall is n/a
+
+
+async def embed(store: SearchStore, embedder: Embedder) -> int:
+    """Give every stored turn its vector (EMBED_BATCH at a time); how many have one."""
+    model = embedder.model
+    while rows := await store.unembedded(model, EMBED_BATCH):
+        vectors = await asyncio.to_thread(embedder.passages, [text for _, text in rows])
+        await store.add_vectors(model, [(i, v) for (i, _), v in zip(rows, vectors, strict=True)])
+    embedded, _ = await store.vector_status(model)
+    return embedded
 
 
 async def bench_history(
-    store: SearchStore, history: History, clock: Moment
-) -> dict[str, list[Outcome]]:
-    """Write ``history`` into a new store (``clock`` is its clock) and ask every question
-    of each retriever."""
+    store: SearchStore, history: History, clock: Moment, embedder: Embedder | None
+) -> Run:
+    """Write ``history`` into a new store (``clock`` is its clock), embed its turns, and
+    ask every question of each retriever (only lexical when dense recall cannot run)."""
     ids = await write_history(store, history, clock)
-    okapi = Okapi([turn.text for turn in history.turns])
-    results = {"BM25": bm25_outcomes(history, okapi)}
-    for retriever in RETRIEVERS:
-        results[retriever] = await ask(store, history, ids, retriever, okapi)
-    return results
+    asking = Asking(store, history, ids, Okapi([turn.text for turn in history.turns]))
+    outcomes = {"BM25": asking.bm25()}
+    note = "dense: n/a (embeddings off)"
+    if embedder is not None:
+        started = time.perf_counter()
+        try:
+            embedded = await embed(store, embedder)
+            asking.vectors = {q.text: embedder.query(q.text) for q in history.questions}
+        except EmbeddingUnavailable as error:
+            embedded, note = 0, f"dense: n/a ({error})"
+        else:
+            seconds = time.perf_counter() - started
+            note = (
+                f"{embedded} turns and {len(history.questions)} questions embedded by "
+                f"{embedder.model} in {seconds:.1f} s"
+                if embedded
+                else "dense: n/a (no pgvector)"
+            )
+        asking.embedder = embedder if embedded else None
+    for retriever in RETRIEVERS if asking.embedder else ("lexical",):
+        outcomes[retriever] = await asking.ask(retriever)
+    return Run(outcomes, note)
 
 
 def in_slice(outcome: Outcome, name: str) -> bool:
@@ -1031,20 +1068,20 @@ def figures(outcomes: Sequence[Outcome]) -> Figures:
     )
 
 
-async def measure_histories(
-    size: str, backends: Sequence[str]
-) -> dict[tuple[str, str], dict[str, list[Outcome]]]:
-    """Every language's history on each backend: (backend, language) -> outcomes by
-    retriever (and "BM25")."""
-    results: dict[tuple[str, str], dict[str, list[Outcome]]] = {}
+async def measure_histories(size: str, backends: Sequence[str]) -> dict[tuple[str, str], Run]:
+    """Every language's history on each backend, by (backend, language)."""
+    results: dict[tuple[str, str], Run] = {}
     histories = {language: generate(language, size=size) for language in GENERATED}
+    embedder = open_embedder(Settings(timezone="UTC"))
     if "sqlite" in backends:
         for language, history in histories.items():
             with tempfile.TemporaryDirectory() as home:
                 clock = Moment(NOW)
                 lite = AsyncSqliteStore(SqliteStore.open_home(Path(home), clock=clock))
                 try:
-                    results[("sqlite", language)] = await bench_history(lite, history, clock)
+                    results[("sqlite", language)] = await bench_history(
+                        lite, history, clock, embedder
+                    )
                 finally:
                     await lite.close()
     if "postgres" in backends:
@@ -1054,7 +1091,9 @@ async def measure_histories(
                 clock = Moment(NOW)
                 pg = await PgStore.open(server.url, f"history-{language}", clock=clock)
                 try:
-                    results[("postgres", language)] = await bench_history(pg, history, clock)
+                    results[("postgres", language)] = await bench_history(
+                        pg, history, clock, embedder
+                    )
                 finally:
                     await pg.close()
     return results
@@ -1064,13 +1103,14 @@ def _pct(value: float) -> str:
     return f"{value:.0%}"
 
 
-def report_histories(results: dict[tuple[str, str], dict[str, list[Outcome]]], size: str) -> None:
+def report_histories(runs: dict[tuple[str, str], Run], size: str) -> None:
     """Print the summary table (evidence shown by category) and the detail table."""
     print(f"\n# Recall on generated histories (bench.histories, size {size})\n")
     print(f"{HISTORY_LABEL}\n")
-    for (backend, language), by_retriever in results.items():
-        questions = by_retriever["BM25"]
-        print(f"- {backend} {LANGUAGES[language]}: {len(questions)} questions")
+    for (backend, language), run in runs.items():
+        questions = len(run.outcomes["BM25"])
+        print(f"- {backend} {LANGUAGES[language]}: {questions} questions; {run.embedding}")
+    results = {where: run.outcomes for where, run in runs.items()}
     print("\nEvidence shown at the tool's budget (BM25 at the same number of turns in brackets):\n")
     print("| backend | language | retriever | " + " | ".join(SLICES) + " | turns shown |")
     print("|---|---|---|" + "---:|" * (len(SLICES) + 1))

@@ -12,9 +12,12 @@ from bench.histories import (
     CATEGORIES,
     FACTS,
     LANGUAGES,
+    NEAR,
+    VOICES,
     History,
     Language,
     generate,
+    render,
     shares_no_word,
     stems,
 )
@@ -107,3 +110,11 @@ def test_shares_no_word_counts_an_inflected_or_suffixed_word_as_shared() -> None
     assert not shares_no_word("when was I cooking", "I cooked adobo")
     assert not shares_no_word("kucingku takut apa", "kucing itu ngumpet")
     assert shares_no_word("what is my cat scared of", "Mochi hides whenever I vacuum")
+
+
+def test_a_near_miss_shares_the_questions_words_in_another_chat(history: History) -> None:
+    facts, voice = FACTS[history.language], VOICES[history.language]
+    chat_of = {turn.text: turn.chat for turn in history.turns}
+    for fact, near in zip(facts, NEAR[history.language], strict=True):
+        assert stems(render(fact.ask, voice, named=False)) & stems(near), near
+        assert chat_of[near] != chat_of[fact.said], near

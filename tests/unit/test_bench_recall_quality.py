@@ -1,6 +1,7 @@
-"""bench.recall_quality on SQLite: the generated small histories and the 53 probes run
-through the real store and memory_search, and every printed figure is sane (the probes
-crashed once the store's recall returned turns instead of messages)."""
+"""bench.recall_quality on SQLite: the generated small histories (embedded by the bundled
+model: lexical, dense and hybrid) and the 53 probes run through the real store and
+memory_search, and every printed figure is sane (the probes crashed once the store's
+recall returned turns instead of messages)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,19 @@ from tests.support.bench_tables import numbers, rows
 
 def test_the_histories_report_has_sane_figures(capsys: pytest.CaptureFixture[str]) -> None:
     main(["--histories", "--size", "small", "--backend", "sqlite"])
-    table = rows(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    assert "turns and 27 questions embedded by local:" in printed
+    table = rows(printed)
     summary = [r for r in table if len(r) == 3 + len(CATEGORIES) + 3]
-    assert {(r[1], r[2]) for r in summary} >= {("EN", "lexical"), ("ID", "lexical")}
+    retrievers = ("lexical", "dense", "hybrid")
+    assert [(r[1], r[2]) for r in summary] == [(n, r) for n in ("EN", "ID") for r in retrievers]
     for row in summary:
         for cell in row[3:-1]:
             shown, bm25 = numbers(cell)
             assert 0 <= shown <= 100 and 0 <= bm25 <= 100, row
         assert numbers(row[-1])[0] > 0  # turns shown
     detail = [r for r in table if len(r) == 12]
-    assert {r[3] for r in detail} >= {"BM25", "lexical"}
+    assert {r[3] for r in detail} == {"BM25", *retrievers}
     for row in detail:
         at5, at10, at20 = (numbers(cell)[0] for cell in row[8:11])
         assert 0 <= at5 <= at10 <= at20 <= 100, row
