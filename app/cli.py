@@ -71,6 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(undo_sql)
     _person_option(undo_sql)
+    memory = sub.add_parser("memory", help="recall's vector index")
+    memory_sub = memory.add_subparsers(dest="memory_command", required=True)
+    reindex = memory_sub.add_parser(
+        "reindex",
+        help="embed every message that has no vector of the embedding model yet "
+        "(a changed model re-embeds all; Ctrl-C stops, run it again to resume)",
+    )
+    _common(reindex)
+    _person_option(reindex)
     return parser
 
 
@@ -517,6 +526,49 @@ async def _undo_sql(store: AsyncStore) -> int:
     return 0
 
 
+def _progress_bar(done: int, total: int) -> None:
+    """One line on stderr, rewritten in place: ``[#####·····] 512/1,024 (50%)``."""
+    share = done / total if total else 1.0
+    bar = "#" * int(share * 30)
+    print(
+        f"\rembedding [{bar:·<30}] {done:,}/{total:,} ({share:.0%})",
+        end="" if done < total else "\n",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def _reindex(factory: Any) -> int:
+    """``companion memory reindex``: the --user's messages get vectors of the configured
+    embedding model, with a progress bar; Ctrl-C keeps what is done."""
+    from graph.jobs import reindex
+    from memory import release_connections
+    from providers import EmbeddingUnavailable
+
+    ctx = await factory()
+    try:
+        if ctx.embedder is None:
+            print("companion: embeddings are off (COMPANION_EMBEDDING_MODEL=off)", file=sys.stderr)
+            return 1
+        done, total = await reindex(ctx.store, ctx.embedder, _progress_bar)
+    except EmbeddingUnavailable as exc:
+        print(f"\ncompanion: the embedder failed: {exc}; run again to resume", file=sys.stderr)
+        return 1
+    finally:
+        await release_connections()
+    print(f"{done:,} of {total:,} messages have vectors of {ctx.embedder.model}.")
+    return 0
+
+
+def _memory(args: argparse.Namespace) -> int:
+    """``companion memory reindex``; Ctrl-C stops it with what is done kept (exit 130)."""
+    try:
+        return _for_person(args, _reindex)
+    except KeyboardInterrupt:
+        print("\ninterrupted: what is embedded is kept; run it again to resume", file=sys.stderr)
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``companion`` console script."""
     args = build_parser().parse_args(argv)
@@ -528,6 +580,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _for_person(args, lambda factory: _undo_sql(factory.store))
     if args.command == "user":
         return _user(args)
+    if args.command == "memory":
+        return _memory(args)
     if args.command == "db":
         return _db_migrate(args)
     if args.command == "chat":

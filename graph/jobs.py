@@ -5,7 +5,11 @@
 at a time, and with ``every`` sweeps again at that interval; several processes on one
 database sweep once, whoever holds the lease (``AsyncStore.claim``). ``catch_up_once``
 starts that sweep the first time this process opens a database; ``settle`` waits for a
-session's refreshes. A failure is logged, never raised: the next turn retries.
+session's refreshes. ``schedule_embedding`` gives recall its vectors: after each turn
+(and from ``catch_up_once``) it embeds every message with no vector of the context's
+embedder, a batch at a time in a thread, once per database (the lease); the first time
+in a process it forgets other models' vectors, so a changed model re-embeds everything.
+A failure is logged, never raised: the next turn retries (recall stays lexical).
 ``PROCESS`` names this process in the database (running turns, job leases).
 """
 
@@ -16,10 +20,12 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from graph.context import Context
+from memory import AsyncStore
+from providers import Embedder, EmbeddingUnavailable
 
 log = logging.getLogger("companion.jobs")
 
@@ -29,6 +35,9 @@ CATCH_UP_JOB = "segments:catch-up"
 LEASE_SECONDS = 60.0  # the shortest lease of the sweep: a dead holder's ends this soon
 SWEEP_SECONDS = 300.0
 _CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
+EMBED_JOB = "vectors:embed"
+EMBED_BATCH = 32  # messages per embedder call (batching is what makes a backlog fast)
+_MODEL_CHECKED: set[tuple[str, str]] = set()  # (database, model) whose others were dropped
 _BACKGROUND: set[asyncio.Task[None]] = set()
 
 
@@ -72,6 +81,7 @@ def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Ta
                         await asyncio.sleep(0)
             except Exception:
                 log.exception("catching up on unsummarised conversations failed")
+            schedule_embedding(ctx)  # messages another process stored, or a failed try
             if every is None:
                 return
             await asyncio.sleep(every)
@@ -88,6 +98,81 @@ def catch_up_once(ctx: Context) -> asyncio.Task[None] | None:
         return None
     _CAUGHT_UP.add(key)
     return schedule_catch_up(ctx, every=SWEEP_SECONDS)
+
+
+async def embed_batch(store: AsyncStore, embedder: Embedder, limit: int = EMBED_BATCH) -> int:
+    """Embed up to ``limit`` of the oldest messages with no vector of ``embedder``'s model
+    (the model call in a thread); how many (0: all done). EmbeddingUnavailable passes up."""
+    rows = await store.unembedded(embedder.model, limit)
+    if not rows:
+        return 0
+    vectors = await asyncio.to_thread(embedder.passages, [text for _, text in rows])
+    if vectors.shape != (len(rows), embedder.dimensions):
+        raise EmbeddingUnavailable(
+            f"{embedder.model} returned vectors of shape {vectors.shape}, "
+            f"not ({len(rows)}, {embedder.dimensions})"
+        )
+    await store.add_vectors(
+        embedder.model, [(i, v) for (i, _), v in zip(rows, vectors, strict=True)]
+    )
+    return len(rows)
+
+
+async def forget_other_models(store: AsyncStore, embedder: Embedder) -> int:
+    """Once per database and model in this process: drop every other model's vectors (a
+    changed model re-embeds from scratch); how many went."""
+    key = (store.location, embedder.model)
+    if key in _MODEL_CHECKED:
+        return 0
+    dropped = await store.drop_vectors(except_model=embedder.model)
+    _MODEL_CHECKED.add(key)
+    if dropped:
+        log.info("dropped %d vectors of other models than %s", dropped, embedder.model)
+    return dropped
+
+
+async def reindex(
+    store: AsyncStore, embedder: Embedder, progress: Callable[[int, int], None]
+) -> tuple[int, int]:
+    """``companion memory reindex``: forget other models' vectors, then embed every
+    message still without one, calling ``progress(done, total)`` after each batch; each
+    batch is stored as it is done, so an interrupted run resumes where it stopped.
+    (done, total) at the end. EmbeddingUnavailable passes up."""
+    await forget_other_models(store, embedder)
+    done, total = await store.vector_status(embedder.model)
+    progress(done, total)
+    while added := await embed_batch(store, embedder):
+        done += added
+        progress(done, total)
+    return done, total
+
+
+def _embedding_task_name(location: str) -> str:
+    return f"vectors:{location}"
+
+
+def schedule_embedding(ctx: Context) -> asyncio.Task[None] | None:
+    """Embed every message still without a vector, in the background (None: no embedder,
+    or this process is at it already). Never on a turn's path; a failure is logged with
+    its reason and recall stays lexical until the next try."""
+    embedder, store = ctx.embedder, ctx.store
+    name = _embedding_task_name(store.location)
+    if embedder is None or any(task.get_name() == name for task in _BACKGROUND):
+        return None
+
+    async def embed() -> None:
+        try:
+            if not await store.claim(EMBED_JOB, PROCESS, LEASE_SECONDS):
+                return
+            await forget_other_models(store, embedder)
+            while await embed_batch(store, embedder):
+                await store.claim(EMBED_JOB, PROCESS, LEASE_SECONDS)
+        except EmbeddingUnavailable as error:
+            log.warning("embedding messages failed (%s); recall stays lexical", error)
+        except Exception:
+            log.exception("embedding messages failed")
+
+    return _background(embed(), name)
 
 
 def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:

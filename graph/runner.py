@@ -31,7 +31,7 @@ from graph.events import (
     TurnEvent,
     UserStored,
 )
-from graph.jobs import schedule_segments, settle
+from graph.jobs import schedule_embedding, schedule_segments, settle
 from graph.state import ExecutedCall, State, TraceEvent
 from memory import Message
 
@@ -145,6 +145,7 @@ async def stream_turn(
     if final.get("error"):
         yield TurnError(final["error"])
     schedule_segments(ctx, session_id)
+    schedule_embedding(ctx)
     yield Answer(
         text=final.get("answer") or "",
         message_id=final.get("answer_message_id"),

@@ -31,9 +31,11 @@ from memory import (
     release_connections,
 )
 from providers import (
+    Embedder,
     lazy_local_model,
     make_chat_model,
     make_vision_model,
+    open_embedder,
     unchosen_model,
 )
 from tools.registry import ToolRegistry, default_registry
@@ -88,7 +90,20 @@ def context_for(
         registry=registry or default_registry(),
         # The tiny local model writes poor summaries: it gets the extractive fallback.
         summarize=None if settings.is_local or chat_model is not None else model_summarizer(model),
+        embedder=_embedder(settings),
     )
+
+
+_EMBEDDERS: dict[tuple[str, str | None, str | None], Embedder | None] = {}
+
+
+def _embedder(settings: Settings) -> Embedder | None:
+    """The settings' embedder, one per process for the same choice: the bundled one
+    loads its weights once, not once per rebuilt Context."""
+    key = (settings.embedding_model, settings.base_url, settings.api_key)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = open_embedder(settings)
+    return _EMBEDDERS[key]
 
 
 class ContextFactory:

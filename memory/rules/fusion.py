@@ -19,6 +19,7 @@ LEXICAL_WEIGHT = 0.5
 RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al.)
 CANDIDATES = 50  # each retriever's pool before fusion
 SPEAKER_BOOST = 0.15  # a turn by the speaker the question names scores this much more
+LEXICAL_KEPT = 2  # the best lexical hits hybrid never cuts (a rare name, a number)
 
 
 def normalised(scores: Mapping[int, float]) -> dict[int, float]:
@@ -75,14 +76,22 @@ def rank(
     *,
     boosted: Collection[int] = (),
     preferred: Collection[int] = (),
+    kept: Collection[int] = (),
     limit: int,
 ) -> list[tuple[int, float]]:
     """The ``limit`` best (id, score): ``boosted`` ids (the named speaker's turns) score
     ``SPEAKER_BOOST`` more; equal scores go to ``preferred`` ids (the current session's),
-    then to the newer (larger) id."""
+    then to the newer (larger) id. ``kept`` ids (the best lexical hits) are never cut:
+    they take the places of the weakest others."""
     final = {
         key: value * (1 + SPEAKER_BOOST) if key in boosted else value
         for key, value in scores.items()
     }
     ordered = sorted(final, key=lambda key: (-round(final[key], 9), key not in preferred, -key))
-    return [(key, final[key]) for key in ordered[:limit]]
+    top = ordered[:limit]
+    missing = [key for key in ordered[limit:] if key in kept]
+    if missing:
+        others = [key for key in top if key not in kept]
+        cut = set(others[max(0, len(others) - len(missing)) :])
+        top = [key for key in ordered if (key in top and key not in cut) or key in missing]
+    return [(key, final[key]) for key in top[:limit]]

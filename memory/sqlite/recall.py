@@ -17,7 +17,7 @@ from datetime import datetime
 import numpy
 
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.fusion import CANDIDATES, fuse, rank
+from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
 from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT
 from memory.rules.speaker import preferred_speaker, wants_after, wants_before
 from memory.rules.temporal import TemporalCue, parse_temporal
@@ -133,7 +133,8 @@ class TurnSearch:
             fallback = newest(self.store, self.low, self.high, self.window, limit)
             scores = dict.fromkeys(fallback, FALLBACK_SCORE)
         found = {i: m for i, m in messages_by_id(self.store, list(scores)).items() if self._fits(m)}
-        return self._ranked({i: scores[i] for i in found}, found, limit), searched
+        best_words = sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT]
+        return self._ranked({i: scores[i] for i in found}, found, best_words, limit), searched
 
     def _fits(self, message: Message) -> bool:
         """A user/assistant message inside the window (dense hits are only id-bounded)."""
@@ -144,13 +145,14 @@ class TurnSearch:
         return format_time(self.window[0]) <= message.created_at < format_time(self.window[1])
 
     def _ranked(
-        self, scores: dict[int, float], found: dict[int, Message], limit: int
+        self, scores: dict[int, float], found: dict[int, Message], kept: list[int], limit: int
     ) -> list[RecalledTurn]:
         speaker = preferred_speaker(self.query, self._names())
         best = rank(
             scores,
             boosted={i for i, m in found.items() if m.role == speaker},
             preferred={i for i, m in found.items() if m.session_id == self.session_id},
+            kept=[i for i in kept if i in found],
             limit=limit,
         )
         shown = {message_id for message_id, _ in best}

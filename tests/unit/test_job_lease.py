@@ -63,7 +63,7 @@ async def test_the_sweep_runs_only_with_the_lease(
 
     monkeypatch.setattr(store, "claim", claim)
     monkeypatch.setattr(store, "catch_up_segments", catch_up_segments)
-    ctx: Any = type("Ctx", (), {"store": store, "summarize": None})()
+    ctx: Any = type("Ctx", (), {"store": store, "summarize": None, "embedder": None})()
     ctx.settings = type("S", (), {"timezone": "UTC"})()
     try:
         await asyncio.wait_for(jobs.schedule_catch_up(ctx), 5)
