@@ -42,9 +42,23 @@ misses of the stemmer, which is English only: "masak" does not reach "memasak", 
 not "membaca", "swim" not "swam"; and its "-s" strip turns "kamus" into the pronoun
 "kamu*" and "dinas" into the name "Dina*", whose lines then outrank the ones wanted.
 
+A third part (``--histories``) asks of long generated histories (``bench.histories``: one
+person's 20+ chats and 500+ turns in English, one in Indonesian, 40+ questions per
+category, each annotated with its evidence turns), stored through the store with the
+user's name as a saved fact, episodes cut as the app cuts them, and every turn embedded
+once per store by the bundled embedder (``--embedding-model off``: lexical only). Each
+question goes to the real memory_search through the tool registry, once per retriever
+(its recall forced to lexical, dense or hybrid), and to the store's recall for 20 turns.
+It prints, per backend, language and category (and the questions an assistant's turn
+answers): evidence shown in the text the model reads, beside textbook Okapi BM25
+(``bench.bm25``) over the same turns at the same number of turns shown; the mean turns
+shown; recall@5/10/20 and MRR of the store's ranking and of BM25's. On a Postgres
+without pgvector it says "dense: n/a (no pgvector)".
+
     python -m bench.recall_quality
     python -m bench.recall_quality --tool-mode commands
-    python -m bench.recall_quality --search-only
+    python -m bench.recall_quality --search-only --backend sqlite
+    python -m bench.recall_quality --histories [--size small|full|long] [--backend sqlite]
 """
 
 from __future__ import annotations
@@ -1068,11 +1082,13 @@ def figures(outcomes: Sequence[Outcome]) -> Figures:
     )
 
 
-async def measure_histories(size: str, backends: Sequence[str]) -> dict[tuple[str, str], Run]:
+async def measure_histories(
+    size: str, backends: Sequence[str], embedding_model: str = "local"
+) -> dict[tuple[str, str], Run]:
     """Every language's history on each backend, by (backend, language)."""
     results: dict[tuple[str, str], Run] = {}
     histories = {language: generate(language, size=size) for language in GENERATED}
-    embedder = open_embedder(Settings(timezone="UTC"))
+    embedder = open_embedder(Settings(embedding_model=embedding_model))
     if "sqlite" in backends:
         for language, history in histories.items():
             with tempfile.TemporaryDirectory() as home:
@@ -1103,6 +1119,35 @@ def _pct(value: float) -> str:
     return f"{value:.0%}"
 
 
+def shown_in(outcomes: Sequence[Outcome], name: str) -> float:
+    """Evidence shown, in points, for the questions of slice ``name``."""
+    return 100 * figures([o for o in outcomes if in_slice(o, name)]).shown
+
+
+def report_goals(results: dict[tuple[str, str], dict[str, list[Outcome]]]) -> None:
+    """Print issue 21's goals for each backend's hybrid recall against lexical: +5 points
+    overall, +15 on paraphrases, never below in a category, Indonesian within 5 of English."""
+    print("\nHybrid against lexical, in points of evidence shown (the issue's goals):\n")
+    print("| backend | language | all (≥ +5) | paraphrase (≥ +15) | worst category (≥ 0) |")
+    print("|---|---|---:|---:|---:|")
+    hybrid: dict[tuple[str, str], float] = {}
+    for (backend, language), by_retriever in results.items():
+        if "hybrid" not in by_retriever:
+            continue
+        new, old = by_retriever["hybrid"], by_retriever["lexical"]
+        gains = {name: shown_in(new, name) - shown_in(old, name) for name in SLICES}
+        worst = min(CATEGORIES, key=lambda name: gains[name])
+        hybrid[(backend, language)] = shown_in(new, "all")
+        print(
+            f"| {backend} | {LANGUAGES[language]} | {gains['all']:+.1f} | "
+            f"{gains['paraphrase']:+.1f} | {gains[worst]:+.1f} ({worst}) |"
+        )
+    for backend in BACKENDS:
+        if (backend, "en") in hybrid and (backend, "id") in hybrid:
+            gap = hybrid[(backend, "id")] - hybrid[(backend, "en")]
+            print(f"\n{backend}: hybrid's evidence shown, Indonesian − English: {gap:+.1f} points")
+
+
 def report_histories(runs: dict[tuple[str, str], Run], size: str) -> None:
     """Print the summary table (evidence shown by category) and the detail table."""
     print(f"\n# Recall on generated histories (bench.histories, size {size})\n")
@@ -1128,6 +1173,7 @@ def report_histories(runs: dict[tuple[str, str], Run], size: str) -> None:
                 + " | ".join(cells)
                 + f" | {mean:.1f} |"
             )
+    report_goals(results)
     print("\nRanking (the store's recall; BM25's own ranking in its rows):\n")
     print(
         "| backend | language | slice | retriever | questions | shown | turns shown | "
@@ -1169,10 +1215,14 @@ def main(argv: list[str] | None = None) -> None:
         default="both",
         help="for the store search and the histories (the evals run on both)",
     )
+    parser.add_argument(
+        "--embedding-model", default="local", help="with --histories: 'local' or 'off'"
+    )
     args = parser.parse_args(argv)
     backends = BACKENDS if args.backend == "both" else (args.backend,)
     if args.histories:
-        report_histories(asyncio.run(measure_histories(args.size, backends)), args.size)
+        measured = measure_histories(args.size, backends, args.embedding_model)
+        report_histories(asyncio.run(measured), args.size)
         return
     if not args.search_only:
         report(asyncio.run(measure(args.tool_mode, recall_suites())), args.tool_mode)
