@@ -10,22 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
+import numpy
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
 from memory.postgres import rows as pg_rows
-from memory.rules.episodes import (
-    CATCH_UP_BUDGET,
-    closed_spans,
-    pick_lines,
-    read_cap,
-    summarise_spans,
-)
+from memory.postgres import vectors as pg_vectors
+from memory.rules.budget import TURN_BUDGET
+from memory.rules.episodes import CATCH_UP_BUDGET, closed_spans, read_cap, summarise_spans
+from memory.rules.fusion import CANDIDATES, fuse, rank
 from memory.rules.memories import best_matches, recalled_strength
-from memory.rules.search import MAX_ID, SCOPE, SEGMENT_LIMIT, SEMANTIC_LIMIT, THIN, TOP, query_terms
+from memory.rules.search import MAX_ID, SEGMENT_LIMIT, SEMANTIC_LIMIT, query_terms
+from memory.rules.speaker import preferred_speaker, wants_after, wants_before
 from memory.rules.temporal import TemporalCue, parse_temporal
 from memory.types import (
     Clock,
@@ -33,9 +33,11 @@ from memory.types import (
     Memory,
     Message,
     RecalledTurn,
+    RecallMode,
     Recollection,
     Segment,
     Summarizer,
+    format_time,
     parse_time,
 )
 
@@ -69,6 +71,11 @@ _ROLES_SQL = "m.role IN ('user', 'assistant')"
 # SQLite's all_memories order (BINARY collation: code point order): ties keep it.
 _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document length)
+# The newest turns lexical search reads (their ids: the person's index); older turns are
+# found by meaning (the vector index covers the whole history).
+LEXICAL_SCOPE = 50_000
+# A window's (or a "last time" question's) newest turns when no word or meaning matched.
+FALLBACK_SCORE = 0.5
 # A query's words, accents folded like the stored text's (schema migration 6).
 _TSQUERY = "to_tsquery('companion_words', companion_fold(%s))"
 
@@ -102,10 +109,15 @@ async def recall(
     tz: str,
     session_id: str | None,
     question_id: int | None,
+    vector: numpy.ndarray | None = None,
+    vector_model: str | None = None,
+    mode: RecallMode = "hybrid",
+    turns: int = TURN_BUDGET,
 ) -> Recollection:
-    """memory.sqlite.recall.recall on Postgres: facts (marked recalled at ``now``), episodes and,
-    when those are thin or time is named, messages before ``question_id``;
-    ``session_id``'s messages win ties. One transaction."""
+    """memory.sqlite.recall.recall on Postgres: facts (marked recalled at ``now``), the
+    ``turns`` best turns before ``question_id`` (lexical fused with the nearest to
+    ``vector`` under ``vector_model``; ``session_id``'s win ties) with their neighbours,
+    and the matching episodes. One transaction."""
     cue = parse_temporal(query, now, tz)
     async with store._transaction() as cursor:
         await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
@@ -113,25 +125,196 @@ async def recall(
         facts = [memory for memory, _ in best_matches(memories, query, now, SEMANTIC_LIMIT)]
         await _mark_recalled(cursor, facts, now)
 
+        search = await TurnSearch.start(cursor, query, cue, session_id, question_id)
+        search.names = [m.value for m in memories if _names_the_user(m)]
+        best, searched = await search.run(vector, vector_model, mode, turns)
         spans = await _search_segments(cursor, query, cue, SEGMENT_LIMIT)
-        messages: list[Message] = []
-        if len(facts) + len(spans) < THIN or cue is not None:
-            messages = await _search_messages(
-                cursor, query, prefer=session_id, cue=cue, before_id=question_id
-            )
         titles = await _session_titles(
-            cursor, [s.session_id for s in spans] + [m.session_id for m in messages]
+            cursor, [s.session_id for s in spans] + [t.message.session_id for t in best]
         )
-        episodes = [
-            Episode(s, titles.get(s.session_id, ""), await _segment_lines(cursor, s, query))
-            for s in spans
-        ]
     return Recollection(
         facts=facts,
-        episodes=episodes,
-        turns=[RecalledTurn(m, titles.get(m.session_id, ""), 1.0) for m in messages],
+        episodes=[Episode(s, titles.get(s.session_id, ""), []) for s in spans],
+        turns=[replace(t, session_title=titles.get(t.message.session_id, "")) for t in best],
         cue=cue,
+        searched=searched,
     )
+
+
+def _names_the_user(memory: Memory) -> bool:
+    """An identity fact naming a name (SQLite: key LIKE '%name%', ASCII case folded)."""
+    return memory.category == "identity" and "name" in memory.key.lower()
+
+
+class TurnSearch:
+    """One question's search of the turns on Postgres: the id range it may return
+    (before the question; inside a named time window), the window, and preferences."""
+
+    def __init__(
+        self,
+        cursor: Cursor,
+        query: str,
+        ids: tuple[int, int],
+        window: tuple[datetime, datetime] | None,
+        recent: bool,
+        session_id: str | None,
+    ) -> None:
+        self.cursor = cursor
+        self.query = query
+        self.low, self.high = ids
+        self.window = window
+        self.recent = recent
+        self.session_id = session_id
+        self.names: list[str] = []
+
+    @classmethod
+    async def start(
+        cls,
+        cursor: Cursor,
+        query: str,
+        cue: TemporalCue | None,
+        session_id: str | None,
+        question_id: int | None,
+    ) -> TurnSearch:
+        """The search for ``query``, asked by ``question_id`` (None: after everything)."""
+        high = (question_id if question_id is not None else MAX_ID) - 1
+        window = (_second(cue.start), _second(cue.end)) if cue and cue.start and cue.end else None
+        low = 0
+        if window:
+            await cursor.execute(
+                """SELECT MIN(id) AS low, MAX(id) AS high FROM messages
+                   WHERE created_at >= %s AND created_at < %s""",
+                window,
+            )
+            row = await cursor.fetchone()
+            if row is None or row["low"] is None:
+                low, high = 1, 0  # nothing was said then
+            else:
+                low, high = int(row["low"]), min(int(row["high"]), high)
+        recent = bool(cue and cue.recent)
+        return cls(cursor, query, (low, high), window, recent, session_id)
+
+    async def run(
+        self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
+    ) -> tuple[list[RecalledTurn], RecallMode]:
+        """The ``limit`` best turns (titles left blank) and the retrievers that ran."""
+        if self.high < self.low:
+            return [], "lexical"
+        words = await self._lexical() if mode != "dense" else {}
+        meaning: dict[int, float] = {}
+        if mode != "lexical" and vector is not None and model:
+            span = (self.low, self.high)
+            meaning = dict(await pg_vectors.nearest(self.cursor, model, vector, span, CANDIDATES))
+        searched: RecallMode = mode if meaning else "lexical"
+        scores = fuse(words, meaning)
+        if not scores and (self.window or self.recent):
+            scores = dict.fromkeys(await self._newest(limit), FALLBACK_SCORE)
+        found = {i: m for i, m in (await self._messages(list(scores))).items() if self._fits(m)}
+        speaker = preferred_speaker(self.query, self.names)
+        best = rank(
+            {i: scores[i] for i in found},
+            boosted={i for i, m in found.items() if m.role == speaker},
+            preferred={i for i, m in found.items() if m.session_id == self.session_id},
+            limit=limit,
+        )
+        return await self._with_neighbours([(found[i], score) for i, score in best]), searched
+
+    def _in_range(self) -> tuple[str, list[object]]:
+        """The WHERE of the turns this search may return, and its parameters."""
+        where = f"m.id BETWEEN %s AND %s AND {_ROLES_SQL}"
+        params: list[object] = [self.low, self.high]
+        if self.window:
+            where += " AND m.created_at >= %s AND m.created_at < %s"
+            params += self.window
+        return where, params
+
+    async def _lexical(self) -> dict[int, float]:
+        """Message id -> ts_rank of the matching turns among the newest LEXICAL_SCOPE of
+        the range (row security keeps Postgres from using the full-text index: see
+        docs/postgres.md); for a "last time I…" question, the newest matches, scored by
+        recency."""
+        match = tsquery(self.query)
+        if not match:
+            return {}
+        await self.cursor.execute(
+            "SELECT id FROM messages WHERE id <= %s ORDER BY id DESC LIMIT 1 OFFSET %s",
+            (self.high, LEXICAL_SCOPE - 1),
+        )
+        floor = await self.cursor.fetchone()
+        where, params = self._in_range()
+        if floor is not None and int(floor["id"]) > self.low:
+            params[0] = int(floor["id"])
+        order = "m.id DESC" if self.recent else "score DESC, m.id DESC"
+        await self.cursor.execute(
+            f"""SELECT m.id, ts_rank(m.tsv, q, {_LENGTH_NORMALISED}) AS score
+                FROM messages m, {_TSQUERY} q
+                WHERE m.tsv @@ q AND {where} ORDER BY {order} LIMIT %s""",
+            [match, *params, CANDIDATES],
+        )
+        rows = await self.cursor.fetchall()
+        if self.recent:
+            return {int(row["id"]): 1.0 - n / len(rows) for n, row in enumerate(rows)}
+        return {int(row["id"]): float(row["score"]) for row in rows}
+
+    async def _newest(self, limit: int) -> list[int]:
+        """Ids of the range's newest ``limit`` turns, newest first."""
+        where, params = self._in_range()
+        await self.cursor.execute(
+            f"SELECT m.id FROM messages m WHERE {where} ORDER BY m.id DESC LIMIT %s",
+            [*params, limit],
+        )
+        return [int(row["id"]) for row in await self.cursor.fetchall()]
+
+    async def _messages(self, ids: list[int]) -> dict[int, Message]:
+        """The messages with these ids (those still stored)."""
+        if not ids:
+            return {}
+        await self.cursor.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.id = ANY(%s)", (ids,)
+        )
+        return {int(row["id"]): pg_rows.message(row) for row in await self.cursor.fetchall()}
+
+    def _fits(self, message: Message) -> bool:
+        """A user/assistant turn inside the window (dense hits are only id-bounded)."""
+        if message.role not in ("user", "assistant"):
+            return False
+        if self.window is None:
+            return True
+        start, end = (format_time(moment) for moment in self.window)
+        return start <= message.created_at < end
+
+    async def _with_neighbours(self, best: list[tuple[Message, float]]) -> list[RecalledTurn]:
+        """Each hit with the turns said just before and after it in its chat when they
+        make it readable (memory.rules.speaker), never one shown on its own."""
+        hits = [message for message, _ in best]
+        before = await self._beside(hits, "<", "DESC")
+        after = await self._beside(hits, ">", "ASC")
+        shown = {message.id for message in hits}
+        turns = []
+        for hit, score in best:
+            earlier, later = before.get(hit.id), after.get(hit.id)
+            if earlier and (earlier.id in shown or not wants_before(hit.content, earlier.content)):
+                earlier = None
+            if later and (later.id in shown or not wants_after(hit.content, later.content)):
+                later = None
+            turns.append(RecalledTurn(hit, "", round(min(score, 1.0), 4), earlier, later))
+        return turns
+
+    async def _beside(self, hits: list[Message], side: str, order: str) -> dict[int, Message]:
+        """Hit id -> the chat's turn just before or after it (never the question or later)."""
+        if not hits:
+            return {}
+        await self.cursor.execute(
+            f"""SELECT h.hit, {_MESSAGE_COLUMNS}
+                FROM unnest(%s::bigint[], %s::text[]) AS h (hit, session_id)
+                CROSS JOIN LATERAL (
+                    SELECT * FROM messages m
+                    WHERE m.session_id = h.session_id AND m.id {side} h.hit AND m.id <= %s
+                      AND {_ROLES_SQL}
+                    ORDER BY m.id {order} LIMIT 1) m""",
+            ([hit.id for hit in hits], [hit.session_id for hit in hits], self.high),
+        )
+        return {int(row["hit"]): pg_rows.message(row) for row in await self.cursor.fetchall()}
 
 
 async def _mark_recalled(cursor: Cursor, facts: list[Memory], now: datetime) -> None:
@@ -191,85 +374,6 @@ async def _search_segments(
             [*params, limit],
         )
         return [pg_rows.segment(row) for row in await cursor.fetchall()]
-    return []
-
-
-async def _segment_lines(cursor: Cursor, segment: Segment, query: str) -> list[str]:
-    """memory.sqlite.segments.segment_lines: a few of the segment's user/assistant lines, those
-    sharing words with ``query`` first."""
-    await cursor.execute(
-        f"""SELECT m.role, m.content FROM messages m
-            WHERE m.session_id = %s AND m.id BETWEEN %s AND %s AND {_ROLES_SQL} ORDER BY m.id""",
-        (segment.session_id, segment.start_message_id, segment.end_message_id),
-    )
-    return pick_lines([(row["role"], row["content"]) for row in await cursor.fetchall()], query)
-
-
-async def _search_messages(
-    cursor: Cursor,
-    query: str,
-    *,
-    prefer: str | None,
-    cue: TemporalCue | None,
-    before_id: int | None,
-) -> list[Message]:
-    """memory.sqlite.retrieval.search_messages over every session: user/assistant messages
-    matching ``query`` among the newest SCOPE before ``before_id`` or inside the cue's
-    window, best first (newest first for a "recent" cue); the window's, or the newest,
-    messages when no keyword matches."""
-    upper = before_id if before_id is not None else MAX_ID
-    window = (_second(cue.start), _second(cue.end)) if cue and cue.start and cue.end else None
-    if window:
-        await cursor.execute(
-            """SELECT MIN(id) AS low, MAX(id) AS high FROM messages
-               WHERE created_at >= %s AND created_at < %s""",
-            window,
-        )
-        ids = await cursor.fetchone()
-        if ids is None or ids["low"] is None:
-            return []
-        low, high = int(ids["low"]), min(int(ids["high"]), upper - 1)
-    else:
-        await cursor.execute(
-            "SELECT id FROM messages WHERE id < %s ORDER BY id DESC LIMIT 1 OFFSET %s",
-            (upper, SCOPE - 1),
-        )
-        floor = await cursor.fetchone()
-        low, high = (int(floor["id"]) if floor else 0), upper - 1
-    if high < low:
-        return []
-    in_range = f"m.id BETWEEN %s AND %s AND {_ROLES_SQL}"
-    params: list[object] = [low, high]
-    if window:
-        in_range += " AND m.created_at >= %s AND m.created_at < %s"
-        params += window
-    match = tsquery(query)
-    if match:
-        if cue and cue.recent:
-            # A "recent" cue ("last time I…") wants the newest occurrence.
-            order, extra = "m.id DESC", []
-        else:
-            # Equal scores: the preferred session first, then the newer message.
-            order = (
-                f"ts_rank(m.tsv, q, {_LENGTH_NORMALISED}) DESC, "
-                "m.session_id IS NOT DISTINCT FROM %s::text DESC, m.id DESC"
-            )
-            extra = [prefer]
-        await cursor.execute(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m, {_TSQUERY} q
-                WHERE m.tsv @@ q AND {in_range} ORDER BY {order} LIMIT %s""",
-            [match, *params, *extra, TOP],
-        )
-        hits = [pg_rows.message(row) for row in await cursor.fetchall()]
-        if hits:
-            return hits
-    if window or (cue and cue.recent):
-        await cursor.execute(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE {in_range}
-                ORDER BY m.id DESC LIMIT %s""",
-            [*params, TOP],
-        )
-        return [pg_rows.message(row) for row in reversed(await cursor.fetchall())]
     return []
 
 

@@ -654,7 +654,16 @@ class PgStore:
     ) -> Recollection:
         """memory_search's recall on Postgres (memory.postgres.recall)."""
         return await pg_recall.recall(
-            self, query, now=now, tz=tz, session_id=session_id, question_id=question_id
+            self,
+            query,
+            now=now,
+            tz=tz,
+            session_id=session_id,
+            question_id=question_id,
+            vector=vector,
+            vector_model=vector_model,
+            mode=mode,
+            turns=turns,
         )
 
     # the vector index (memory.postgres.vectors): empty where the database has no pgvector

@@ -165,15 +165,6 @@ def shape(found: Recollection) -> dict[str, Any]:
     }
 
 
-PG_PENDING = "issue 21: Postgres side pending (engineer P)"
-
-
-def postgres_pending(backend: Backend) -> None:
-    """Issue 21's recall is SQLite's so far: on Postgres the test is expected to fail."""
-    if backend.name == "postgres":
-        pytest.xfail(PG_PENDING)
-
-
 def fact(memories: list[Memory], key: str) -> Memory:
     return next(memory for memory in memories if memory.key == key)
 
@@ -235,7 +226,6 @@ async def seed_week(backend: Backend) -> dict[str, str]:
 async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
     backend: Backend,
 ) -> None:
-    postgres_pending(backend)
     chats = await seed_week(backend)
     assert await backend.catch_up(summarise) == 2
     assert await backend.catch_up(summarise) == 0
@@ -366,7 +356,6 @@ async def test_the_current_session_wins_a_tie(backend: Backend) -> None:
 
 
 async def test_a_recent_cue_returns_the_newest_first(backend: Backend) -> None:
-    postgres_pending(backend)
     await backend.chat(
         "Runs",
         [
@@ -533,7 +522,6 @@ QUERIES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason=PG_PENDING)
 async def test_both_backends_recall_the_same_for_a_whole_corpus(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:

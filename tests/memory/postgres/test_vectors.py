@@ -1,6 +1,7 @@
-"""The vector index on Postgres (pgvector): each person's vectors are theirs alone,
-memory_sql cannot read them, an indexed dimension is searched through its HNSW index, and
-a database without pgvector migrates, answers and recalls lexically, with no error."""
+"""The vector index on Postgres (pgvector): each person's vectors are theirs alone (and
+so is every turn recall returns, dense or lexical), memory_sql cannot read them, an
+indexed dimension is searched through its HNSW index, and a database without pgvector
+migrates, answers and recalls lexically, with no error."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from psycopg import errors
 
 from app.doctor import PGVECTOR_MISSING, Check, postgres
 from config.settings import Settings
-from memory import Message
+from memory import Message, RecallMode, Recollection
 from memory.postgres.schema import INDEXED_DIMENSIONS, VECTORS, migrate
 from memory.postgres.sql_guard import SQL_ROLE
 from memory.postgres.store import PgStore
@@ -34,11 +35,27 @@ def unit(seed: int, dimensions: int = 384) -> numpy.ndarray:
     return vector / numpy.linalg.norm(vector)
 
 
-async def embedded(store: PgStore, text: str) -> Message:
-    """A user message of ``store``'s person, with a vector of MODEL."""
+async def embedded(store: PgStore, text: str, vector: numpy.ndarray | None = None) -> Message:
+    """A user message of ``store``'s person, with a vector of MODEL (``unit(1)`` unless
+    given)."""
     said = await store.add_message("s", "user", text)
-    await store.add_vectors(MODEL, [(said.id, unit(1))])
+    await store.add_vectors(MODEL, [(said.id, unit(1) if vector is None else vector)])
     return said
+
+
+async def ask(
+    store: PgStore,
+    query: str,
+    vector: numpy.ndarray,
+    *,
+    mode: RecallMode = "hybrid",
+    question_id: int | None = None,
+) -> Recollection:
+    """``store``'s recall of ``query`` with a query vector of MODEL, from chat "s"."""
+    return await store.recall(
+        query, now=FIXED_NOW, tz="UTC", session_id="s", question_id=question_id,
+        vector=vector, vector_model=MODEL, mode=mode,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -94,6 +111,25 @@ async def test_a_deleted_message_takes_its_vector_along(
     with psycopg.connect(postgres.admin_url) as conn:
         rows = conn.execute(f"SELECT message_id FROM {VECTORS} WHERE person = %s", (ann.person,))
         assert rows.fetchall() == [(kept.id,)]
+
+
+@pytest.mark.parametrize("dimensions", [512, 64])  # through the HNSW index, and exact
+async def test_recall_never_returns_another_persons_turns(
+    stores: tuple[PgStore, PgStore], dimensions: int
+) -> None:
+    ann, bob = stores
+    meaning = unit(7, dimensions)
+    secret = await embedded(ann, "Mochi hides whenever I vacuum", meaning)
+    own = await embedded(bob, "I vacuum on Sundays", unit(8, dimensions))
+    asked = await bob.add_message("s", "user", "what is my cat scared of?")
+
+    for mode in ("hybrid", "dense", "lexical"):
+        # ann's own vector: the nearest in the whole index
+        found = await ask(bob, "Mochi vacuum", meaning, mode=mode, question_id=asked.id)
+        assert [turn.message.id for turn in found.turns] == [own.id], mode
+    mine = await ask(ann, "pet", meaning)
+    assert [turn.message.id for turn in mine.turns] == [secret.id]
+    assert mine.searched == "hybrid"
 
 
 async def test_memory_sql_cannot_read_the_vectors(
@@ -158,6 +194,9 @@ def test_without_pgvector_migrate_and_the_index_answer_with_no_error(tmp_path: P
             assert await store.vector_status(MODEL) == (0, 1)
             assert await store.drop_vectors(None) == 0
             assert await store.vector_index() is None
+            found = await ask(store, "vacuum", unit(1))
+            assert [turn.message for turn in found.turns] == [said]
+            assert found.searched == "lexical"
             await store.close()
 
         asyncio.run(use())
