@@ -1,0 +1,36 @@
+"""The benches' Postgres halves at small sizes, on a throwaway server with pgvector:
+recall_quality's generated histories (lexical, dense and hybrid) and its probes, and
+bench.scale's two processes sharing one database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import recall_quality, scale
+from tests.support.bench_tables import numbers, rows
+
+RETRIEVERS = ("lexical", "dense", "hybrid")
+
+
+def test_recall_quality_runs_on_postgres(capsys: pytest.CaptureFixture[str]) -> None:
+    recall_quality.main(["--histories", "--size", "small", "--backend", "postgres"])
+    printed = capsys.readouterr().out
+    assert "no pgvector" not in printed
+    summary = [r for r in rows(printed) if len(r) == 11 and r[0] == "postgres"]
+    assert [(r[1], r[2]) for r in summary] == [(n, r) for n in ("EN", "ID") for r in RETRIEVERS]
+    for row in summary:
+        assert all(0 <= numbers(cell)[0] <= 100 for cell in row[3:-1]), row
+    recall_quality.main(["--search-only", "--backend", "postgres"])
+    probes = [r for r in rows(capsys.readouterr().out) if len(r) == 9]
+    assert [(r[0], r[1]) for r in probes] == [("EN", "postgres"), ("ID", "postgres")]
+
+
+def test_scale_runs_two_processes_on_postgres(tmp_path: Path) -> None:
+    tiny = ["--processes", "2", "--sessions", "2", "--turns", "2", "--latency", "0.01"]
+    runs = scale.main([*tiny, "--rounds", "1", "--home", str(tmp_path)])
+    postgres = runs["(c) 2 processes, one Postgres database"]
+    assert (postgres.processes, postgres.turns) == (2, 8)
+    for figures in runs.values():
+        assert figures.errors == [] and figures.lost == 0
