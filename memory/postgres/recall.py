@@ -229,27 +229,27 @@ class TurnSearch:
         return where, params
 
     async def _lexical(self) -> dict[int, float]:
-        """Message id -> ts_rank of the matching turns among the newest LEXICAL_SCOPE of
-        the range (row security keeps Postgres from using the full-text index: see
-        docs/postgres.md); for a "last time I…" question, the newest matches, scored by
+        """Message id -> ts_rank of the matching turns among the newest LEXICAL_SCOPE
+        messages of the range (row security keeps Postgres from using the full-text index:
+        see docs/postgres.md); for a "last time I…" question, the newest matches, scored by
         recency."""
         match = tsquery(self.query)
         if not match:
             return {}
-        await self.cursor.execute(
-            "SELECT id FROM messages WHERE id <= %s ORDER BY id DESC LIMIT 1 OFFSET %s",
-            (self.high, LEXICAL_SCOPE - 1),
-        )
-        floor = await self.cursor.fetchone()
-        where, params = self._in_range()
-        if floor is not None and int(floor["id"]) > self.low:
-            params[0] = int(floor["id"])
+        where = _ROLES_SQL
+        params: list[object] = [self.low, self.high, LEXICAL_SCOPE, match]
+        if self.window:
+            where += " AND m.created_at >= %s AND m.created_at < %s"
+            params += self.window
         order = "m.id DESC" if self.recent else "score DESC, m.id DESC"
+        # One backward scan of the person's (person, id) index, newest first.
         await self.cursor.execute(
             f"""SELECT m.id, ts_rank(m.tsv, q, {_LENGTH_NORMALISED}) AS score
-                FROM messages m, {_TSQUERY} q
+                FROM (SELECT id, role, created_at, tsv FROM messages
+                      WHERE id BETWEEN %s AND %s ORDER BY id DESC LIMIT %s) m,
+                     {_TSQUERY} q
                 WHERE m.tsv @@ q AND {where} ORDER BY {order} LIMIT %s""",
-            [match, *params, CANDIDATES],
+            [*params, CANDIDATES],
         )
         rows = await self.cursor.fetchall()
         if self.recent:
