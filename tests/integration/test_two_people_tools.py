@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from graph.setup import People
 from memory import OWNER, AsyncStore, release_connections, utc_now
 from memory.postgres.store import PgStore
 from tests.support.chat_model import ScriptedChatModel
+from tests.support.embedders import FakeEmbedder
 from tests.support.pg_people import (
     BACKENDS,
     Backend,
@@ -174,6 +175,38 @@ async def test_memory_search_as_bob_finds_nothing_of_anns(home: Home) -> None:
         assert not leaked(result)
 
 
+async def embed_everything(store: AsyncStore, embedder: FakeEmbedder) -> None:
+    """Give every message of the store's person a vector, as the background job does."""
+    while rows := await store.unembedded(embedder.model, 100):
+        vectors = embedder.passages([text for _, text in rows])
+        await store.add_vectors(
+            embedder.model, list(zip([i for i, _ in rows], vectors, strict=True))
+        )
+
+
+async def test_memory_search_by_meaning_as_bob_finds_nothing_of_anns(home: Home) -> None:
+    embedder = FakeEmbedder()
+    for store in (home.ann_store, home.bob_store):
+        await embed_everything(store, embedder)
+    asked = f"my password hint is {SECRET}"  # ann's own words: her vector, exactly
+    ann = (await context_of(home, "ann")).tool_context(home.ann_session)
+    found = await execute_tool(
+        "memory_search", {"query": asked}, ctx=replace(ann, embedder=embedder)
+    )
+    assert leaked(found)
+
+    bob = await context_of(home, "bob")
+    for session in (home.bob_session, home.ann_session, None):
+        ctx = replace(bob.tool_context(session), embedder=embedder)
+        assert not leaked(await execute_tool("memory_search", {"query": asked}, ctx=ctx))
+        nearest = await bob.store.recall(
+            asked, now=utc_now(), tz="UTC", session_id=session, question_id=None,
+            vector=embedder.query(asked), vector_model=embedder.model, mode="dense",
+        )  # fmt: skip
+        assert nearest.turns and {t.message.session_id for t in nearest.turns} == {home.bob_session}
+    assert await bob.store.vector_status(embedder.model) == (2, 2)
+
+
 BOTH: tuple[Backend, ...] = BACKENDS
 ATTACKS = [  # (statement, the backends that must refuse it)
     pytest.param("SELECT * FROM messages", (), id="messages"),
@@ -198,6 +231,7 @@ ATTACKS = [  # (statement, the backends that must refuse it)
     pytest.param("UPDATE memories SET value = 'x' WHERE key = 'secret'", (), id="update-memory"),
     pytest.param("SELECT * FROM sql_edits", BOTH, id="journal"),  # ann's edit, old and new
     pytest.param("SELECT * FROM users", BOTH, id="users"),  # Postgres's accounts
+    pytest.param("SELECT * FROM message_vectors", BOTH, id="vectors"),
     pytest.param("ATTACH DATABASE '{db}' AS a", BOTH, id="attach"),
     pytest.param("SELECT * FROM a.messages", BOTH, id="attached-name"),
     # Postgres's person policy trusts app.person: memory_sql may not set it.
