@@ -1030,11 +1030,12 @@ async def bench_history(
             embedded, note = 0, f"dense: n/a ({error})"
         else:
             seconds = time.perf_counter() - started
+            missing = "no pgvector" if isinstance(store, PgStore) else "no vector index"
             note = (
                 f"{embedded} turns and {len(history.questions)} questions embedded by "
                 f"{embedder.model} in {seconds:.1f} s"
                 if embedded
-                else "dense: n/a (no pgvector)"
+                else f"dense: n/a ({missing})"
             )
         asking.embedder = embedder if embedded else None
     for retriever in RETRIEVERS if asking.embedder else ("lexical",):

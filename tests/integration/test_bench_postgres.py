@@ -4,12 +4,20 @@ bench.scale's two processes sharing one database."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from bench import recall_quality, scale
+from bench.histories import generate
+from bench.recall_quality import NOW, Moment, bench_history
+from config.settings import Settings
+from memory.postgres.schema import migrate
+from memory.postgres.store import PgStore
+from providers.embeddings import open_embedder
 from tests.support.bench_tables import numbers, rows
+from tests.support.postgres import APP_ROLE, PostgresServer
 
 RETRIEVERS = ("lexical", "dense", "hybrid")
 
@@ -25,6 +33,23 @@ def test_recall_quality_runs_on_postgres(capsys: pytest.CaptureFixture[str]) -> 
     recall_quality.main(["--search-only", "--backend", "postgres"])
     probes = [r for r in rows(capsys.readouterr().out) if len(r) == 9]
     assert [(r[0], r[1]) for r in probes] == [("EN", "postgres"), ("ID", "postgres")]
+
+
+def test_without_pgvector_recall_quality_says_so_and_measures_lexical() -> None:
+    async def run() -> recall_quality.Run:
+        with PostgresServer(vector=False) as server:
+            await migrate(server.owner_url, APP_ROLE)  # the owner may not create pgvector
+            clock = Moment(NOW)
+            store = await PgStore.open(server.url, "history-en", clock=clock)
+            try:
+                embedder = open_embedder(Settings())
+                return await bench_history(store, generate("en", size="small"), clock, embedder)
+            finally:
+                await store.close()
+
+    measured = asyncio.run(run())
+    assert measured.embedding == "dense: n/a (no pgvector)"
+    assert set(measured.outcomes) == {"BM25", "lexical"}
 
 
 def test_scale_runs_two_processes_on_postgres(tmp_path: Path) -> None:
