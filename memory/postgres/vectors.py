@@ -60,15 +60,37 @@ async def available(cursor: Cursor) -> bool:
 
 async def unembedded(cursor: Cursor, model: str, limit: int) -> list[tuple[int, str]]:
     """(id, text) of up to ``limit`` user/assistant messages with no vector of ``model``,
-    oldest first; none without the index (nothing would keep their vectors)."""
+    oldest first; none without the index (nothing would keep their vectors).
+
+    The background job asks after every turn, so the usual answers are cheap: nothing
+    missing (the counts agree), or only messages newer than the newest vector (read by
+    index). Only a gap below it (a message committed late, a failed batch) reads every
+    message against every vector (2.5 s at a million)."""
     if not await available(cursor):
         return []
+    done, total = await vector_status(cursor, model)
+    if done >= total:
+        return []
     await cursor.execute(
-        f"""SELECT m.id, m.content FROM messages m
-            WHERE {_ROLES} AND NOT EXISTS (
-                SELECT 1 FROM {VECTORS} v WHERE v.model = %s AND v.message_id = m.id)
+        f"""SELECT COALESCE(MAX(message_id), 0) AS newest FROM {VECTORS} WHERE model = %s""",
+        (model,),
+    )
+    row = await cursor.fetchone()
+    newest = int(row["newest"]) if row else 0
+    await cursor.execute(
+        f"SELECT COUNT(*) AS newer FROM messages m WHERE m.id > %s AND {_ROLES}", (newest,)
+    )
+    row = await cursor.fetchone()
+    params: list[object]
+    if row is not None and int(row["newer"]) == total - done:  # no gap below the newest
+        where, params = "m.id > %s", [newest]
+    else:
+        where = f"NOT EXISTS (SELECT 1 FROM {VECTORS} v WHERE v.model = %s AND v.message_id = m.id)"
+        params = [model]
+    await cursor.execute(
+        f"""SELECT m.id, m.content FROM messages m WHERE {_ROLES} AND {where}
             ORDER BY m.id LIMIT %s""",
-        (model, limit),
+        [*params, limit],
     )
     return [(int(row["id"]), str(row["content"])) for row in await cursor.fetchall()]
 

@@ -90,12 +90,20 @@ async def test_each_person_embeds_counts_and_drops_only_their_own_messages(
 
     assert await ann.vector_status(MODEL) == (2, 2)
     assert await ann.unembedded(MODEL, 10) == []
+    gap = await ann.add_message("s", "assistant", "a gap")
+    later = await ann.add_message("s", "user", "a later word")
+    await ann.add_vectors(MODEL, [(later.id, unit(6))])  # newer than the gap
+    assert await ann.unembedded(MODEL, 10) == [(gap.id, "a gap")]
+    await ann.add_vectors(MODEL, [(gap.id, unit(9))])
+    newest = await ann.add_message("s", "user", "newest")
+    assert await ann.unembedded(MODEL, 10) == [(newest.id, "newest")]
+    await ann.add_vectors(MODEL, [(newest.id, unit(10))])
     assert await bob.vector_status(MODEL) == (0, 1)
     assert await bob.unembedded(MODEL, 10) == [(bobs.id, bobs.content)]
-    assert await ann.vector_status("other:model") == (0, 2)
+    assert await ann.vector_status("other:model") == (0, 5)
     assert await ann.drop_vectors(except_model=MODEL) == 0
-    assert await ann.drop_vectors(except_model="other:model") == 2
-    assert await ann.vector_status(MODEL) == (0, 2)
+    assert await ann.drop_vectors(except_model="other:model") == 5
+    assert await ann.vector_status(MODEL) == (0, 5)
 
 
 async def test_a_deleted_message_takes_its_vector_along(
