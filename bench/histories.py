@@ -45,6 +45,7 @@ NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)  # questions are asked then (a W
 FIRST_DAY = datetime(2026, 5, 18, tzinfo=UTC)
 SPAN = timedelta(days=184)  # the chats' days: FIRST_DAY .. about a week before NOW
 WEEK_AFTER = (timedelta(days=5), timedelta(days=11))  # "the week after" a day, as a window
+TAILED = 0.4  # the share of small talk that goes on with a stock tail ("Anyway.")
 MIN_PREFIX = 4  # shares_no_word: shorter words are not compared as prefixes
 
 
@@ -141,6 +142,8 @@ class Voice:
     thanks: tuple[str, ...]  # the user's reply to the assistant's advice
     welcome: tuple[str, ...]
     titles: tuple[str, ...]  # a chat's title when no fact opens it
+    user_tails: tuple[str, ...]  # what small talk may end with
+    assistant_tails: tuple[str, ...]
     foods: tuple[str, ...]
     places: tuple[str, ...]
     shows: tuple[str, ...]
@@ -1132,6 +1135,24 @@ EN = Voice(
     ),
     thanks=("Thanks, I'll try that.", "Great, noted.", "Oh, good idea, thank you."),
     welcome=("You're welcome!", "Happy to help.", "Any time. Let me know how it goes."),
+    user_tails=(
+        "Anyway.",
+        "How about you?",
+        "Ugh.",
+        "Not much else to report.",
+        "That's my life, haha.",
+        "Just saying.",
+        "Whatever, it's fine.",
+        "Such is life.",
+    ),
+    assistant_tails=(
+        "Anything else on your mind?",
+        "I'm here if you want to chat.",
+        "How's the rest of your week looking?",
+        "Take it easy.",
+        "Fingers crossed for tomorrow.",
+        "That made me smile.",
+    ),
     titles=(
         "Evening chat",
         "Rainy day",
@@ -1365,6 +1386,24 @@ ID = Voice(
     ),
     thanks=("Makasih, nanti aku coba.", "Oke, noted.", "Wah, ide bagus, makasih."),
     welcome=("Sama-sama!", "Senang bisa bantu.", "Kapan aja. Kabari ya hasilnya."),
+    user_tails=(
+        "Ya gitu deh.",
+        "Kamu gimana?",
+        "Huft.",
+        "Nggak ada kabar lain sih.",
+        "Hidupku ya begini, haha.",
+        "Cuma mau cerita aja.",
+        "Ya sudahlah.",
+        "Namanya juga hidup.",
+    ),
+    assistant_tails=(
+        "Ada lagi yang lagi kamu pikirin?",
+        "Aku di sini kalau mau ngobrol.",
+        "Sisa minggumu gimana?",
+        "Santai aja ya.",
+        "Semoga besok lebih baik.",
+        "Aku jadi ikut senyum.",
+    ),
     titles=(
         "Ngobrol malam",
         "Hari hujan",
@@ -1453,7 +1492,12 @@ class Phrases:
             place=rng.choice(voice.places),
             show=rng.choice(voice.shows),
         )
-        return [Line("user", said), Line("assistant", self.replies.draw())]
+        reply = self.replies.draw()
+        if rng.random() < TAILED:
+            said = f"{said} {rng.choice(voice.user_tails)}"
+        if rng.random() < TAILED:
+            reply = f"{reply} {rng.choice(voice.assistant_tails)}"
+        return [Line("user", said), Line("assistant", reply)]
 
     def fact(self, number: int, fact: Fact) -> list[Line]:
         """The user's news and an acknowledgement, or the user's ask and the advice."""
