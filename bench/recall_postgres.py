@@ -119,16 +119,22 @@ async def percentiles(run: Callable[[], Awaitable[Any]], queries: int) -> tuple[
     return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
 
 
-async def measure(url: str, queries: int, home: Path) -> dict[str, tuple[float, float]]:
-    """Every timed operation on the loaded database at ``url`` (the app role's)."""
+async def measure(
+    url: str, queries: int, home: Path, model: str = MODEL
+) -> dict[str, tuple[float, float]]:
+    """Every timed operation on the loaded database at ``url`` (the app role's), its
+    vectors under ``model``."""
     embedder = open_embedder(Settings(home=home))
     assert embedder is not None and embedder.dimensions == DIMENSIONS
     store = await PgStore.open(url, PERSON, clock=lambda: NOW)
     try:
         async with store._transaction() as cursor:
-            await cursor.execute("SELECT MAX(id) AS id, MAX(session_id) AS s FROM messages")
+            await cursor.execute(
+                "SELECT id, session_id AS s FROM messages WHERE role = 'user' "
+                "ORDER BY id DESC LIMIT 1"
+            )
             row = await cursor.fetchone()
-        assert row is not None and row["id"] is not None, "the database holds no messages"
+        assert row is not None, "the database holds no messages"
         question, session = int(row["id"]), str(row["s"])
         settings = Settings(home=home, timezone="UTC")
         ctx = ToolContext(
@@ -142,12 +148,12 @@ async def measure(url: str, queries: int, home: Path) -> dict[str, tuple[float, 
         def recall(mode: RecallMode) -> Callable[[], Awaitable[Any]]:
             return lambda: store.recall(
                 COMMON_QUERY, now=NOW, tz="UTC", session_id=session, question_id=question,
-                vector=probe, vector_model=MODEL, mode=mode,
+                vector=probe, vector_model=model, mode=mode,
             )  # fmt: skip
 
         async def nearest() -> Any:
             async with store._transaction() as cursor:
-                return await pg_vectors.nearest(cursor, MODEL, probe, (0, question - 1), 50)
+                return await pg_vectors.nearest(cursor, model, probe, (0, question - 1), 50)
 
         return {
             "memory_search hybrid, common phrase": await percentiles(tool(COMMON_QUERY), queries),
@@ -167,12 +173,14 @@ def table(figures: dict[str, tuple[float, float]]) -> str:
     return "\n".join(["| operation | p50 ms | p95 ms |", "|---|---:|---:|", *rows])
 
 
-def run(size: int, queries: int, url: str | None = None) -> dict[str, tuple[float, float]]:
-    """Load ``size`` messages into a new server (unless ``url`` names a loaded database)
-    and time every operation."""
+def run(
+    size: int, queries: int, url: str | None = None, model: str = MODEL
+) -> dict[str, tuple[float, float]]:
+    """Load ``size`` messages into a new server (unless ``url`` names a loaded database,
+    its vectors under ``model``) and time every operation."""
     with TemporaryDirectory() as home:
         if url is not None:
-            return asyncio.run(measure(url, queries, Path(home)))
+            return asyncio.run(measure(url, queries, Path(home), model))
         with PostgresServer() as server:
             started = time.perf_counter()
             build = load(server, size)
@@ -186,8 +194,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000, help="messages to load")
     parser.add_argument("--queries", type=int, default=50, help="timed runs per operation")
     parser.add_argument("--url", help="the app role's URL of a database loaded before")
+    parser.add_argument("--model", default=MODEL, help="the model of --url's vectors")
     args = parser.parse_args()
-    print(table(run(args.size, args.queries, args.url)))
+    print(table(run(args.size, args.queries, args.url, args.model)))
 
 
 if __name__ == "__main__":
