@@ -11,9 +11,14 @@ Timed, p50/p95 over ``--queries`` runs each:
 - memory_search (the tool itself: memories, segments, BM25 raw messages, over every
   session, asked from the long session with its newest user message as the question)
   with no time cue, a rare phrase, and a temporal window ("last Thursday");
+- memory_search hybrid: the query embedded by the bundled embedder (``providers``'
+  LocalEmbedder, in the tool's thread) and fused with the nearest of the vector index,
+  which holds a random unit vector of the embedder's dimension for every user/assistant
+  message (a brute-force-then-rerank search costs the same whatever the vectors mean, so
+  the history need not be embedded for real: at 1M that would take half an hour);
+- the dense search alone (``memory.sqlite.vectors.nearest``) for a random unit vector;
 - the raw message search alone (``memory.sqlite.retrieval.search_messages``), all sessions
-  (the newest 1000 messages, or every message of the window), the asked session winning
-  ties;
+  (the whole history, or every message of the window), the asked session winning ties;
 - the naive LIKE scan baseline (``tests.support.naive_search``, every message) for the
   same words — once with common words (the scan stops early at 20 hits) and once with a
   rare phrase (the scan reads everything);
@@ -34,10 +39,13 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+import numpy
 
 from bench import quiet_environment
 
@@ -52,7 +60,9 @@ from memory.sqlite.retrieval import search_messages  # noqa: E402
 from memory.sqlite.segments import refresh_segments  # noqa: E402
 from memory.sqlite.sql_guard import run_sql  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
+from memory.sqlite.vectors import nearest, sketch  # noqa: E402
 from nodes.build_context import build_context  # noqa: E402
+from providers import open_embedder  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tests.support.naive_search import naive_search  # noqa: E402
 from tools.base import ToolContext  # noqa: E402
@@ -64,7 +74,7 @@ SPAN = timedelta(days=182)
 BURST = 20  # messages per conversation
 ASKED = "asked"  # the long session the questions come from
 ASKED_SHARE = 0.1  # its share of the conversations
-CACHE = Path(tempfile.gettempdir()) / "companion-bench-recall-v2"
+CACHE = Path(tempfile.gettempdir()) / "companion-bench-recall-v3"
 
 FOODS = ["nasi goreng", "ramen", "lasagna", "pho", "tacos", "curry", "risotto", "dumplings"]
 PLACES = ["the market", "the office", "the gym", "Bandung", "the beach", "grandma's house"]
@@ -146,9 +156,42 @@ def history(size: int) -> Path:
     conn.close()
     for session in sessions:
         asyncio.run(refresh_segments(store, session, force=True))
+    random_vectors(store)
     store.close()
     done.write_text(f"{time.perf_counter() - started:.1f} s\n")
     return home
+
+
+def random_vectors(store: SqliteStore, batch: int = 20_000) -> None:
+    """A random unit vector of the bundled embedder's model and dimension for every
+    user/assistant message, written straight into the vector index."""
+    embedder = open_embedder(Settings(home=store.path.parent))
+    assert embedder is not None
+    rng = numpy.random.default_rng(7)
+    ids = [
+        row[0]
+        for row in store.conn.execute(
+            "SELECT id FROM messages WHERE role IN ('user', 'assistant') ORDER BY id"
+        )
+    ]
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        vectors = unit_vectors(rng, len(chunk), embedder.dimensions)
+        codes = sketch(vectors)
+        with store.transaction() as conn:
+            conn.executemany(
+                """INSERT INTO message_vectors (message_id, model, sketch, vector)
+                   VALUES (?, ?, ?, ?)""",
+                [
+                    (i, embedder.model, c.tobytes(), v.tobytes())
+                    for i, c, v in zip(chunk, codes, vectors, strict=True)
+                ],
+            )
+
+
+def unit_vectors(rng: numpy.random.Generator, count: int, dimensions: int) -> numpy.ndarray:
+    vectors = rng.standard_normal((count, dimensions)).astype(numpy.float32)
+    return vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def percentiles(run: Callable[[], Any], queries: int) -> tuple[float, float]:
@@ -203,19 +246,32 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
     tool_ctx = ToolContext(  # the tool takes the async interface, as in the app
         settings, AsyncSqliteStore(store), ASKED, clock=lambda: NOW, user_message_id=question
     )
+    embedder = open_embedder(settings)
+    assert embedder is not None
+    hybrid_ctx = replace(tool_ctx, embedder=embedder)
+    probe = unit_vectors(numpy.random.default_rng(1), 1, embedder.dimensions)[0]
     window = parse_temporal(WINDOW_QUERY, NOW, "UTC")
     loop = asyncio.new_event_loop()
 
     def raw(query: str, cue: TemporalCue | None = None) -> Callable[[], Any]:
         return lambda: search_messages(store, query, prefer=ASKED, cue=cue, before_id=question)
 
-    def tool(query: str) -> Callable[[], Any]:
-        return lambda: loop.run_until_complete(memory_search({"query": query}, tool_ctx))
+    def tool(query: str, ctx: ToolContext = tool_ctx) -> Callable[[], Any]:
+        return lambda: loop.run_until_complete(memory_search({"query": query}, ctx))
+
+    def dense() -> Any:
+        return nearest(store, embedder.model, probe, low=0, high=question - 1, limit=50)
 
     results = {
         "memory_search, no time cue": percentiles(tool(COMMON_QUERY), queries),
         "memory_search, rare phrase": percentiles(tool(RARE_QUERY), queries),
         "memory_search, temporal window": percentiles(tool(WINDOW_QUERY), queries),
+        "memory_search hybrid, no time cue": percentiles(tool(COMMON_QUERY, hybrid_ctx), queries),
+        "memory_search hybrid, rare phrase": percentiles(tool(RARE_QUERY, hybrid_ctx), queries),
+        "memory_search hybrid, temporal window": percentiles(
+            tool(WINDOW_QUERY, hybrid_ctx), queries
+        ),
+        "dense search alone (nearest 50)": percentiles(dense, queries),
         "raw search alone (BM25, all sessions)": percentiles(raw(COMMON_QUERY), queries),
         "raw search alone, rare phrase": percentiles(raw(RARE_QUERY), queries),
         "raw search alone, temporal window": percentiles(raw(WINDOW_QUERY, window), queries),

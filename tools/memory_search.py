@@ -5,9 +5,10 @@ the query's vector (the context's embedder, in a thread, at most ``EMBED_SECONDS
 failure is logged and recall is lexical), and the result's shape: ``facts`` [{category,
 key, value}], then ``turns`` [{id, session, time, speaker, text, before?, after?}] best
 first, then ``episodes`` [{id, session, start, end, summary}], cut to the budget of
-memory.rules.budget (``TURN_BUDGET`` turns, ``CHAR_BUDGET`` characters of what the model
-reads), and ``searched`` (hybrid or lexical). Times are the person's, sessions are named
-by title; the question being answered never comes back.
+memory.rules.budget (``TURN_BUDGET`` turns, a neighbour counting as one, and
+``CHAR_BUDGET`` characters of what the model reads), and ``searched`` (hybrid or
+lexical). Times are the person's, sessions are named by title; the question being
+answered never comes back.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import Any
 import numpy
 
 from memory import Episode, Message, RecalledTurn, Recollection, parse_time
-from memory.rules.budget import CHAR_BUDGET, EPISODE_CHARS, NEIGHBOUR_CHARS, TURN_CHARS
+from memory.rules.budget import (
+    CHAR_BUDGET,
+    EPISODE_CHARS,
+    NEIGHBOUR_CHARS,
+    TURN_BUDGET,
+    TURN_CHARS,
+)
 from memory.rules.temporal import zone_of
 from tools.base import ToolContext, ToolSpec
 
@@ -125,12 +132,29 @@ PARTS = (
 )
 
 
+def _within_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns, best first, while they and their neighbours number ``TURN_BUDGET`` at
+    most: a turn that would pass it comes without its neighbours, or not at all."""
+    left = TURN_BUDGET
+    kept = []
+    for turn in turns:
+        whole = 1 + ("before" in turn) + ("after" in turn)
+        if whole > left:
+            turn = {key: value for key, value in turn.items() if key not in ("before", "after")}
+            whole = 1
+        if whole > left:
+            break
+        kept.append(turn)
+        left -= whole
+    return kept
+
+
 def shape(found: Recollection, tz: str) -> dict[str, Any]:
     """The tool's JSON result for what was recalled, cut to ``CHAR_BUDGET`` characters of
     formatted text: facts first, then turns, then episodes, each kept whole or left out."""
     items = {
         "facts": [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts],
-        "turns": [_turn(t, tz) for t in found.turns],
+        "turns": _within_turns([_turn(t, tz) for t in found.turns]),
         "episodes": [_episode(e, tz) for e in found.episodes],
     }
     left = CHAR_BUDGET

@@ -7,7 +7,7 @@ episodes, until the characters run out.
 
 from __future__ import annotations
 
-TURN_BUDGET = 12  # turns recall returns (neighbours ride along with their turn)
+TURN_BUDGET = 12  # turns shown, neighbours included (recall returns this many hits)
 CHAR_BUDGET = 4000  # characters of everything the model reads from one search
 TURN_CHARS = 400  # one turn's text at most (a neighbour's: NEIGHBOUR_CHARS)
 NEIGHBOUR_CHARS = 160

@@ -4,7 +4,8 @@
 you recommend", "your advice": the companion's. Both or neither: no preference. It is a
 boost in ranking (memory.rules.fusion), never a filter. A turn's neighbour is shown when
 it makes the turn readable: a short reply ("yes, the blue one") with what it answered,
-a question with its short answer. Pure: no I/O.
+a question with its answer; an acknowledgement beside a statement is left out (it would
+only spend the budget). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ Speaker = Literal["user", "assistant"]
 
 FIRST_PERSON = word_set("i me my mine myself im aku saya gue gw")
 SECOND_PERSON = word_set("you your yours yourself kamu anda kau lu lo")
-REPLY_CHARS = 80  # a turn this short reads as a reply: it needs the turn it answers
+REPLY_WORDS = 5  # a turn of this few words reads as a reply: it needs the turn it answers
+REPLY_OPENERS = word_set(
+    "yes yeah yep yup no nope nah ok okay sure right exactly that this it the both neither "
+    "ya iya iyaa yoi nggak gak enggak tidak bukan betul benar oke sip boleh itu yang"
+)
 
 
 def preferred_speaker(query: str, names: Iterable[str] = ()) -> Speaker | None:
@@ -32,11 +37,22 @@ def preferred_speaker(query: str, names: Iterable[str] = ()) -> Speaker | None:
     return "user" if user else "assistant"
 
 
+def is_reply(text: str) -> bool:
+    """A turn that means little alone: a few words, or a short line opening as an answer
+    does ("yes, the blue one", "iya yang merah")."""
+    words = WORD.findall(text.lower())
+    return len(words) <= REPLY_WORDS or (
+        len(words) <= 2 * REPLY_WORDS and words[0] in REPLY_OPENERS
+    )
+
+
 def wants_before(hit: str, before: str) -> bool:
-    """Show the turn before ``hit``: the hit is a short reply, or the turn is short."""
-    return len(hit.strip()) <= REPLY_CHARS or len(before.strip()) <= REPLY_CHARS
+    """Show ``before``, the turn before ``hit``: the hit is a reply, which needs what it
+    answers (and ``before`` says something)."""
+    return is_reply(hit) and bool(before.strip())
 
 
 def wants_after(hit: str, after: str) -> bool:
-    """Show the turn after ``hit``: the hit is a question, or the turn is a short reply."""
-    return hit.rstrip().endswith("?") or len(after.strip()) <= REPLY_CHARS
+    """Show ``after``, the turn after ``hit``: the hit is a question, whose answer is the
+    point (and ``after`` says something)."""
+    return hit.rstrip().endswith("?") and bool(after.strip())

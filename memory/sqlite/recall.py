@@ -16,6 +16,7 @@ from datetime import datetime
 
 import numpy
 
+from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
 from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
 from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT
@@ -33,6 +34,7 @@ from memory.types import (
     RecallMode,
     Recollection,
     format_time,
+    parse_time,
 )
 
 _ROLES_SQL = "role IN ('user', 'assistant')"
@@ -109,6 +111,9 @@ class TurnSearch:
         self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
     ) -> tuple[list[RecalledTurn], RecallMode]:
         """The ``limit`` best turns (title left blank) and the retrievers that ran."""
+        anchor = anchored(self.query) if self.window is None else None
+        if anchor is not None and self._hang_on(anchor, vector, model, mode):
+            self.query, vector = anchor.rest, None  # the span's turns, by what is asked
         if self.high < self.low:
             return [], "lexical"
         words = {}
@@ -130,11 +135,36 @@ class TurnSearch:
         searched: RecallMode = "lexical" if not meaning else mode
         scores = fuse(words, meaning)
         if not scores and (self.window or self.recent):
-            fallback = newest(self.store, self.low, self.high, self.window, limit)
+            fallback = newest(self.store, self.low, self.high, self.window, CANDIDATES)
             scores = dict.fromkeys(fallback, FALLBACK_SCORE)
         found = {i: m for i, m in messages_by_id(self.store, list(scores)).items() if self._fits(m)}
         best_words = sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT]
         return self._ranked({i: scores[i] for i in found}, found, best_words, limit), searched
+
+    def _hang_on(
+        self, anchor: Anchor, vector: numpy.ndarray | None, model: str | None, mode: RecallMode
+    ) -> bool:
+        """Find the event the question's time hangs on and search the span around it
+        from now on; False when no turn names the event."""
+        words = lexical(self.store, anchor.event, low=self.low, high=self.high, limit=CANDIDATES)
+        meaning: dict[int, float] = {}
+        if mode != "lexical" and vector is not None and model:
+            meaning = dict(
+                nearest(self.store, model, vector, low=self.low, high=self.high, limit=CANDIDATES)
+            )
+        scores = fuse(words, meaning)
+        if not scores:
+            return False
+        event = messages_by_id(self.store, [max(scores, key=lambda i: (scores[i], i))])
+        if not event:
+            return False
+        at = parse_time(next(iter(event.values())).created_at)
+        window = (at + anchor.start, at + anchor.end)
+        ids = window_ids(self.store, *window)
+        if ids is None or ids[0] > self.high:
+            return False  # nothing was said in that span: search as for any question
+        self.window, self.low, self.high = window, ids[0], min(ids[1], self.high)
+        return True
 
     def _fits(self, message: Message) -> bool:
         """A user/assistant message inside the window (dense hits are only id-bounded)."""
