@@ -114,20 +114,3 @@ async def summarise_spans(
             summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"
         summaries.append((span, summary, kind))
     return summaries
-
-
-def pick_lines(said: list[tuple[str, str]], query: str = "", count: int = 3) -> list[str]:
-    """``count`` of a segment's (role, content) lines, in order, those sharing the most
-    words with ``query`` chosen first; each "role: text", shortened to LINE_CHARS."""
-    wanted = set(content_words(query))
-    order = sorted(
-        range(len(said)),
-        key=lambda i: (-len(wanted & set(content_words(said[i][1]))), i),
-    )
-    lines = []
-    for index in sorted(order[:count]):
-        role, content = said[index]
-        text = " ".join(content.split())
-        text = text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
-        lines.append(f"{role}: {text}")
-    return lines

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memory.rules.text import content_words, stem
 
-SCOPE = 1000
 TOP = 20
 MAX_QUERY_TERMS = 16
 SEARCH_ROLES = ("user", "assistant")
@@ -29,4 +28,3 @@ def query_terms(text: str) -> list[tuple[str, bool]]:
 
 SEMANTIC_LIMIT = 5
 SEGMENT_LIMIT = 3
-THIN = 2  # fewer structured results than this: search raw messages too

@@ -17,7 +17,6 @@ from typing import Protocol, TypeVar
 from memory.rules.episodes import (
     CATCH_UP_BUDGET,
     closed_spans,
-    pick_lines,
     read_cap,
     summarise_spans,
 )
@@ -222,15 +221,3 @@ def search_segments(
         ).fetchall()
         return [_segment(row) for row in rows]
     return []
-
-
-def segment_lines(
-    store: SqliteStore, segment: Segment, query: str = "", count: int = 3
-) -> list[str]:
-    """A few user/assistant lines of a segment, those sharing words with ``query`` first."""
-    rows = store.conn.execute(
-        """SELECT role, content FROM messages WHERE session_id = ? AND id BETWEEN ? AND ?
-           AND role IN ('user', 'assistant') ORDER BY id""",
-        (segment.session_id, segment.start_message_id, segment.end_message_id),
-    ).fetchall()
-    return pick_lines([(row["role"], row["content"]) for row in rows], query, count)
