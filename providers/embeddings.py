@@ -52,7 +52,7 @@ class EmbeddingUnavailable(Exception):
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of one model's space."""
 
-    model: str  # e.g. "local:use-multilingual-v3" or "endpoint:nomic-embed-text"
+    model: str  # e.g. "local:multilingual-e5-small-q4" or "endpoint:nomic-embed-text"
     dimensions: int
 
     def passages(self, texts: Sequence[str]) -> numpy.ndarray:
