@@ -46,7 +46,8 @@ A third part (``--histories``) asks of long generated histories (``bench.histori
 person's 20+ chats and 500+ turns in English, one in Indonesian, 40+ questions per
 category, each annotated with its evidence turns), stored through the store with the
 user's name as a saved fact, episodes cut as the app cuts them, and every turn embedded
-once per store by the bundled embedder (``--embedding-model off``: lexical only). Each
+once per store by the bundled embedder (``--embedding-model off``: lexical only; its
+vectors are kept in ``bench.vector_cache``'s folder, so each text is embedded once). Each
 question goes to the real memory_search through the tool registry, once per retriever
 (its recall forced to lexical, dense or hybrid), and to the store's recall for 20 turns.
 It prints, per backend, language and category (and the questions an assistant's turn
@@ -82,6 +83,7 @@ quiet_environment()
 from bench.bm25 import Okapi  # noqa: E402
 from bench.histories import CATEGORIES, SIZES, History, Question, generate  # noqa: E402
 from bench.histories import LANGUAGES as GENERATED  # noqa: E402
+from bench.vector_cache import CACHE, CachedEmbedder  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from evals.cases import Case, load_cases  # noqa: E402
 from evals.results import CaseRun, EvalRun  # noqa: E402
@@ -1084,12 +1086,11 @@ def figures(outcomes: Sequence[Outcome]) -> Figures:
 
 
 async def measure_histories(
-    size: str, backends: Sequence[str], embedding_model: str = "local"
+    size: str, backends: Sequence[str], embedder: Embedder | None
 ) -> dict[tuple[str, str], Run]:
     """Every language's history on each backend, by (backend, language)."""
     results: dict[tuple[str, str], Run] = {}
     histories = {language: generate(language, size=size) for language in GENERATED}
-    embedder = open_embedder(Settings(embedding_model=embedding_model))
     if "sqlite" in backends:
         for language, history in histories.items():
             with tempfile.TemporaryDirectory() as home:
@@ -1219,10 +1220,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--embedding-model", default="local", help="with --histories: 'local' or 'off'"
     )
+    parser.add_argument(
+        "--no-vector-cache", action="store_true", help=f"embed every text again (not {CACHE})"
+    )
     args = parser.parse_args(argv)
     backends = BACKENDS if args.backend == "both" else (args.backend,)
     if args.histories:
-        measured = measure_histories(args.size, backends, args.embedding_model)
+        embedder = open_embedder(Settings(embedding_model=args.embedding_model))
+        if embedder is not None and not args.no_vector_cache:
+            embedder = CachedEmbedder(embedder)
+        measured = measure_histories(args.size, backends, embedder)
         report_histories(asyncio.run(measured), args.size)
         return
     if not args.search_only:

@@ -1,6 +1,6 @@
 """The benches' Postgres halves at small sizes, on a throwaway server with pgvector:
-recall_quality's generated histories (lexical, dense and hybrid) and its probes, and
-bench.scale's two processes sharing one database."""
+recall_quality's generated histories (lexical, and dense and hybrid with the fake
+embedder) and its probes, and bench.scale's two processes sharing one database."""
 
 from __future__ import annotations
 
@@ -12,20 +12,20 @@ import pytest
 from bench import recall_quality, scale
 from bench.histories import generate
 from bench.recall_quality import NOW, Moment, bench_history
-from config.settings import Settings
 from memory.postgres.schema import migrate
 from memory.postgres.store import PgStore
-from providers.embeddings import open_embedder
 from tests.support.bench_tables import numbers, rows
+from tests.support.embedders import FakeEmbedder
 from tests.support.postgres import APP_ROLE, PostgresServer
 
 RETRIEVERS = ("lexical", "dense", "hybrid")
 
 
 def test_recall_quality_runs_on_postgres(capsys: pytest.CaptureFixture[str]) -> None:
-    recall_quality.main(["--histories", "--size", "small", "--backend", "postgres"])
+    runs = asyncio.run(recall_quality.measure_histories("small", ("postgres",), FakeEmbedder()))
+    recall_quality.report_histories(runs, "small")
     printed = capsys.readouterr().out
-    assert "no pgvector" not in printed
+    assert printed.count("turns and 27 questions embedded by fake:") == 2
     summary = [r for r in rows(printed) if len(r) == 11 and r[0] == "postgres"]
     assert [(r[1], r[2]) for r in summary] == [(n, r) for n in ("EN", "ID") for r in RETRIEVERS]
     for row in summary:
@@ -42,8 +42,8 @@ def test_without_pgvector_recall_quality_says_so_and_measures_lexical() -> None:
             clock = Moment(NOW)
             store = await PgStore.open(server.url, "history-en", clock=clock)
             try:
-                embedder = open_embedder(Settings())
-                return await bench_history(store, generate("en", size="small"), clock, embedder)
+                history = generate("en", size="small")
+                return await bench_history(store, history, clock, FakeEmbedder())
             finally:
                 await store.close()
 
