@@ -11,7 +11,9 @@ machine).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,11 +58,14 @@ class CachedEmbedder:
         return numpy.stack([self.vectors[k] for k in keys])
 
     def _save(self) -> None:
+        """Write the file whole, then put it in place (other runs may write it too: the
+        last one wins, and a cache missing some vectors only costs time)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".partial.npz")
-        keys = numpy.array(list(self.vectors))
-        numpy.savez(partial, keys=keys, vectors=numpy.stack(list(self.vectors.values())))
-        partial.replace(self.path)
+        handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=".partial.npz")
+        with os.fdopen(handle, "wb") as partial:
+            keys = numpy.array(list(self.vectors))
+            numpy.savez(partial, keys=keys, vectors=numpy.stack(list(self.vectors.values())))
+        Path(name).replace(self.path)
 
     def passages(self, texts: Sequence[str]) -> numpy.ndarray:
         """Vectors for stored texts, from the file where it has them."""
