@@ -3,14 +3,18 @@
 A throwaway server (tests/support/postgres.py) is loaded inside the database: ``--size``
 messages of one person (chats of 20 over six months, small talk over a few foods and
 places plus two of 50,000 rare words each) and a random unit vector of the bundled
-embedder's dimension for every user/assistant message (random vectors are HNSW's worst
-case: no real history is slower). The dimension's partial HNSW index is built after
-the load; its build time is printed. Then p50/p95 over ``--queries`` runs each:
+embedder's model and dimension for every user/assistant message (random vectors are
+HNSW's worst case: no real history is slower). The dimension's partial HNSW index is
+built after the load; its build time is printed. Then p50/p95 over ``--queries`` runs
+each:
 
 - memory_search itself (the tool, as the app calls it: the query embedded by the bundled
   embedder, recall hybrid, the text formatted) for a common phrase, a rare word and a
-  time window;
-- recall alone per mode (lexical, dense, hybrid) and the nearest 50 alone.
+  time window; on a database loaded before with another model (``--model``,
+  ``--dimensions``) the query is still embedded by the bundled embedder, then searched
+  with a random vector of that model and dimension;
+- the query embedding alone, recall alone per mode (lexical, dense, hybrid) and the
+  nearest 50 alone.
 
     python -m bench.recall_postgres --size 100000
     python -m bench.recall_postgres --url postgresql://companion@…  # loaded before: no load
@@ -28,6 +32,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+import numpy
 import psycopg
 
 from bench import quiet_environment
@@ -40,14 +45,13 @@ from memory.postgres.schema import migrate  # noqa: E402
 from memory.postgres.store import PgStore  # noqa: E402
 from memory.types import RecallMode  # noqa: E402
 from providers import open_embedder  # noqa: E402
+from providers.embeddings import Embedder  # noqa: E402
 from tests.support.postgres import APP_ROLE, PostgresServer  # noqa: E402
 from tools.base import ToolContext  # noqa: E402
 from tools.memory_search import memory_search  # noqa: E402
 
 NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 PERSON = "bench"
-MODEL = "local:use-multilingual-v3"  # the bundled embedder's model (its vectors: random)
-DIMENSIONS = 512
 BURST = 20  # messages per chat
 COMMON_QUERY = "nasi goreng recipe"
 RARE_QUERY = "w31337"
@@ -59,9 +63,23 @@ _LINES = (
 _FOODS = "ARRAY['nasi goreng', 'ramen', 'lasagna', 'pho', 'tacos', 'curry', 'risotto', 'dumplings']"
 
 
-def load(server: PostgresServer, size: int) -> float:
-    """``size`` messages and their random vectors, as the superuser; the HNSW build's
-    seconds."""
+class Probe:
+    """The bundled embedder, timed as memory_search calls it, answering with a random
+    unit vector of the database's model and dimension (its vectors are random too)."""
+
+    def __init__(self, embedder: Embedder, model: str, dimensions: int) -> None:
+        self.embedder, self.model, self.dimensions = embedder, model, dimensions
+        vector = numpy.random.default_rng(1).standard_normal(dimensions).astype(numpy.float32)
+        self.vector = vector / numpy.linalg.norm(vector)
+
+    def query(self, text: str) -> numpy.ndarray:
+        self.embedder.query(text)
+        return self.vector
+
+
+def load(server: PostgresServer, size: int, model: str, dimensions: int) -> float:
+    """``size`` messages and their random vectors of ``model``, as the superuser; the
+    HNSW build's seconds."""
     asyncio.run(migrate(server.admin_url, APP_ROLE))
     step = (NOW - datetime(2026, 5, 27, tzinfo=UTC)).total_seconds() / size
     with psycopg.connect(server.admin_url, autocommit=True) as conn:
@@ -82,7 +100,7 @@ def load(server: PostgresServer, size: int) -> float:
                 FROM generate_series(0, {size} - 1) g""",
             (PERSON, NOW, step),
         )
-        index = f"message_vectors_hnsw_{DIMENSIONS}"
+        index = f"message_vectors_hnsw_{dimensions}"
         conn.execute(f"DROP INDEX IF EXISTS {index}")
         # Normal coordinates over their length: a uniform random direction.
         conn.execute(
@@ -92,17 +110,17 @@ def load(server: PostgresServer, size: int) -> float:
                         SELECT x, sqrt(sum(x * x) OVER ()) AS norm FROM (
                             SELECT sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random())
                                    + 0 * m.id AS x
-                            FROM generate_series(1, {DIMENSIONS})) coordinates) scaled)
+                            FROM generate_series(1, {dimensions})) coordinates) scaled)
                 FROM messages m""",
-            (MODEL,),
+            (model,),
         )
         conn.execute("VACUUM ANALYZE")
         conn.execute("SET maintenance_work_mem = '4GB'")
         started = time.perf_counter()
         conn.execute(
             f"""CREATE INDEX {index} ON message_vectors USING hnsw
-                ((embedding::vector({DIMENSIONS})) vector_cosine_ops)
-                WHERE dimensions = {DIMENSIONS}"""
+                ((embedding::vector({dimensions})) vector_cosine_ops)
+                WHERE dimensions = {dimensions}"""
         )
         return time.perf_counter() - started
 
@@ -120,12 +138,11 @@ async def percentiles(run: Callable[[], Awaitable[Any]], queries: int) -> tuple[
 
 
 async def measure(
-    url: str, queries: int, home: Path, model: str = MODEL
+    url: str, queries: int, probe: Probe, home: Path
 ) -> dict[str, tuple[float, float]]:
     """Every timed operation on the loaded database at ``url`` (the app role's), its
-    vectors under ``model``."""
-    embedder = open_embedder(Settings(home=home))
-    assert embedder is not None and embedder.dimensions == DIMENSIONS
+    vectors ``probe``'s model's."""
+    model = probe.model
     store = await PgStore.open(url, PERSON, clock=lambda: NOW)
     try:
         async with store._transaction() as cursor:
@@ -138,9 +155,8 @@ async def measure(
         question, session = int(row["id"]), str(row["s"])
         settings = Settings(home=home, timezone="UTC")
         ctx = ToolContext(
-            settings, store, session, clock=lambda: NOW, user_message_id=question, embedder=embedder
+            settings, store, session, clock=lambda: NOW, user_message_id=question, embedder=probe
         )
-        probe = embedder.query(COMMON_QUERY)
 
         def tool(query: str) -> Callable[[], Awaitable[Any]]:
             return lambda: memory_search({"query": query}, ctx)
@@ -148,17 +164,21 @@ async def measure(
         def recall(mode: RecallMode) -> Callable[[], Awaitable[Any]]:
             return lambda: store.recall(
                 COMMON_QUERY, now=NOW, tz="UTC", session_id=session, question_id=question,
-                vector=probe, vector_model=model, mode=mode,
+                vector=probe.vector, vector_model=model, mode=mode,
             )  # fmt: skip
 
         async def nearest() -> Any:
             async with store._transaction() as cursor:
-                return await pg_vectors.nearest(cursor, model, probe, (0, question - 1), 50)
+                return await pg_vectors.nearest(cursor, model, probe.vector, (0, question - 1), 50)
+
+        async def embed() -> Any:
+            return probe.embedder.query(COMMON_QUERY)
 
         return {
             "memory_search hybrid, common phrase": await percentiles(tool(COMMON_QUERY), queries),
             "memory_search hybrid, rare word": await percentiles(tool(RARE_QUERY), queries),
             "memory_search hybrid, time window": await percentiles(tool(WINDOW_QUERY), queries),
+            "query embedding alone": await percentiles(embed, queries),
             "recall lexical": await percentiles(recall("lexical"), queries),
             "recall dense": await percentiles(recall("dense"), queries),
             "recall hybrid": await percentiles(recall("hybrid"), queries),
@@ -174,19 +194,27 @@ def table(figures: dict[str, tuple[float, float]]) -> str:
 
 
 def run(
-    size: int, queries: int, url: str | None = None, model: str = MODEL
+    size: int,
+    queries: int,
+    url: str | None = None,
+    model: str | None = None,
+    dimensions: int | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Load ``size`` messages into a new server (unless ``url`` names a loaded database,
-    its vectors under ``model``) and time every operation."""
+    its vectors ``model``'s of ``dimensions``; the bundled embedder's by default) and time
+    every operation."""
     with TemporaryDirectory() as home:
+        embedder = open_embedder(Settings(home=Path(home)))
+        assert embedder is not None, "the bundled embedder is off"
+        probe = Probe(embedder, model or embedder.model, dimensions or embedder.dimensions)
         if url is not None:
-            return asyncio.run(measure(url, queries, Path(home), model))
+            return asyncio.run(measure(url, queries, probe, Path(home)))
         with PostgresServer() as server:
             started = time.perf_counter()
-            build = load(server, size)
+            build = load(server, size, probe.model, probe.dimensions)
             print(f"loaded {size:,} messages in {time.perf_counter() - started:.0f} s "
                   f"(HNSW build {build:.0f} s)", flush=True)  # fmt: skip
-            return asyncio.run(measure(server.url, queries, Path(home)))
+            return asyncio.run(measure(server.url, queries, probe, Path(home)))
 
 
 def main() -> None:
@@ -194,9 +222,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000, help="messages to load")
     parser.add_argument("--queries", type=int, default=50, help="timed runs per operation")
     parser.add_argument("--url", help="the app role's URL of a database loaded before")
-    parser.add_argument("--model", default=MODEL, help="the model of --url's vectors")
+    parser.add_argument("--model", help="--url's vectors' model (default: the bundled)")
+    parser.add_argument("--dimensions", type=int, help="--url's vectors' dimension")
     args = parser.parse_args()
-    print(table(run(args.size, args.queries, args.url, args.model)))
+    print(table(run(args.size, args.queries, args.url, args.model, args.dimensions)))
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document length)
 # The newest turns lexical search reads (their ids: the person's index); older turns are
 # found by meaning (the vector index covers the whole history).
-LEXICAL_SCOPE = 50_000
+LEXICAL_SCOPE = 20_000
 # A window's (or a "last time" question's) newest turns when no word or meaning matched.
 FALLBACK_SCORE = 0.5
 # A query's words, accents folded like the stored text's (schema migration 6).
