@@ -106,7 +106,7 @@ class LocalEmbedder:
     answer stands out: on the recall bench, dense evidence shown rose from 80% to 89% in
     English and 77% to 84% in Indonesian. ``threads``: the cores it uses, one by default:
     the chat keeps the other, and OpenMP's threads wait on each other when the cores are
-    busy (on 2 loaded cores a short query took twice as long on two threads as on one)."""
+    busy (on 2 loaded cores a short query took 2–6 times as long on two threads as on one)."""
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
