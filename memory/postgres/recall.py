@@ -20,9 +20,10 @@ from psycopg.rows import DictRow
 
 from memory.postgres import rows as pg_rows
 from memory.postgres import vectors as pg_vectors
+from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
 from memory.rules.episodes import CATCH_UP_BUDGET, closed_spans, read_cap, summarise_spans
-from memory.rules.fusion import CANDIDATES, fuse, rank
+from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
 from memory.rules.memories import best_matches, recalled_strength
 from memory.rules.search import MAX_ID, SEGMENT_LIMIT, SEMANTIC_LIMIT, query_terms
 from memory.rules.speaker import preferred_speaker, wants_after, wants_before
@@ -146,6 +147,19 @@ def _names_the_user(memory: Memory) -> bool:
     return memory.category == "identity" and "name" in memory.key.lower()
 
 
+async def _ids_in(cursor: Cursor, window: tuple[datetime, datetime]) -> tuple[int, int] | None:
+    """The id range of the messages said inside ``window`` (None when it is empty)."""
+    await cursor.execute(
+        """SELECT MIN(id) AS low, MAX(id) AS high FROM messages
+           WHERE created_at >= %s AND created_at < %s""",
+        window,
+    )
+    row = await cursor.fetchone()
+    if row is None or row["low"] is None:
+        return None
+    return int(row["low"]), int(row["high"])
+
+
 class TurnSearch:
     """One question's search of the turns on Postgres: the id range it may return
     (before the question; inside a named time window), the window, and preferences."""
@@ -181,16 +195,8 @@ class TurnSearch:
         window = (_second(cue.start), _second(cue.end)) if cue and cue.start and cue.end else None
         low = 0
         if window:
-            await cursor.execute(
-                """SELECT MIN(id) AS low, MAX(id) AS high FROM messages
-                   WHERE created_at >= %s AND created_at < %s""",
-                window,
-            )
-            row = await cursor.fetchone()
-            if row is None or row["low"] is None:
-                low, high = 1, 0  # nothing was said then
-            else:
-                low, high = int(row["low"]), min(int(row["high"]), high)
+            ids = await _ids_in(cursor, window)
+            low, high = (ids[0], min(ids[1], high)) if ids else (1, 0)
         recent = bool(cue and cue.recent)
         return cls(cursor, query, (low, high), window, recent, session_id)
 
@@ -198,26 +204,56 @@ class TurnSearch:
         self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
     ) -> tuple[list[RecalledTurn], RecallMode]:
         """The ``limit`` best turns (titles left blank) and the retrievers that ran."""
+        anchor = anchored(self.query) if self.window is None else None
+        if anchor is not None and await self._hang_on(anchor, vector, model, mode):
+            self.query, vector = anchor.rest, None  # the span's turns, by what is asked
         if self.high < self.low:
             return [], "lexical"
-        words = await self._lexical() if mode != "dense" else {}
-        meaning: dict[int, float] = {}
-        if mode != "lexical" and vector is not None and model:
-            span = (self.low, self.high)
-            meaning = dict(await pg_vectors.nearest(self.cursor, model, vector, span, CANDIDATES))
+        words = await self._lexical(self.query, self.recent) if mode != "dense" else {}
+        meaning = await self._dense(vector, model) if mode != "lexical" else {}
         searched: RecallMode = mode if meaning else "lexical"
         scores = fuse(words, meaning)
         if not scores and (self.window or self.recent):
-            scores = dict.fromkeys(await self._newest(limit), FALLBACK_SCORE)
+            scores = dict.fromkeys(await self._newest(CANDIDATES), FALLBACK_SCORE)
         found = {i: m for i, m in (await self._messages(list(scores))).items() if self._fits(m)}
         speaker = preferred_speaker(self.query, self.names)
         best = rank(
             {i: scores[i] for i in found},
             boosted={i for i, m in found.items() if m.role == speaker},
             preferred={i for i, m in found.items() if m.session_id == self.session_id},
+            kept=[i for i in sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT] if i in found],
             limit=limit,
         )
         return await self._with_neighbours([(found[i], score) for i, score in best]), searched
+
+    async def _hang_on(
+        self, anchor: Anchor, vector: numpy.ndarray | None, model: str | None, mode: RecallMode
+    ) -> bool:
+        """Find the event the question's time hangs on and search the span around it
+        from now on; False when no turn names the event (or nothing was said then)."""
+        words = await self._lexical(anchor.event, newest_first=False)
+        meaning = await self._dense(vector, model) if mode != "lexical" else {}
+        scores = fuse(words, meaning)
+        if not scores:
+            return False
+        event = await self._messages([max(scores, key=lambda i: (scores[i], i))])
+        if not event:
+            return False
+        at = parse_time(next(iter(event.values())).created_at)
+        window = (_second(at + anchor.start), _second(at + anchor.end))
+        ids = await _ids_in(self.cursor, window)
+        if ids is None or ids[0] > self.high:
+            return False
+        self.window, self.low, self.high = window, ids[0], min(ids[1], self.high)
+        return True
+
+    async def _dense(self, vector: numpy.ndarray | None, model: str | None) -> dict[int, float]:
+        """Message id -> cosine of the turns nearest ``vector`` in the range (none without
+        a vector or a model)."""
+        if vector is None or not model:
+            return {}
+        span = (self.low, self.high)
+        return dict(await pg_vectors.nearest(self.cursor, model, vector, span, CANDIDATES))
 
     def _in_range(self) -> tuple[str, list[object]]:
         """The WHERE of the turns this search may return, and its parameters."""
@@ -228,12 +264,12 @@ class TurnSearch:
             params += self.window
         return where, params
 
-    async def _lexical(self) -> dict[int, float]:
-        """Message id -> ts_rank of the matching turns among the newest LEXICAL_SCOPE
-        messages of the range (row security keeps Postgres from using the full-text index:
-        see docs/postgres.md); for a "last time I…" question, the newest matches, scored by
-        recency."""
-        match = tsquery(self.query)
+    async def _lexical(self, text: str, newest_first: bool) -> dict[int, float]:
+        """Message id -> ts_rank of the turns matching ``text`` among the newest
+        LEXICAL_SCOPE messages of the range (row security keeps Postgres from using the
+        full-text index: see docs/postgres.md); ``newest_first`` (a "last time I…"
+        question): the newest matches, scored by recency."""
+        match = tsquery(text)
         if not match:
             return {}
         where = _ROLES_SQL
@@ -241,7 +277,7 @@ class TurnSearch:
         if self.window:
             where += " AND m.created_at >= %s AND m.created_at < %s"
             params += self.window
-        order = "m.id DESC" if self.recent else "score DESC, m.id DESC"
+        order = "m.id DESC" if newest_first else "score DESC, m.id DESC"
         # One backward scan of the person's (person, id) index, newest first.
         await self.cursor.execute(
             f"""SELECT m.id, ts_rank(m.tsv, q, {_LENGTH_NORMALISED}) AS score
@@ -252,7 +288,7 @@ class TurnSearch:
             [*params, CANDIDATES],
         )
         rows = await self.cursor.fetchall()
-        if self.recent:
+        if newest_first:
             return {int(row["id"]): 1.0 - n / len(rows) for n, row in enumerate(rows)}
         return {int(row["id"]): float(row["score"]) for row in rows}
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import numpy
-import pytest
 
 from memory import AsyncStore, Message, Recollection
 from memory.postgres.store import PgStore
@@ -18,17 +17,6 @@ from tests.support.embedders import FakeEmbedder
 
 NOW = FIXED_NOW
 EMBEDDER = FakeEmbedder()
-PG_PENDING = "issue 21: Postgres side pending (engineer P)"
-# Fails on Postgres until engineer P ports it (strict: P removes the mark); the store
-# fixture is the contract's (conftest.py), its param chosen here.
-PENDING_ON_POSTGRES = pytest.mark.parametrize(
-    "store",
-    [
-        "sqlite",
-        pytest.param("postgres", marks=pytest.mark.xfail(strict=True, reason=PG_PENDING)),
-    ],
-    indirect=True,
-)
 
 
 async def say(store: AsyncStore, session: str, role: str, text: str, at: datetime) -> Message:
@@ -198,7 +186,6 @@ async def test_the_vector_index_calls(store: AsyncStore) -> None:
     assert await store.unembedded("m", 10) == [(said[0].id, "line 0")]
 
 
-@PENDING_ON_POSTGRES
 async def test_the_week_after_an_event_is_that_weeks_turns(store: AsyncStore) -> None:
     dentist = NOW - timedelta(days=30)
     await say(store, "teeth", "user", "The dentist said I need a crown on my molar.", dentist)
