@@ -97,6 +97,16 @@ def _plan(store: SqliteStore, query: str, low: int, high: int) -> list[tuple[str
     return plan
 
 
+def all_common(store: SqliteStore, query: str) -> bool:
+    """True when every term of ``query`` is in more than ``DOC_BUDGET`` messages (so no
+    search with it may cover the whole history: memory.sqlite.segments too)."""
+    top = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+    terms = query_terms(query)
+    return bool(terms) and all(
+        _document_count(store, root, prefix, top) > DOC_BUDGET for root, prefix in terms
+    )
+
+
 def lexical(
     store: SqliteStore,
     query: str,

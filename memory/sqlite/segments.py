@@ -21,7 +21,7 @@ from memory.rules.episodes import (
     summarise_spans,
 )
 from memory.rules.temporal import TemporalCue
-from memory.sqlite.retrieval import fts_query
+from memory.sqlite.retrieval import all_common, fts_query
 from memory.sqlite.store import SqliteStore, _message
 from memory.types import Message, Segment, Summarizer, format_time
 
@@ -29,6 +29,7 @@ log = logging.getLogger("companion.segments")
 
 
 T = TypeVar("T")
+COMMON_EPISODES = 2000  # the newest episodes a query of only common words searches
 
 
 class Offload(Protocol):
@@ -200,18 +201,24 @@ def search_segments(
         where += " AND s.start_at < ? AND s.end_at >= ?"
         params += [format_time(cue.end), format_time(cue.start)]
     match = fts_query(query)
+    floor = 0
+    if match and all_common(store, query):
+        # Words said everywhere: only the newest episodes, so the cost stays bounded.
+        newest = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM segments").fetchone()[0]
+        floor = int(newest) - COMMON_EPISODES
     if match:
         # Unfiltered, the best ids are ranked inside FTS5 and only they are joined: with
         # every episode of every session to rank, that is a quarter faster at 1M messages.
         sql = (
             "SELECT s.* FROM (SELECT rowid AS id, bm25(segments_fts) AS score FROM segments_fts "
-            "WHERE segments_fts MATCH ? ORDER BY score LIMIT ?) hit "
+            "WHERE segments_fts MATCH ? AND rowid > ? ORDER BY score LIMIT ?) hit "
             "JOIN segments s ON s.id = hit.id ORDER BY hit.score"
             if not where
             else "SELECT s.* FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid "
-            f"WHERE segments_fts MATCH ?{where} ORDER BY bm25(segments_fts) LIMIT ?"
+            f"WHERE segments_fts MATCH ? AND segments_fts.rowid > ?{where} "
+            "ORDER BY bm25(segments_fts) LIMIT ?"
         )
-        rows = store.conn.execute(sql, [match, *params, limit]).fetchall()
+        rows = store.conn.execute(sql, [match, floor, *params, limit]).fetchall()
         if rows:
             return [_segment(row) for row in rows]
     if cue is not None and (cue.has_window or cue.recent):

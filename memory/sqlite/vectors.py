@@ -13,6 +13,7 @@ by that last read. Blocking work: async callers run it in a thread.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ REFINE_KEEP = 256  # rows the full sketch keeps for the float cosine
 _ROLES = "('user', 'assistant')"
 
 
+@functools.cache
 def _projection(dimensions: int) -> numpy.ndarray:
     """The fixed random hyperplanes of the sketch (the same in every process)."""
     rng = numpy.random.default_rng(dimensions)
@@ -89,14 +91,15 @@ def drop_vectors(store: SqliteStore, except_model: str | None) -> int:
 
 @dataclass
 class VectorIndex:
-    """One model's sketches in memory: message ids and their sign-bit words, read from
+    """One model's sketches in memory: message ids and their sign-bit words (one
+    contiguous array per word, so a scan reads each in one pass), read from
     ``message_vectors`` up to ``seq``."""
 
     model: str
     seq: int = 0
     ids: numpy.ndarray = field(default_factory=lambda: numpy.empty(0, numpy.int64))
-    words: numpy.ndarray = field(
-        default_factory=lambda: numpy.empty((0, SKETCH_BITS // 64), numpy.uint64)
+    columns: list[numpy.ndarray] = field(
+        default_factory=lambda: [numpy.empty(0, numpy.uint64)] * (SKETCH_BITS // 64)
     )
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -111,8 +114,12 @@ class VectorIndex:
             return
         ids = numpy.fromiter((row[1] for row in rows), numpy.int64, len(rows))
         words = numpy.frombuffer(b"".join(row[2] for row in rows), numpy.uint64)
+        words = words.reshape(len(rows), -1)
         self.ids = numpy.concatenate([self.ids, ids])
-        self.words = numpy.concatenate([self.words, words.reshape(len(rows), -1)])
+        self.columns = [
+            numpy.concatenate([old, numpy.ascontiguousarray(words[:, i])])
+            for i, old in enumerate(self.columns)
+        ]
         self.seq = int(rows[-1][0])
 
     def candidates(self, query: numpy.ndarray, low: int, high: int) -> numpy.ndarray:
@@ -120,23 +127,34 @@ class VectorIndex:
         if not len(self.ids):
             return self.ids
         code = sketch(query.reshape(1, -1))[0]
-        inside = (self.ids >= low) & (self.ids <= high)
-        rows = numpy.flatnonzero(inside) if not inside.all() else numpy.arange(len(self.ids))
-        rows = _nearest(self.words[rows, :COARSE_WORDS], code[:COARSE_WORDS], rows, COARSE_KEEP)
-        rows = _nearest(self.words[rows], code, rows, REFINE_KEEP)
+        coarse = _distance(self.columns[:COARSE_WORDS], code)
+        coarse[(self.ids < low) | (self.ids > high)] = numpy.iinfo(numpy.uint16).max
+        rows = _nearest(coarse, COARSE_KEEP)
+        fine = _distance([column[rows] for column in self.columns], code)
+        rows = rows[_nearest(fine, REFINE_KEEP)]
+        rows = rows[coarse[rows] < numpy.iinfo(numpy.uint16).max]
         return numpy.unique(self.ids[rows])
 
 
-def _nearest(
-    words: numpy.ndarray, code: numpy.ndarray, rows: numpy.ndarray, keep: int
-) -> numpy.ndarray:
-    """The ``keep`` of ``rows`` whose ``words`` are nearest ``code`` in Hamming distance."""
-    if len(rows) <= keep:
-        return rows
-    distance = numpy.zeros(len(rows), numpy.uint16)
-    for column in range(words.shape[1]):
-        distance += numpy.bitwise_count(words[:, column] ^ code[column])
-    return rows[numpy.argpartition(distance, keep)[:keep]]
+def _distance(columns: list[numpy.ndarray], code: numpy.ndarray) -> numpy.ndarray:
+    """Hamming distance of each row's words (``columns``) to ``code``'s first words."""
+    distance = numpy.zeros(len(columns[0]), numpy.uint16)
+    for word, column in zip(code, columns, strict=False):
+        distance += numpy.bitwise_count(column ^ word)
+    return distance
+
+
+def _nearest(distance: numpy.ndarray, keep: int) -> numpy.ndarray:
+    """Indices of the ``keep`` smallest distances: a count of each distance finds the
+    cut-off in one pass (cheaper than partitioning a million), and only the rows at the
+    cut-off are partitioned."""
+    if len(distance) <= keep:
+        return numpy.arange(len(distance))
+    counts = numpy.bincount(numpy.minimum(distance, SKETCH_BITS + 1))
+    cutoff = int(numpy.searchsorted(numpy.cumsum(counts), keep))
+    below = numpy.flatnonzero(distance < cutoff)
+    at = numpy.flatnonzero(distance == cutoff)
+    return numpy.concatenate([below, at[: keep - len(below)]])
 
 
 _INDEXES: dict[tuple[str, str], VectorIndex] = {}
@@ -169,9 +187,10 @@ def nearest(
         return []
     marks = ",".join("?" * len(ids))
     rows = store.conn.execute(
+        # +model: looked up by message id (the model's index would read every vector)
         f"""SELECT message_id, vector FROM message_vectors
-            WHERE model = ? AND message_id IN ({marks})""",
-        (model, *map(int, ids)),
+            WHERE message_id IN ({marks}) AND +model = ?""",
+        (*map(int, ids), model),
     ).fetchall()
     query = numpy.asarray(query, numpy.float32)
     if not rows or len(rows[0][1]) != query.nbytes:
