@@ -315,7 +315,11 @@ class Wiring:
         private = {"api_visibility": "private"}
 
         def shows(trigger: Any, handler: Any, inputs: Any, outputs: Any, **api: Any) -> None:
-            self.afterwards(trigger(handler, inputs, outputs, cancels=switching, **api))
+            # The cancel is a listener of its own, wired first: the page runs a listener's
+            # cancels only once its handler is done, so a message sent meanwhile was
+            # cancelled (it stayed in the composer).
+            trigger(None, None, None, cancels=switching, **private)
+            self.afterwards(trigger(handler, inputs, outputs, **api))
 
         named = [parts.target, ui.session]  # the API's calls name the chat
         shows(parts.target.submit, h.on_switch, named, opened, api_name="switch_session")

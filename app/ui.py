@@ -27,10 +27,12 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import gradio as gr
 from gradio.route_utils import CustomCORSMiddleware
 from gradio.utils import get_upload_folder
+from starlette.middleware import Middleware
 
 from app import chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
 from app.logins import Logins, single_password
+from app.queue_streams import OpenQueueStreams
 from app.security import exposure_problem, middleware, trusted_hosts
 from config.settings import ConfigError
 from graph.builder import mermaid
@@ -124,6 +126,7 @@ def launch_app(
     gr.set_static_paths(media)  # shown where they are (under FileOwners), never copied
     demo = build_app(people)
     demo.queue(default_concurrency_limit=CONCURRENCY)
+    stack.append(Middleware(OpenQueueStreams, blocks=demo))  # innermost: after the login
     server_app, url, _ = demo.launch(
         server_name=host,
         server_port=port,

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import ARTIFACTS, CHROMIUM, RunningApp, chromium, open_app, running_app
+from tests.e2e.harness import (
+    ARTIFACTS,
+    CHROMIUM,
+    RunningApp,
+    chromium,
+    new_chat,
+    open_app,
+    running_app,
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -56,6 +64,6 @@ def page(browser: Any, app: RunningApp) -> Iterator[Any]:
     tab.requests = []
     tab.on("request", lambda request: tab.requests.append(request.url))
     open_app(tab, app.url)
-    tab.locator("#new-session").click()
+    new_chat(tab)
     yield tab
     context.close()

@@ -176,6 +176,15 @@ def open_app(page: Any, url: str) -> None:
     loaded(page)
 
 
+def new_chat(page: Any) -> None:
+    """Click "New chat" and wait until the empty chat is shown: until then the chat in
+    view is the newest one, whose bubbles a test would otherwise read as its own."""
+    from playwright.sync_api import expect
+
+    page.locator("#new-session").click()
+    expect(page.locator("#chatbot .message-row")).to_have_count(0, timeout=15_000)
+
+
 def send(page: Any, text: str) -> None:
     """Type a message in the chat box and send it."""
     box = page.locator("#chat-input textarea")

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from playwright.sync_api import expect
 
-from tests.e2e.harness import RunningApp, bot_messages, launched_app, open_app, send
+from tests.e2e.harness import RunningApp, bot_messages, launched_app, new_chat, open_app, send
 from tests.support.chat_model import tool_call
 from tools.base import ToolContext, ToolSpec
 from tools.registry import ToolRegistry
@@ -70,7 +70,7 @@ def page(browser: Any, app: RunningApp) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     open_app(tab, app.url)
-    tab.locator("#new-session").click()
+    new_chat(tab)
     requested.clear()
     yield tab
     context.close()

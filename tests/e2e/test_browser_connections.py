@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.harness import bot_messages, free_port, open_app, send
+from tests.e2e.harness import bot_messages, free_port, new_chat, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
 
 TIMEOUT_MS = 15_000
@@ -61,7 +61,7 @@ def page(browser: Any, endpoint: Endpoint) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     open_app(tab, endpoint.url)
-    tab.locator("#new-session").click()
+    new_chat(tab)
     yield tab
     context.close()
 

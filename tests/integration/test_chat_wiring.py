@@ -1,0 +1,40 @@
+"""The Chat tab's event graph as Gradio's page receives it (the Blocks config).
+
+Showing another chat (switch, New chat, a click in the list, delete) cancels the page's
+following of the chat in view. The page runs the listeners of one trigger in order, and
+a listener's cancels only once that listener's handler is done: a cancel wired after the
+handler cancelled a message sent while the new chat opened (it stayed in the composer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app.ui import build_app
+from graph.setup import ContextFactory, People
+from tests.e2e.harness import policy
+from tests.support.chat_model import ScriptedChatModel
+
+
+def dependencies(home: Path) -> list[dict[str, Any]]:
+    model = ScriptedChatModel(script=policy, name_="scripted-chat")
+    flags = {"home": home, "provider": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}
+    demo = build_app(People.single(ContextFactory(flags, env={}, chat_model=model)))
+    return list(demo.get_config_file()["dependencies"])
+
+
+def test_a_shown_chat_cancels_the_followers_before_its_handler_runs(tmp_path: Path) -> None:
+    deps = dependencies(tmp_path / "home")
+    sends = {d["id"] for d in deps if d.get("api_name") == "send"}
+    cancelling = [d for d in deps if sends & set(d.get("cancels") or [])]
+    shows = {"switch_session", "new_session", "delete_session"}
+    assert {d.get("api_name") for d in deps} >= shows
+    assert len(cancelling) == 5  # switch, New chat, a row picked, delete in a row, delete
+    for cancel in cancelling:
+        trigger = cancel["targets"][0]
+        handlers = [
+            d for d in deps if trigger in d["targets"] and d["backend_fn"] and d is not cancel
+        ]
+        assert handlers, f"nothing is shown on {trigger}"
+        assert all(cancel["id"] < d["id"] for d in handlers), (cancel, handlers)
