@@ -60,9 +60,9 @@ from memory.sqlite.retrieval import search_messages  # noqa: E402
 from memory.sqlite.segments import refresh_segments  # noqa: E402
 from memory.sqlite.sql_guard import run_sql  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
-from memory.sqlite.vectors import nearest, sketch  # noqa: E402
+from memory.sqlite.vectors import drop_vectors, nearest, sketch, vector_status  # noqa: E402
 from nodes.build_context import build_context  # noqa: E402
-from providers import open_embedder  # noqa: E402
+from providers import Embedder, open_embedder  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel  # noqa: E402
 from tests.support.naive_search import naive_search  # noqa: E402
 from tools.base import ToolContext  # noqa: E402
@@ -156,17 +156,19 @@ def history(size: int) -> Path:
     conn.close()
     for session in sessions:
         asyncio.run(refresh_segments(store, session, force=True))
-    random_vectors(store)
     store.close()
     done.write_text(f"{time.perf_counter() - started:.1f} s\n")
     return home
 
 
-def random_vectors(store: SqliteStore, batch: int = 20_000) -> None:
-    """A random unit vector of the bundled embedder's model and dimension for every
-    user/assistant message, written straight into the vector index."""
-    embedder = open_embedder(Settings(home=store.path.parent))
-    assert embedder is not None
+def random_vectors(store: SqliteStore, embedder: Embedder, batch: int = 20_000) -> None:
+    """A random unit vector of ``embedder``'s model and dimension for every user/assistant
+    message, written straight into the vector index (once per model: another model's
+    vectors are dropped first)."""
+    done, total = vector_status(store, embedder.model)
+    if done == total:
+        return
+    drop_vectors(store, None)
     rng = numpy.random.default_rng(7)
     ids = [
         row[0]
@@ -248,6 +250,7 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
     )
     embedder = open_embedder(settings)
     assert embedder is not None
+    random_vectors(store, embedder)
     hybrid_ctx = replace(tool_ctx, embedder=embedder)
     probe = unit_vectors(numpy.random.default_rng(1), 1, embedder.dimensions)[0]
     window = parse_temporal(WINDOW_QUERY, NOW, "UTC")
@@ -261,6 +264,9 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
 
     def dense() -> Any:
         return nearest(store, embedder.model, probe, low=0, high=question - 1, limit=50)
+
+    while not dense():  # the index is read in a thread the first time: wait for it
+        time.sleep(0.5)
 
     results = {
         "memory_search, no time cue": percentiles(tool(COMMON_QUERY), queries),

@@ -8,12 +8,15 @@ numpy: a process keeps each model's sketches in memory (``VectorIndex``, read fr
 ``seq`` on, so only new rows are read), scans them by Hamming distance on the first
 ``COARSE_WORDS`` words, refines on all of the sketch, and ranks the best by the stored
 float vectors' cosine. Stale entries (a deleted message, a replaced vector) are dropped
-by that last read. Blocking work: async callers run it in a thread.
+by that last read. A backlog of more than ``READ_INLINE`` rows (a new process on a long
+history) is read in a thread while recall stays lexical. Blocking work: async callers
+run it in a thread.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,10 +25,13 @@ import numpy
 
 from memory.sqlite.store import SqliteStore
 
+log = logging.getLogger("companion.store")
+
 SKETCH_BITS = 256  # sign bits of the projection kept per vector (4 uint64 words)
 COARSE_WORDS = 2  # the first scan's words (128 bits): cheap over a million rows
 COARSE_KEEP = 4096  # rows the first scan keeps for the full sketch
 REFINE_KEEP = 256  # rows the full sketch keeps for the float cosine
+READ_INLINE = 50_000  # new rows a search reads itself; more are read in a thread
 _ROLES = "('user', 'assistant')"
 
 
@@ -102,6 +108,7 @@ class VectorIndex:
         default_factory=lambda: [numpy.empty(0, numpy.uint64)] * (SKETCH_BITS // 64)
     )
     lock: threading.Lock = field(default_factory=threading.Lock)
+    loading: bool = False  # a thread is reading a big backlog
 
     def refresh(self, store: SqliteStore) -> None:
         """Read the rows written since the last refresh (by any process)."""
@@ -121,6 +128,29 @@ class VectorIndex:
             for i, old in enumerate(self.columns)
         ]
         self.seq = int(rows[-1][0])
+
+    def ready(self, store: SqliteStore) -> bool:
+        """True when the rows not read yet are few enough to read now; otherwise they are
+        read in a thread (a million sketches take seconds), and False until then."""
+        if self.loading:
+            return False
+        top = store.conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM message_vectors WHERE model = ?", (self.model,)
+        ).fetchone()[0]
+        if int(top) - self.seq <= READ_INLINE:
+            return True
+        self.loading = True
+        threading.Thread(target=self._read_all, args=(store,), daemon=True).start()
+        return False
+
+    def _read_all(self, store: SqliteStore) -> None:
+        try:
+            with self.lock:
+                self.refresh(store)
+        except Exception:  # the next search tries again
+            log.exception("reading the vector index of %s failed", self.model)
+        finally:
+            self.loading = False
 
     def candidates(self, query: numpy.ndarray, low: int, high: int) -> numpy.ndarray:
         """Ids of the rows nearest ``query`` by sketch, among ids in [low, high]."""
@@ -180,6 +210,8 @@ def nearest(
     """(message id, cosine) of up to ``limit`` user/assistant messages with ids in [low,
     high] nearest ``query`` under ``model``, best first."""
     index = _index(store, model)
+    if not index.ready(store):
+        return []  # a big backlog is being read in a thread: lexical until it is
     with index.lock:
         index.refresh(store)
         ids = index.candidates(numpy.asarray(query, numpy.float32), low, high)
