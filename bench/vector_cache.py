@@ -3,9 +3,11 @@
 ``CachedEmbedder`` wraps an ``providers.embeddings.Embedder``: a passage or query it saw
 before (same model, same kind, same text: a SHA-256 key) comes from
 ``~/.cache/companion/bench/<model>.npz``; the others go to the embedder in one call and
-are added to the file. A bilingual history embedded on SQLite is then free on Postgres
-and on the next run (the bundled embedder does a few texts a second on a busy 2-core
-machine).
+are added to the file. The file also keeps the vector of a probe sentence: when the
+embedder gives another one now (its weights or its arithmetic changed under the same
+model name), the file is ignored and written anew. A bilingual history embedded on
+SQLite is then free on Postgres and on the next run (the bundled embedder does a few
+texts a second on a busy 2-core machine).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy
 from providers.embeddings import Embedder
 
 CACHE = Path("~/.cache/companion/bench").expanduser()
+PROBE = "The quick brown fox jumps over the lazy dog; rubah cokelat melompati anjing."
 
 
 def key(kind: str, text: str) -> str:
@@ -35,10 +38,13 @@ class CachedEmbedder:
     def __init__(self, embedder: Embedder, folder: Path = CACHE) -> None:
         self.embedder, self.model, self.dimensions = embedder, embedder.model, embedder.dimensions
         self.path = folder / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', self.model)}.npz"
+        self.probe = embedder.passages([PROBE])[0]
         self.vectors: dict[str, numpy.ndarray] = {}
         if self.path.exists():
             with numpy.load(self.path) as stored:
-                self.vectors = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+                if numpy.allclose(stored["probe"], self.probe, atol=1e-5):
+                    keys, vectors = stored["keys"].tolist(), stored["vectors"]
+                    self.vectors = dict(zip(keys, vectors, strict=True))
 
     def _vectors(self, kind: str, texts: Sequence[str]) -> numpy.ndarray:
         keys = [key(kind, text) for text in texts]
@@ -64,7 +70,8 @@ class CachedEmbedder:
         handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=".partial.npz")
         with os.fdopen(handle, "wb") as partial:
             keys = numpy.array(list(self.vectors))
-            numpy.savez(partial, keys=keys, vectors=numpy.stack(list(self.vectors.values())))
+            vectors = numpy.stack(list(self.vectors.values()))
+            numpy.savez(partial, keys=keys, vectors=vectors, probe=self.probe)
         Path(name).replace(self.path)
 
     def passages(self, texts: Sequence[str]) -> numpy.ndarray:
