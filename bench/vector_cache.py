@@ -42,7 +42,8 @@ class CachedEmbedder:
         self.vectors: dict[str, numpy.ndarray] = {}
         if self.path.exists():
             with numpy.load(self.path) as stored:
-                if numpy.allclose(stored["probe"], self.probe, atol=1e-5):
+                same = "probe" in stored.files and stored["probe"].shape == self.probe.shape
+                if same and numpy.allclose(stored["probe"], self.probe, atol=1e-5):
                     keys, vectors = stored["keys"].tolist(), stored["vectors"]
                     self.vectors = dict(zip(keys, vectors, strict=True))
 
