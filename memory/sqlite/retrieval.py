@@ -97,14 +97,12 @@ def _plan(store: SqliteStore, query: str, low: int, high: int) -> list[tuple[str
     return plan
 
 
-def all_common(store: SqliteStore, query: str) -> bool:
-    """True when every term of ``query`` is in more than ``DOC_BUDGET`` messages (so no
-    search with it may cover the whole history: memory.sqlite.segments too)."""
+def bounded_searches(store: SqliteStore, query: str) -> list[tuple[str, bool]]:
+    """The FTS5 queries a bounded search of ``query`` runs (``lexical``'s plan over the
+    whole history), each with True when it must stay among the newest rows: for
+    searches of other tables (memory.sqlite.segments)."""
     top = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
-    terms = query_terms(query)
-    return bool(terms) and all(
-        _document_count(store, root, prefix, top) > DOC_BUDGET for root, prefix in terms
-    )
+    return [(match, floor > 0) for match, floor in _plan(store, query, 0, top)]
 
 
 def lexical(
