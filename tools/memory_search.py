@@ -149,13 +149,30 @@ def _within_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def _within_episodes(episodes: list[Episode], left: int, tz: str) -> list[dict[str, Any]]:
+    """The episodes while the turns they quote fit the ``left`` of the turn budget: an
+    extractive summary quotes its lines ("…: A · B · C"), a model's quotes none."""
+    kept = []
+    for episode in episodes:
+        item = _episode(episode, tz)
+        quoted = (
+            item["summary"].count(" · ") + 1 if episode.segment.summary_kind == "extractive" else 0
+        )
+        if quoted <= left:
+            kept.append(item)
+            left -= quoted
+    return kept
+
+
 def shape(found: Recollection, tz: str) -> dict[str, Any]:
     """The tool's JSON result for what was recalled, cut to ``CHAR_BUDGET`` characters of
     formatted text: facts first, then turns, then episodes, each kept whole or left out."""
+    turns = _within_turns([_turn(t, tz) for t in found.turns])
+    shown = sum(1 + ("before" in t) + ("after" in t) for t in turns)
     items = {
         "facts": [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts],
-        "turns": _within_turns([_turn(t, tz) for t in found.turns]),
-        "episodes": [_episode(e, tz) for e in found.episodes],
+        "turns": turns,
+        "episodes": _within_episodes(found.episodes, TURN_BUDGET - shown, tz),
     }
     left = CHAR_BUDGET
     result: dict[str, Any] = {}

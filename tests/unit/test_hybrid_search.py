@@ -15,6 +15,7 @@ import pytest
 
 from config.settings import Settings
 from graph import jobs
+from memory import Episode, Message, RecalledTurn, Recollection, Segment
 from memory.rules.budget import CHAR_BUDGET, TURN_BUDGET
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import SqliteStore
@@ -184,3 +185,36 @@ async def test_after_a_turn_the_new_messages_get_vectors_in_the_background(
         assert failing is not None
         await failing
     assert "no weights" in caplog.text and "recall stays lexical" in caplog.text
+
+
+def test_an_extractive_episode_counts_the_lines_it_quotes_toward_the_turns_shown() -> None:
+    said = [Message(i, "s", "user", f"line {i}", "2026-11-20 10:00:00") for i in range(1, 13)]
+    quoting = Segment(
+        1,
+        "s",
+        1,
+        3,
+        "2026-11-20 10:00:00",
+        "2026-11-20 10:05:00",
+        "Fri 20 Nov, morning: line 1 · line 2 · line 3",
+        "extractive",
+    )
+    modelled = Segment(
+        2,
+        "s",
+        1,
+        3,
+        "2026-11-20 10:00:00",
+        "2026-11-20 10:05:00",
+        "They talked about lines.",
+        "model",
+    )
+    episodes = [Episode(quoting, "Lines", []), Episode(modelled, "Lines", [])]
+
+    def shown(turns: int) -> list[int]:
+        hits = [RecalledTurn(m, "Lines", 1.0) for m in said[:turns]]
+        result = tool.shape(Recollection([], episodes, hits, None), "UTC")
+        return [e["id"] for e in result["episodes"]]
+
+    assert shown(TURN_BUDGET) == [2]  # the budget is spent: only the one quoting nothing
+    assert shown(TURN_BUDGET - 3) == [1, 2]
