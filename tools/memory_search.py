@@ -127,7 +127,7 @@ def _episode_lines(episode: dict[str, Any]) -> list[str]:
 
 PARTS = (
     ("facts", "Saved facts:", _fact_lines),
-    ("turns", "Past messages, best first:", _turn_lines),
+    ("turns", 'Past messages, best first ("you said": the user; "I said": you):', _turn_lines),
     ("episodes", "Past conversations:", _episode_lines),
 )
 

@@ -239,7 +239,7 @@ def test_format_search_reads_well() -> None:
     assert text.splitlines() == [
         "Saved facts:",
         "- identity/name: Budi",
-        "Past messages, best first:",
+        'Past messages, best first ("you said": the user; "I said": you):',
         "    (before) I said: The blue or the red bike?",
         '- [Thu 19 Nov 2026 19:00, in "Dinner"] you said: yes, the blue one',
         "Past conversations:",
