@@ -141,11 +141,11 @@ class Segment:
 
 @dataclass(frozen=True)
 class Episode:
-    """A matching segment, its session's title and the lines of it that fit the query."""
+    """A matching segment and its session's title: a pointer into the turns (what was
+    said comes as the recollection's turns)."""
 
     segment: Segment
     session_title: str
-    lines: list[str]
 
 
 RecallMode = Literal["hybrid", "lexical", "dense"]

@@ -135,7 +135,7 @@ async def recall(
         )
     return Recollection(
         facts=facts,
-        episodes=[Episode(s, titles.get(s.session_id, ""), []) for s in spans],
+        episodes=[Episode(s, titles.get(s.session_id, "")) for s in spans],
         turns=[replace(t, session_title=titles.get(t.message.session_id, "")) for t in best],
         cue=cue,
         searched=searched,

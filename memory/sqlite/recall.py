@@ -73,7 +73,7 @@ def recall(
     )
     return Recollection(
         facts=facts,
-        episodes=[Episode(s, titles.get(s.session_id, ""), []) for s in spans],
+        episodes=[Episode(s, titles.get(s.session_id, "")) for s in spans],
         turns=[
             RecalledTurn(
                 t.message, titles.get(t.message.session_id, ""), t.score, t.before, t.after

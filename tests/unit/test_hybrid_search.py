@@ -209,7 +209,7 @@ def test_an_extractive_episode_counts_the_lines_it_quotes_toward_the_turns_shown
         "They talked about lines.",
         "model",
     )
-    episodes = [Episode(quoting, "Lines", []), Episode(modelled, "Lines", [])]
+    episodes = [Episode(quoting, "Lines"), Episode(modelled, "Lines")]
 
     def shown(turns: int) -> list[int]:
         hits = [RecalledTurn(m, "Lines", 1.0) for m in said[:turns]]

@@ -154,7 +154,7 @@ def shape(found: Recollection) -> dict[str, Any]:
     return {
         "facts": [(f.category, f.key, f.value, f.recall_count) for f in found.facts],
         "episodes": [
-            (e.session_title, e.segment.start_at, e.segment.end_at, e.segment.summary, e.lines)
+            (e.session_title, e.segment.start_at, e.segment.end_at, e.segment.summary)
             for e in found.episodes
         ],
         "messages": [
@@ -238,7 +238,6 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
         "Tonight I cooked rendang with my sister / Rendang takes hours! How did it turn out?"
         " / Aku lagi masak rendang, enak banget"
     )
-    assert episode.lines == []  # a pointer: what was said comes as turns
     # The turns are searched whatever else matched: shorter ones first, never a tool's.
     assert said(by_word) == [
         ("Dinner ideas", "user", "Aku lagi masak rendang, enak banget"),
