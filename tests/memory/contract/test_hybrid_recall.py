@@ -186,6 +186,23 @@ async def test_the_vector_index_calls(store: AsyncStore) -> None:
     assert await store.unembedded("m", 10) == [(said[0].id, "line 0")]
 
 
+async def test_unembedded_finds_a_gap_below_the_newest_vector(store: AsyncStore) -> None:
+    said = [await say(store, "s", "user", f"line {i}", NOW) for i in range(4)]
+    one = numpy.eye(4, dtype=numpy.float32)
+    # A batch that failed in the middle: line 1 has no vector, lines 0 and 2 have.
+    await store.add_vectors("m", [(said[0].id, one[0]), (said[2].id, one[2])])
+    assert await store.unembedded("m", 10) == [(said[1].id, "line 1"), (said[3].id, "line 3")]
+    # Another model's newest vector says nothing of this model's.
+    await store.add_vectors("m", [(said[1].id, one[1])])
+    await store.add_vectors("other", [(said[3].id, one[3])])
+    assert await store.unembedded("m", 10) == [(said[3].id, "line 3")]
+    assert await store.unembedded("other", 10) == [
+        (said[0].id, "line 0"),
+        (said[1].id, "line 1"),
+        (said[2].id, "line 2"),
+    ]
+
+
 async def test_the_week_after_an_event_is_that_weeks_turns(store: AsyncStore) -> None:
     dentist = NOW - timedelta(days=30)
     await say(store, "teeth", "user", "The dentist said I need a crown on my molar.", dentist)
