@@ -331,6 +331,7 @@ class ChatComponents:
     keep: gr.Checkbox
     note_line: gr.Markdown
     remove_note: gr.Button
+    started: gr.State  # the turn a send started, from on_take to on_taken
     line: gr.Markdown
     trace: gr.Markdown
     confirm_edit: gr.Row
@@ -472,14 +473,40 @@ class ChatHandlers:
         noticed: list[str],
         request: gr.Request,
     ) -> AsyncIterator[dict[Any, Any]]:
-        """Send the composer's message (text, an attached or pasted image, the style note)
-        and follow its turn; a message that cannot go stays in the composer."""
+        """Send the composer's message and follow its turn, in one streamed event (the
+        ``send`` API; the page runs the same two steps as two events, ``on_take`` then
+        ``on_taken``)."""
+        taken = await self.on_take(message, session_id, style_note, kept, request)
+        started = taken.pop(self.ui.started)
+        yield taken
+        if started is not None:
+            tab = self.chats.of(request)
+            async for update in self.stream(tab, started.session_id, noticed, started):
+                yield update
+
+    async def on_take(
+        self,
+        message: Mapping[str, Any] | None,
+        session_id: str | None,
+        style_note: str,
+        kept: bool,
+        request: gr.Request,
+    ) -> dict[Any, Any]:
+        """Store the composer's message (text, an attached or pasted image, the style note)
+        and start its turn: the composer and the note are cleared, and the started turn
+        goes to ``on_taken`` (``ui.started``). A message that cannot go stays in the
+        composer, with the reason in the chat, and starts nothing.
+
+        The page's first step of a send, two events and not one: an event that streams
+        sends every output with each chunk, and Gradio's page re-reads a component named
+        by an update without a value from the component itself, late, so the composer
+        could come back with the sent text and a note typed while the answer streamed
+        could vanish. The streaming step (``on_taken``) names only the chat's outputs."""
         ui, tab = self.ui, self.chats.of(request)
         text = str((message or {}).get("text") or "").strip()
         files = [str(f) for f in (message or {}).get("files") or []]
         if not text and not files:
-            yield {ui.box: gr.update(value=None)}
-            return
+            return {ui.box: gr.update(value=None), ui.started: None}
         style_note = (style_note or "").strip()
         # A copy: the factory's Context is shared, the style note is this turn's only (a
         # kept note is read from the session by build_context instead).
@@ -495,8 +522,8 @@ class ChatHandlers:
                 refusal = str(exc)
         if refusal is not None:
             refused = answer_bubble(refusal, error=True)
-            yield {ui.chatbot: [*await _history(tab.store, session_id), refused], ui.box: message}
-            return
+            kept_back = {ui.chatbot: [*await _history(tab.store, session_id), refused]}
+            return {**kept_back, ui.box: message, ui.started: None}
         image_path = upload or await pasted(ctx, session_id, text)
         try:
             session_id = await ensure_session(tab.store, session_id, text)
@@ -509,11 +536,23 @@ class ChatHandlers:
                 )
         except Exception as exc:
             failed = failure_bubble(exc)
-            yield {ui.chatbot: [*await _history(tab.store, session_id), failed], ui.box: message}
-            return
+            kept_back = {ui.chatbot: [*await _history(tab.store, session_id), failed]}
+            return {**kept_back, ui.box: message, ui.started: None}
         started = tab.turns.start(ctx, session_id, text, image_path=image_path, stored=stored)
-        yield await self._sent(tab, session_id)
-        async for update in self.stream(tab, session_id, noticed, started):
+        return {**await self._sent(tab, session_id), ui.started: started}
+
+    async def on_taken(
+        self,
+        session_id: str | None,
+        noticed: list[str],
+        started: LiveTurn | None,
+        request: gr.Request,
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """The page's second step of a send: follow the turn ``on_take`` started."""
+        if started is None:  # refused, or the write failed: the first step said so
+            yield {self.ui.stop: gr.skip()}
+            return
+        async for update in self.stream(self.chats.of(request), session_id, noticed, started):
             yield update
 
     async def _sent(self, tab: ChatTab, session_id: str) -> dict[Any, Any]:
@@ -527,8 +566,6 @@ class ChatHandlers:
             ui.keep: False,
             ui.note_line: shown_note,
             ui.remove_note: remove_shown,
-            # Not the sidebar's rows yet: re-rendering them mid-turn resets the Stop button
-            # to its initial (hidden) state in Gradio 6; they update when the turn ends.
         }
 
     async def on_option(

@@ -119,6 +119,7 @@ class ChatLayout:
     target: gr.Textbox  # the API's handles on the sidebar's row actions
     new_title: gr.Textbox
     api_delete: gr.Button
+    api_send: gr.Button  # the API's send: the whole turn as one streamed event
     # The window's width in CSS pixels, set by the page itself (a State never leaves the
     # server, so it could not carry it): 0 until known.
     width: gr.Number
@@ -133,6 +134,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
     target = gr.Textbox(visible=False, elem_id="target-session")
     new_title = gr.Textbox(visible=False, elem_id="target-title")
     api_delete = gr.Button(visible=False, elem_id="target-delete")
+    api_send = gr.Button(visible=False, elem_id="api-send")
     width = gr.Number(0, visible=False, elem_id="window-width")
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
     chatbot = gr.Chatbot(
@@ -188,6 +190,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         keep=keep,
         note_line=note_line,
         remove_note=remove_note,
+        started=gr.State(None),
         line=line,
         trace=trace,
         confirm_edit=confirm_edit,
@@ -197,7 +200,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         delete_words=side.delete_words,
     )
     return ChatLayout(
-        ui, target, new_title, api_delete, width, banner, edit_words, resend, cancel_edit
+        ui, target, new_title, api_delete, api_send, width, banner, edit_words, resend, cancel_edit
     )
 
 
@@ -238,22 +241,32 @@ class Wiring:
             fit_sidebar, width, [self.side.panel, self.tabs], api_visibility="private"
         )
         self.afterwards(loaded)
-        sending = [ui.box, ui.session, ui.note, ui.keep, ui.told]
+        taking = [ui.box, ui.session, ui.note, ui.keep]
+        taken = [ui.chatbot, ui.box, ui.session, ui.note, ui.keep, *self.noted, ui.started]
+        following = [ui.session, ui.told, ui.started]
+        streamed: dict[str, Any] = {"api_visibility": "private", "show_progress_on": ui.chatbot}
+        # Sending while a turn runs queues the message: the composer is never blocked. The
+        # page sends in two steps (ChatHandlers.on_take): the composer and the note are
+        # cleared, then only the chat's outputs stream.
+        sends = ui.box.submit(
+            h.on_take, taking, taken, api_visibility="private", trigger_mode="multiple"
+        ).then(h.on_taken, following, self.followed, **streamed)
+        # A clicked example goes into the composer and is sent from there, like a typed one.
+        examples = (
+            ui.chatbot.example_select(example_message, None, ui.box, api_visibility="private")
+            .then(h.on_take, taking, taken, api_visibility="private")
+            .then(h.on_taken, following, self.followed, **streamed)
+        )
+        # The same send as one streamed event, for API clients (gradio_client's /send).
         sent = [ui.chatbot, ui.box, ui.session, ui.listing, ui.stop, ui.line, ui.trace]
         sent += [ui.note, ui.keep, ui.told, *self.noted]
-        # Sending while a turn runs queues the message: the composer is never blocked.
-        sends = ui.box.submit(
+        api_send = parts.api_send.click(
             h.on_send,
-            sending,
+            [ui.box, ui.session, ui.note, ui.keep, ui.told],
             sent,
             api_name="send",
             trigger_mode="multiple",
-            show_progress_on=ui.chatbot,
         )
-        # A clicked example goes into the composer and is sent from there, like a typed one.
-        examples = ui.chatbot.example_select(
-            example_message, None, ui.box, api_visibility="private"
-        ).then(h.on_send, sending, sent, api_visibility="private", show_progress_on=ui.chatbot)
         retried = ui.chatbot.retry(
             h.on_retry, [ui.session, ui.told], self.followed, api_name="retry"
         )
@@ -263,7 +276,7 @@ class Wiring:
             [*self.followed, ui.confirm_edit, ui.edit],
             api_name="resend_edit",
         )
-        self.followers += [sends, examples, retried, resent]
+        self.followers += [sends, examples, retried, resent, api_send]
         for answered in (sends, examples, retried, resent):
             answered.then(None, js=FOCUS_COMPOSER)
         edited = [ui.chatbot, ui.edit, ui.confirm_edit, parts.edit_words]

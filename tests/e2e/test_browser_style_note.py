@@ -43,6 +43,7 @@ def test_a_note_is_for_the_next_message_and_the_box_clears(page: Any, app: Any) 
         f"{yuzuki}\n\nFor this reply: Answer in three short bullet points."
     )
     expect(page.locator("#style-note textarea")).to_have_value("")
+    expect(page.locator("#chat-input textarea")).to_have_value("")
     expect(page.locator("#active-note")).to_be_hidden()
     send(page, "and Monday")
     answered(page, "and Monday")
@@ -81,3 +82,19 @@ def test_a_kept_note_shows_stays_for_the_chat_and_can_be_removed(
     expect(page.locator("#active-note")).to_be_visible(timeout=TIMEOUT_MS)
     page.locator("#new-session").click()  # the note is kept for *that* chat only
     expect(page.locator("#active-note")).to_be_hidden(timeout=TIMEOUT_MS)
+
+
+def test_every_send_clears_the_composer_and_a_note_typed_meanwhile_stays(
+    page: Any, app: Any
+) -> None:
+    """Sent back to back, each message leaves the composer empty and its kept note shown;
+    a note typed while the last answer finishes streaming is the one sent. (The streamed
+    answer once named the composer and the note in every chunk, and the page put their
+    old values back now and then: 2 runs in 4 failed before the send became two steps.)"""
+    for n in range(4):
+        write_note(page, f"Note number {n}.", keep=True)
+        expect(page.locator("#style-note textarea")).to_have_value(f"Note number {n}.")
+        send(page, f"message {n}")
+        answered(page, f"message {n}")
+        expect(page.locator("#chat-input textarea")).to_have_value("")
+        expect(page.locator("#active-note")).to_contain_text(f"Note number {n}.")

@@ -90,6 +90,34 @@ async def test_send_stores_the_message_in_a_new_titled_chat_and_streams_the_answ
     assert "call_model" in last[ui.trace]
 
 
+async def test_the_page_sends_in_two_steps_and_only_the_first_names_the_composer(
+    page: Page,
+) -> None:
+    """on_take clears the composer and the note and hands the started turn on; on_taken
+    streams the chat without naming the composer or the note (see ChatHandlers.on_take)."""
+    ui = page.ui
+    message = {"text": "hello", "files": []}
+    taken = await page.handlers.on_take(message, None, "Be brief.", True, request())
+    session, started = taken[ui.session], taken[ui.started]
+    assert taken[ui.box]["value"] is None and taken[ui.note] == "" and taken[ui.keep] is False
+    assert "Be brief." in taken[ui.note_line]["value"]
+    assert started is not None and started.session_id == session
+    updates = await drain(page.handlers.on_taken(session, [], started, request()))
+    assert contents(updates[-1][ui.chatbot]) == ["hello", "echo: hello"]
+    named = {component for update in updates for component in update}
+    assert named.isdisjoint({ui.box, ui.note, ui.keep, ui.note_line, ui.remove_note})
+
+
+async def test_a_refused_send_starts_nothing_for_the_second_step(tmp_path: Path) -> None:
+    page = Page(tmp_path, max_message_chars=3)
+    message = {"text": "far too long", "files": []}
+    taken = await page.handlers.on_take(message, None, "", False, request())
+    assert taken[page.ui.started] is None and taken[page.ui.box] == message
+    updates = await drain(page.handlers.on_taken(None, [], None, request()))
+    assert all(page.ui.chatbot not in update for update in updates)
+    assert page.turns.started == []
+
+
 async def test_an_empty_message_only_clears_the_composer(page: Page) -> None:
     updates = await page.send("   ")
     assert updates == [{page.ui.box: {"__type__": "update", "value": None}}]
