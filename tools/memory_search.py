@@ -2,13 +2,15 @@
 
 A thin adapter over the store's ``recall``: the schema and description the model reads,
 the query's vector (the context's embedder, in a thread, at most ``EMBED_SECONDS``; any
-failure is logged and recall is lexical), and the result's shape: ``facts`` [{category,
-key, value}], then ``turns`` [{id, session, time, speaker, text, before?, after?}] best
-first, then ``episodes`` [{id, session, start, end, summary}], cut to the budget of
-memory.rules.budget (``TURN_BUDGET`` turns, a neighbour counting as one, and
-``CHAR_BUDGET`` characters of what the model reads), and ``searched`` (hybrid or
-lexical). Times are the person's, sessions are named by title; the question being
-answered never comes back.
+failure is logged and recall is lexical), and the result's shape (DESIGN.md's):
+``structured`` {``semantic``: facts [{category, key, value}], ``episodic``: the matching
+episodes' summaries ["Thu 19 Nov 19:00 – … : summary"], ``segments``: those episodes as
+pointers [{id, session_id, session, start_message_id, end_message_id, start, end}]}, then
+``raw_messages``: the best turns [{id, timestamp, content, session, speaker, before?,
+after?}] best first; cut to the budget of memory.rules.budget (``TURN_BUDGET`` turns, a
+neighbour counting as one, and ``CHAR_BUDGET`` characters of what the model reads); and
+``searched`` (hybrid or lexical). Times are the person's, sessions are named by title; the
+question being answered never comes back.
 """
 
 from __future__ import annotations
@@ -74,15 +76,15 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _said(message: Message, limit: int) -> dict[str, str]:
-    return {"speaker": message.role, "text": _clip(message.content, limit)}
+    return {"speaker": message.role, "content": _clip(message.content, limit)}
 
 
 def _turn(found: RecalledTurn, tz: str) -> dict[str, Any]:
     item: dict[str, Any] = {
         "id": found.message.id,
-        "session": found.session_title,
-        "time": _stamp(found.message.created_at, tz),
+        "timestamp": _stamp(found.message.created_at, tz),
         **_said(found.message, TURN_CHARS),
+        "session": found.session_title,
     }
     if found.before is not None:
         item["before"] = _said(found.before, NEIGHBOUR_CHARS)
@@ -92,12 +94,18 @@ def _turn(found: RecalledTurn, tz: str) -> dict[str, Any]:
 
 
 def _episode(found: Episode, tz: str) -> dict[str, Any]:
+    """The episode as a pointer (a segment of ``structured.segments``) and its summary,
+    which goes to ``structured.episodic``."""
+    segment = found.segment
     return {
-        "id": found.segment.id,
+        "id": segment.id,
+        "session_id": segment.session_id,
         "session": found.session_title,
-        "start": _stamp(found.segment.start_at, tz),
-        "end": _stamp(found.segment.end_at, tz),
-        "summary": _clip(found.segment.summary, EPISODE_CHARS),
+        "start_message_id": segment.start_message_id,
+        "end_message_id": segment.end_message_id,
+        "start": _stamp(segment.start_at, tz),
+        "end": _stamp(segment.end_at, tz),
+        "summary": _clip(segment.summary, EPISODE_CHARS),
     }
 
 
@@ -114,22 +122,42 @@ def _fact_lines(fact: dict[str, Any]) -> list[str]:
 def _turn_lines(turn: dict[str, Any]) -> list[str]:
     lines = []
     if "before" in turn:
-        lines.append(f"    (before) {SAID_BY[turn['before']['speaker']]}: {turn['before']['text']}")
-    lines.append(f"- [{turn['time']}{_in(turn)}] {SAID_BY[turn['speaker']]}: {turn['text']}")
+        before = turn["before"]
+        lines.append(f"    (before) {SAID_BY[before['speaker']]}: {before['content']}")
+    said = f"{SAID_BY[turn['speaker']]}: {turn['content']}"
+    lines.append(f"- [{turn['timestamp']}{_in(turn)}] {said}")
     if "after" in turn:
-        lines.append(f"    (after) {SAID_BY[turn['after']['speaker']]}: {turn['after']['text']}")
+        lines.append(f"    (after) {SAID_BY[turn['after']['speaker']]}: {turn['after']['content']}")
     return lines
 
 
-def _episode_lines(episode: dict[str, Any]) -> list[str]:
-    return [f"- {episode['start']} – {episode['end']}{_in(episode)}: {episode['summary']}"]
+def _episodic(episode: dict[str, Any]) -> str:
+    """An episode's line in ``structured.episodic``: its time span, chat and summary."""
+    return f"{episode['start']} – {episode['end']}{_in(episode)}: {episode['summary']}"
 
 
+# What the model reads, in order: (where in the result, heading).
 PARTS = (
-    ("facts", "Saved facts:", _fact_lines),
-    ("turns", 'Past messages, best first ("you said": the user; "I said": you):', _turn_lines),
-    ("episodes", "Past conversations:", _episode_lines),
+    (("structured", "semantic"), "Saved facts:"),
+    (("raw_messages",), 'Past messages, best first ("you said": the user; "I said": you):'),
+    (("structured", "episodic"), "Past conversations:"),
 )
+
+
+def _lines(part: str, item: Any) -> list[str]:
+    """The lines the model reads for one item of ``part`` (an episodic item is its line)."""
+    if part == "semantic":
+        return _fact_lines(item)
+    if part == "raw_messages":
+        return _turn_lines(item)
+    return [f"- {item}"]
+
+
+def _part(result: dict[str, Any], where: tuple[str, ...]) -> list[Any]:
+    found: Any = result
+    for key in where:
+        found = found.get(key) or {}
+    return list(found or [])
 
 
 def _within_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -166,26 +194,33 @@ def _within_episodes(episodes: list[Episode], left: int, tz: str) -> list[dict[s
 
 def shape(found: Recollection, tz: str) -> dict[str, Any]:
     """The tool's JSON result for what was recalled, cut to ``CHAR_BUDGET`` characters of
-    formatted text: facts first, then turns, then episodes, each kept whole or left out."""
+    formatted text: facts first, then turns, then episodes, each kept whole or left out
+    (an episode's pointer goes with its summary)."""
     turns = _within_turns([_turn(t, tz) for t in found.turns])
     shown = sum(1 + ("before" in t) + ("after" in t) for t in turns)
-    items = {
-        "facts": [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts],
-        "turns": turns,
-        "episodes": _within_episodes(found.episodes, TURN_BUDGET - shown, tz),
-    }
+    episodes = _within_episodes(found.episodes, TURN_BUDGET - shown, tz)
+    facts = [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts]
     left = CHAR_BUDGET
-    result: dict[str, Any] = {}
-    for key, heading, lines in PARTS:
-        kept: list[dict[str, Any]] = []
-        for item in items[key]:
-            cost = sum(len(line) + 1 for line in lines(item)) + (0 if kept else len(heading) + 1)
+    kept: dict[str, list[Any]] = {}
+    candidates = {"semantic": facts, "raw_messages": turns, "episodic": episodes}
+    for (*_, part), heading in PARTS:
+        kept[part] = []
+        for item in candidates[part]:
+            text = _lines(part, _episodic(item) if part == "episodic" else item)
+            cost = sum(len(line) + 1 for line in text) + (0 if kept[part] else len(heading) + 1)
             if cost <= left:
-                kept.append(item)
+                kept[part].append(item)
                 left -= cost
-        result[key] = kept
-    result["searched"] = found.searched
-    return result
+    segments = [{k: v for k, v in e.items() if k != "summary"} for e in kept["episodic"]]
+    return {
+        "structured": {
+            "semantic": kept["semantic"],
+            "episodic": [_episodic(e) for e in kept["episodic"]],
+            "segments": segments,
+        },
+        "raw_messages": kept["raw_messages"],
+        "searched": found.searched,
+    }
 
 
 async def query_vector(ctx: ToolContext, query: str) -> numpy.ndarray | None:
@@ -238,11 +273,11 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
 def format_search(result: dict[str, Any]) -> str:
     """The stored text of a result: facts, turns (with neighbours), then episodes."""
     lines: list[str] = []
-    for key, heading, render in PARTS:
-        if result.get(key):
+    for where, heading in PARTS:
+        if items := _part(result, where):
             lines.append(heading)
-            for item in result[key]:
-                lines += render(item)
+            for item in items:
+                lines += _lines(where[-1], item)
     return "\n".join(lines) if lines else "Nothing found in memory for this query."
 
 

@@ -67,11 +67,11 @@ async def test_a_paraphrase_is_found_once_the_messages_have_vectors(
     ctx = context(async_store, embedder)
     before, _ = await search(ctx, "what is my cat scared of")
     assert before["searched"] == "lexical"  # no vectors yet: lexical, never an error
-    assert all("Mochi" not in t["text"] for t in before["turns"])
+    assert all("Mochi" not in t["content"] for t in before["raw_messages"])
     await embed_everything(async_store, embedder)
     after, text = await search(ctx, "what is my cat scared of")
     assert after["searched"] == "hybrid"
-    assert after["turns"][0]["text"] == "Mochi hides whenever I vacuum"
+    assert after["raw_messages"][0]["content"] == "Mochi hides whenever I vacuum"
     assert "you said: Mochi hides whenever I vacuum" in text
 
 
@@ -85,7 +85,7 @@ async def test_a_long_or_foreign_query_stays_within_budget(
     started = time.perf_counter()
     result, text = await search(context(async_store, embedder), query[:10_000])
     assert time.perf_counter() - started < 2.0
-    assert len(result["turns"]) <= TURN_BUDGET
+    assert len(result["raw_messages"]) <= TURN_BUDGET
     assert len(text) <= CHAR_BUDGET
 
 
@@ -94,9 +94,9 @@ async def test_the_budget_keeps_facts_first_and_whole_turns(
 ) -> None:
     history(store, 60)
     result, text = await search(context(async_store, None), "garden roses")
-    assert 0 < len(result["turns"]) < TURN_BUDGET  # 4,000 characters ran out first
+    assert 0 < len(result["raw_messages"]) < TURN_BUDGET  # 4,000 characters ran out first
     assert len(text) <= CHAR_BUDGET
-    assert all(t["text"].endswith("…") for t in result["turns"])  # each clipped, not cut
+    assert all(t["content"].endswith("…") for t in result["raw_messages"])  # each clipped, not cut
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ async def test_an_embedder_failure_falls_back_to_lexical_and_says_why(
     with caplog.at_level(logging.WARNING, logger="companion.tools.memory_search"):
         result, _ = await search(context(async_store, embedder), "garden roses")
     assert result["searched"] == "lexical"
-    assert result["turns"]
+    assert result["raw_messages"]
     assert reason in caplog.text and "recall is lexical" in caplog.text
 
 
@@ -214,7 +214,7 @@ def test_an_extractive_episode_counts_the_lines_it_quotes_toward_the_turns_shown
     def shown(turns: int) -> list[int]:
         hits = [RecalledTurn(m, "Lines", 1.0) for m in said[:turns]]
         result = tool.shape(Recollection([], episodes, hits, None), "UTC")
-        return [e["id"] for e in result["episodes"]]
+        return [e["id"] for e in result["structured"]["segments"]]
 
     assert shown(TURN_BUDGET) == [2]  # the budget is spent: only the one quoting nothing
     assert shown(TURN_BUDGET - 3) == [1, 2]

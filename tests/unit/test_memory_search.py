@@ -88,19 +88,26 @@ async def search(
 
 
 def contents(result: dict[str, Any]) -> list[str]:
-    return [f"{t['speaker']}: {t['text']}" for t in result["turns"]]
+    return [f"{t['speaker']}: {t['content']}" for t in result["raw_messages"]]
 
 
 async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, "What did I cook last Thursday?")
-    assert set(result) == {"facts", "turns", "episodes", "searched"}
+    assert set(result) == {"structured", "raw_messages", "searched"}  # DESIGN.md's shape
+    assert set(result["structured"]) == {"semantic", "episodic", "segments"}
     assert contents(result)[0] == "user: Tonight I cooked rendang for dinner, took four hours"
-    assert result["turns"][0]["time"] == "Thu 19 Nov 2026 19:00"
-    assert "after" not in result["turns"][0]  # an acknowledgement spends no budget
-    episode = result["episodes"][0]
-    assert {"id", "session", "start", "end", "summary"} == set(episode)
-    assert "rendang" in episode["summary"] and episode["start"].startswith("Thu 19 Nov")
+    first = result["raw_messages"][0]
+    assert set(first) == {"id", "timestamp", "speaker", "content", "session"}
+    assert first["timestamp"] == "Thu 19 Nov 2026 19:00"  # no "after": an acknowledgement
+    segment = result["structured"]["segments"][0]  # spends no budget
+    assert set(segment) == {
+        *("id", "session_id", "session", "start", "end"),
+        *("start_message_id", "end_message_id"),
+    }
+    assert segment["start"].startswith("Thu 19 Nov")
+    summary = result["structured"]["episodic"][0]
+    assert summary.startswith(f"{segment['start']} – {segment['end']}") and "rendang" in summary
     assert result["searched"] == "lexical"
     assert "SECRET" not in str(result)
 
@@ -116,7 +123,7 @@ async def test_what_did_i_cook_last_thursday(ctx: ToolContext) -> None:
 async def test_indonesian_and_relative_cues(ctx: ToolContext, query: str, expected: str) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, query)
-    assert result["turns"], result
+    assert result["raw_messages"], result
     assert all(expected in text or text.startswith("assistant:") for text in contents(result))
     assert expected in contents(result)[0]
 
@@ -124,7 +131,7 @@ async def test_indonesian_and_relative_cues(ctx: ToolContext, query: str, expect
 async def test_recent_cue_returns_newest_without_the_question(ctx: ToolContext) -> None:
     seed_history(ctx.store.blocking)
     result = await search(ctx, "terakhir kali aku masak apa?")
-    assert result["turns"]
+    assert result["raw_messages"]
     assert all("terakhir kali" not in text for text in contents(result))
     assert contents(result)[0] == "user: I went to the dentist, my tooth hurts"
 
@@ -135,11 +142,11 @@ async def test_structured_facts_first_and_marked_recalled(ctx: ToolContext) -> N
     create_memory(store, "identity", "favourite city", "Yogyakarta", now=NOW - timedelta(days=3))
     seed_history(store)
     result = await search(ctx, "favourite food and city")
-    semantic = result["facts"]
+    semantic = result["structured"]["semantic"]
     assert {m["key"] for m in semantic} == {"favourite food", "favourite city"}
     assert {"category": "signals", "key": "favourite food", "value": "rendang"} in semantic
     # Facts do not stand in for the turns: the turns are searched all the same.
-    assert "turns" in result
+    assert "raw_messages" in result
     recalled = get_memory(store, "signals", "favourite food")
     assert recalled is not None and recalled.recall_count == 1
 
@@ -166,8 +173,8 @@ async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) 
     store.add_message(dinner.id, "user", "Tonight I cooked nasi goreng", created_at=evening(6))
     store.add_message(dinner.id, "memory_tool", "SECRET nasi goreng note", created_at=evening(6))
     result = await search(ctx, "What did I cook last Thursday?", session="new")
-    [turn] = result["turns"]
-    assert (turn["time"], turn["speaker"], turn["text"], turn["session"]) == (
+    [turn] = result["raw_messages"]
+    assert (turn["timestamp"], turn["speaker"], turn["content"], turn["session"]) == (
         "Thu 19 Nov 2026 19:00",
         "user",
         "Tonight I cooked nasi goreng",
@@ -175,7 +182,7 @@ async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) 
     )
     # That chat was never cut into episodes (the app's catch-up does it, not the tool):
     # its messages are found all the same.
-    assert result["episodes"] == []
+    assert result["structured"]["episodic"] == result["structured"]["segments"] == []
     assert "SECRET" not in str(result)
 
 
@@ -185,8 +192,8 @@ async def test_current_session_wins_ties(ctx: ToolContext) -> None:
     other = store.create_session("Elsewhere")
     store.add_message(other.id, "user", "my cat Miso is orange", created_at=evening(3))
     result = await search(ctx, "Miso")  # equal BM25 scores; the other one is newer
-    assert [t["session"] for t in result["turns"]] == ["New chat", "Elsewhere"]
-    assert result["turns"][0]["time"].startswith("Sat 21 Nov")
+    assert [t["session"] for t in result["raw_messages"]] == ["New chat", "Elsewhere"]
+    assert result["raw_messages"][0]["timestamp"].startswith("Sat 21 Nov")
 
 
 async def test_the_question_is_left_out_however_old_it_is(ctx: ToolContext) -> None:
@@ -213,24 +220,19 @@ async def test_offered_only_with_history_beyond_the_question(ctx: ToolContext) -
 def test_format_search_reads_well() -> None:
     text = tool.format_search(
         {
-            "facts": [{"category": "identity", "key": "name", "value": "Budi"}],
-            "turns": [
+            "structured": {
+                "semantic": [{"category": "identity", "key": "name", "value": "Budi"}],
+                "episodic": ['Thu 19 Nov 2026 19:00 – Thu 19 Nov 2026 19:30, in "Dinner": bikes'],
+                "segments": [{"id": 1, "session": "Dinner"}],
+            },
+            "raw_messages": [
                 {
                     "id": 7,
-                    "session": "Dinner",
-                    "time": "Thu 19 Nov 2026 19:00",
+                    "timestamp": "Thu 19 Nov 2026 19:00",
                     "speaker": "user",
-                    "text": "yes, the blue one",
-                    "before": {"speaker": "assistant", "text": "The blue or the red bike?"},
-                }
-            ],
-            "episodes": [
-                {
-                    "id": 1,
+                    "content": "yes, the blue one",
                     "session": "Dinner",
-                    "start": "Thu 19 Nov 2026 19:00",
-                    "end": "Thu 19 Nov 2026 19:30",
-                    "summary": "bikes",
+                    "before": {"speaker": "assistant", "content": "The blue or the red bike?"},
                 }
             ],
             "searched": "hybrid",
@@ -245,4 +247,5 @@ def test_format_search_reads_well() -> None:
         "Past conversations:",
         '- Thu 19 Nov 2026 19:00 – Thu 19 Nov 2026 19:30, in "Dinner": bikes',
     ]
-    assert tool.format_search({"facts": [], "turns": [], "episodes": []}).startswith("Nothing")
+    empty = {"structured": {"semantic": [], "episodic": [], "segments": []}, "raw_messages": []}
+    assert tool.format_search(empty).startswith("Nothing")

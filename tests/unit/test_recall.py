@@ -61,14 +61,14 @@ async def test_a_new_chat_answers_from_an_older_one(
     assert result.answer == "You cooked nasi goreng (in our chat about Dinner ideas)."
     assert result.tool_names == ["memory_search"]
     stored = next(m for m in ctx.store.blocking.messages(new_chat) if m.role == "memory_tool")
-    turns = stored.meta["result"]["turns"]
-    assert {k: turns[0][k] for k in ("time", "speaker", "text", "session")} == {
-        "time": "Thu 19 Nov 2026 19:00",
+    turns = stored.meta["result"]["raw_messages"]
+    assert {k: turns[0][k] for k in ("timestamp", "speaker", "content", "session")} == {
+        "timestamp": "Thu 19 Nov 2026 19:00",
         "speaker": "user",
-        "text": "Tonight I cooked nasi goreng",
+        "content": "Tonight I cooked nasi goreng",
         "session": "Dinner ideas",
     }
-    assert all(QUESTION not in t["text"] for t in turns)  # the question is not a memory
+    assert all(QUESTION not in t["content"] for t in turns)  # the question is not a memory
 
 
 async def test_memory_search_is_not_offered_for_the_first_message_ever(

@@ -52,7 +52,7 @@ async def test_this_morning_is_searched_in_the_persons_zone(make_context) -> Non
     result = await run_turn(ctx, "s1", "what did I eat this morning?")
     assert result.answer == "Natto."
     tool = next(m for m in await ctx.store.messages("s1") if m.tool_name == "memory_search")
-    turns = tool.meta["result"]["turns"]
-    assert [(t["time"], t["speaker"], t["text"]) for t in turns] == [
+    turns = tool.meta["result"]["raw_messages"]
+    assert [(t["timestamp"], t["speaker"], t["content"]) for t in turns] == [
         ("Wed 25 Nov 2026 01:00", "user", "I ate natto for breakfast")
     ]
