@@ -117,6 +117,11 @@ write any command."""
 
 CAP_REASON = "You have used tools the maximum number of times for this message."
 DUPLICATE_REASON = "You already have the result of that exact request above."
+# The answer after a guard when the model's last reply held nothing but a command:
+# built from what this turn's tools returned (nodes.call_model.found_so_far).
+FOUND_SO_FAR = "I stopped looking things up before writing an answer. What I found: {findings}."
+NOTHING_FOUND = "I stopped looking things up before finding an answer: {findings}."
+FINDING = "{tool}: {gist}"
 
 SEGMENT_SUMMARY = """\
 Summarise this stretch of a conversation in one or two sentences for your own later \
