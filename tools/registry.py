@@ -3,7 +3,16 @@
 ``ToolRegistry.enabled`` returns the tools that can work now (gates computed per call;
 ``ToolSpec.schema`` is what the model reads); ``ToolRegistry.execute`` validates arguments
 against the schema, runs the tool under a time limit and always returns a
-JSON-serialisable dict — ``{"error": ...}`` on any failure, never an exception.
+JSON-serialisable dict — ``{"error": ...}`` on any failure, never an exception. Every
+error result is logged at WARNING on ``companion.tools``: the tool, the session, the
+kind of failure and a one-line reason, with the settings' secrets masked.
+
+The seed's two plain functions a script calls, ``get_tool_schemas()`` and
+``execute_tool(tool_name, arguments, session_id=None)``, have async twins named the
+LangChain way for code on an event loop: ``aget_tool_schemas(ctx)`` (the tools enabled for
+a context) and ``aexecute_tool``. ``execute_tool`` runs its twin on an event loop of its
+own, so it refuses to run on a thread whose loop is running (it would block that loop):
+there, ``await aexecute_tool(...)``, or call it through ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -13,13 +22,14 @@ import dataclasses
 import importlib
 import json
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any, Literal
 
 import jsonschema
 
-from config.settings import database_url, load_settings
-from memory import open_store
+from config.settings import Settings, database_url, load_settings
+from memory import open_store, release_connections
 from tools.base import ToolContext, ToolSpec
 
 log = logging.getLogger("companion.tools")
@@ -41,6 +51,23 @@ MALFORMED_ARGUMENTS = "malformed arguments for {name}: {detail}"
 INVALID_ARGUMENTS = "invalid arguments for {name}: {detail}"
 TOOL_TIMEOUT = "{name} timed out after {seconds:g} s"
 TOOL_FAILED = "{name} failed: {detail}"
+INSIDE_A_LOOP = (
+    "{name}() runs its own event loop and would block the one running on this thread: "
+    "use `await {twin}(...)` here, or call {name} through asyncio.to_thread"
+)
+ERROR_LOGGED = "tool error: tool=%s session=%s kind=%s reason=%s"
+REASON_CHARS = 300  # a logged reason is one line of at most this many characters
+SECRET_MASK = "[secret]"
+
+ErrorKind = Literal[
+    "unknown_tool",  # no tool of that name
+    "malformed_arguments",  # not JSON, or not an object
+    "invalid_arguments",  # against the tool's schema
+    "timeout",  # the tool ran out of time
+    "crashed",  # the tool raised
+    "no_result",  # the tool returned something that is not a dict
+    "tool_error",  # the tool answered with {"error": ...} (a failed request, a refusal)
+]
 
 
 class ToolRegistry:
@@ -111,30 +138,45 @@ class ToolRegistry:
         return enabled
 
     async def execute(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
-        """Validate and run one call; failures come back as ``{"error": ...}``."""
+        """Validate and run one call; failures come back as ``{"error": ...}``, logged."""
+        result, kind = await self._execute(name, arguments, ctx)
+        if kind is not None:
+            log_tool_error(name, ctx, kind, str(result["error"]))
+        return result
+
+    async def _execute(
+        self, name: str, arguments: Any, ctx: ToolContext
+    ) -> tuple[dict[str, Any], ErrorKind | None]:
+        """The call's result and, for an error result, its kind."""
         spec = self._tools.get(name)
         if spec is None:
-            return {"error": UNKNOWN_TOOL.format(name=name, available=", ".join(self._tools))}
+            available = ", ".join(self._tools)
+            return {"error": UNKNOWN_TOOL.format(name=name, available=available)}, "unknown_tool"
         args, problem = parse_arguments(name, arguments)
         if problem:
-            return {"error": problem}
+            return {"error": problem}, "malformed_arguments"
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path)
             detail = f"{where}: {error.message}" if where else error.message
-            return {"error": INVALID_ARGUMENTS.format(name=name, detail=detail)}
+            return {"error": INVALID_ARGUMENTS.format(name=name, detail=detail)}, (
+                "invalid_arguments"
+            )
         seconds = spec.timeout or ctx.settings.tool_timeout
         try:
             result = await asyncio.wait_for(spec.run(args, ctx), timeout=seconds)
         except TimeoutError:
-            log.warning("%s timed out after %s s", name, seconds)
-            return {"error": TOOL_TIMEOUT.format(name=name, seconds=seconds)}
+            return {"error": TOOL_TIMEOUT.format(name=name, seconds=seconds)}, "timeout"
         except Exception as exc:
             log.exception("%s crashed", name)
-            return {"error": TOOL_FAILED.format(name=name, detail=f"{type(exc).__name__}: {exc}")}
+            detail = f"{type(exc).__name__}: {exc}"
+            return {"error": TOOL_FAILED.format(name=name, detail=detail)}, "crashed"
         if not isinstance(result, dict):
-            return {"error": TOOL_FAILED.format(name=name, detail="returned no result")}
-        return json.loads(json.dumps(result, default=str, ensure_ascii=False))
+            return {"error": TOOL_FAILED.format(name=name, detail="returned no result")}, (
+                "no_result"
+            )
+        clean = json.loads(json.dumps(result, default=str, ensure_ascii=False))
+        return clean, "tool_error" if "error" in clean else None
 
     def format_result(self, name: str, result: dict[str, Any]) -> str:
         """The stored text of a result: ``🔧 TOOL RESULT — NAME`` block, size-capped."""
@@ -178,6 +220,23 @@ def parse_arguments(name: str, arguments: Any) -> tuple[dict[str, Any], str | No
     return arguments, None
 
 
+def log_tool_error(name: str, ctx: ToolContext, kind: ErrorKind, reason: str) -> None:
+    """One WARNING line for an error result: tool, session, kind and the reason on one
+    line, cut to ``REASON_CHARS``, with any secret of the settings masked."""
+    line = " ".join(mask_secrets(reason, ctx.settings).split())
+    if len(line) > REASON_CHARS:
+        line = line[: REASON_CHARS - 1] + "…"
+    log.warning(ERROR_LOGGED, name, ctx.session_id or "-", kind, line)
+
+
+def mask_secrets(text: str, settings: Settings) -> str:
+    """``text`` with the settings' keys and password replaced by ``SECRET_MASK``."""
+    for secret in (settings.api_key, settings.image_api_key, settings.password):
+        if secret:
+            text = text.replace(secret, SECRET_MASK)
+    return text
+
+
 def builtin_specs() -> list[ToolSpec]:
     """The tools shipped with Companion (each module exposes ``TOOLS``)."""
     specs: list[ToolSpec] = []
@@ -198,24 +257,61 @@ def default_registry() -> ToolRegistry:
     return _DEFAULT
 
 
-def configured_context(session_id: str | None = None) -> ToolContext:
-    """A tool context built from configuration (flags aside): settings and their store."""
-    settings = load_settings()
-    return ToolContext(settings, open_store(settings.home, database_url()), session_id)
+@asynccontextmanager
+async def configured_context(session_id: str | None = None) -> AsyncIterator[ToolContext]:
+    """A tool context as the CLI resolves it (flags aside): the home's store, and the
+    settings of the environment over its profile (a location saved in Settings counts);
+    the store is closed on the way out."""
+    store = open_store(load_settings().home, database_url())
+    try:
+        settings = load_settings(profile=await store.profile())
+        yield ToolContext(settings, store, session_id, clock=store.clock)
+    finally:
+        await store.close()
 
 
-async def get_tool_schemas(
-    ctx: ToolContext | None = None, *, registry: ToolRegistry | None = None
-) -> list[dict[str, Any]]:
-    """Schemas of the tools enabled for ``ctx`` (every tool without one), of ``registry``
-    or the built-in tools."""
+def get_tool_schemas(*, registry: ToolRegistry | None = None) -> list[dict[str, Any]]:
+    """The schemas (OpenAI/OpenRouter function format) of every tool of ``registry``, the
+    built-in tools by default, gates aside; ``aget_tool_schemas`` gives a turn's."""
     registry = registry or default_registry()
-    if ctx is not None:
-        return [spec.schema() for spec in await registry.enabled(ctx)]
     return [spec.schema() for name in registry.names if (spec := registry.get(name))]
 
 
-async def execute_tool(
+async def aget_tool_schemas(
+    ctx: ToolContext, *, registry: ToolRegistry | None = None
+) -> list[dict[str, Any]]:
+    """The schemas of the tools of ``registry`` (the built-in tools by default) whose gate
+    is open for ``ctx``."""
+    return [spec.schema() for spec in await (registry or default_registry()).enabled(ctx)]
+
+
+def execute_tool(
+    tool_name: str,
+    arguments: Any,
+    session_id: str | None = None,
+    *,
+    registry: ToolRegistry | None = None,
+) -> dict[str, Any]:
+    """Run one tool for a script, with the configured settings and store, on an event loop
+    of its own; ``{"error": ...}`` on any failure. RuntimeError on a thread whose event
+    loop is running: use ``aexecute_tool`` there."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_execute_and_release(tool_name, arguments, session_id, registry))
+    raise RuntimeError(INSIDE_A_LOOP.format(name="execute_tool", twin="aexecute_tool"))
+
+
+async def _execute_and_release(
+    tool_name: str, arguments: Any, session_id: str | None, registry: ToolRegistry | None
+) -> dict[str, Any]:
+    try:
+        return await aexecute_tool(tool_name, arguments, session_id, registry=registry)
+    finally:
+        await release_connections()  # this loop's Postgres pool dies with the loop
+
+
+async def aexecute_tool(
     tool_name: str,
     arguments: Any,
     session_id: str | None = None,
@@ -223,9 +319,12 @@ async def execute_tool(
     ctx: ToolContext | None = None,
     registry: ToolRegistry | None = None,
 ) -> dict[str, Any]:
-    """Run one tool of ``registry`` (the built-in tools by default) for a session; without
-    ``ctx``, with the configured settings and store."""
-    ctx = ctx or configured_context(session_id)
+    """Run one tool of ``registry`` (the built-in tools by default) for a session, with
+    ``ctx`` or else the configured settings and store; ``{"error": ...}`` on any failure."""
+    registry = registry or default_registry()
+    if ctx is None:
+        async with configured_context(session_id) as configured:
+            return await registry.execute(tool_name, arguments, configured)
     if session_id is not None and ctx.session_id != session_id:
         ctx = dataclasses.replace(ctx, session_id=session_id)
-    return await (registry or default_registry()).execute(tool_name, arguments, ctx)
+    return await registry.execute(tool_name, arguments, ctx)

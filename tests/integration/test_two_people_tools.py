@@ -35,7 +35,7 @@ from tests.support.pg_people import (
     open_accounts,
 )
 from tests.support.postgres import PostgresServer
-from tools.registry import execute_tool
+from tools.registry import aexecute_tool
 
 SECRET = "zanzibarquokka"  # in ann's messages and memory, nowhere in bob's
 FORGED_TOKEN = "bob-owns-ann"  # a login token an attack tries to plant for ann
@@ -164,12 +164,12 @@ async def test_each_person_gets_their_own_data_and_media(home: Home) -> None:
 
 async def test_memory_search_as_bob_finds_nothing_of_anns(home: Home) -> None:
     as_ann = (await context_of(home, "ann")).tool_context(home.ann_session)
-    found = await execute_tool("memory_search", {"query": SECRET}, ctx=as_ann)
+    found = await aexecute_tool("memory_search", {"query": SECRET}, ctx=as_ann)
     assert leaked(found)  # the search would find it: it is ann's to find
 
     bob = await context_of(home, "bob")
     for session in (home.bob_session, home.ann_session, None):
-        result = await execute_tool(
+        result = await aexecute_tool(
             "memory_search", {"query": SECRET}, ctx=bob.tool_context(session)
         )
         assert not leaked(result)
@@ -190,7 +190,7 @@ async def test_memory_search_by_meaning_as_bob_finds_nothing_of_anns(home: Home)
         await embed_everything(store, embedder)
     asked = f"my password hint is {SECRET}"  # ann's own words: her vector, exactly
     ann = (await context_of(home, "ann")).tool_context(home.ann_session)
-    found = await execute_tool(
+    found = await aexecute_tool(
         "memory_search", {"query": asked}, ctx=replace(ann, embedder=embedder)
     )
     assert leaked(found)
@@ -198,7 +198,7 @@ async def test_memory_search_by_meaning_as_bob_finds_nothing_of_anns(home: Home)
     bob = await context_of(home, "bob")
     for session in (home.bob_session, home.ann_session, None):
         ctx = replace(bob.tool_context(session), embedder=embedder)
-        assert not leaked(await execute_tool("memory_search", {"query": asked}, ctx=ctx))
+        assert not leaked(await aexecute_tool("memory_search", {"query": asked}, ctx=ctx))
         nearest = await bob.store.recall(
             asked, now=utc_now(), tz="UTC", session_id=session, question_id=None,
             vector=embedder.query(asked), vector_model=embedder.model, mode="dense",
@@ -294,7 +294,7 @@ async def test_memory_sql_as_bob_reaches_nothing_of_anns(
     bob_before = [m.content for m in await home.bob_store.messages(home.bob_session)]
     statement = sql.format(id=home.ann_secret_id, db=home.ann_store.location)
     bob = await context_of(home, "bob")
-    result = await execute_tool("memory_sql", {"sql": statement}, ctx=bob.tool_context(None))
+    result = await aexecute_tool("memory_sql", {"sql": statement}, ctx=bob.tool_context(None))
     assert not leaked(result)
     assert await home.ann_data() == before
     assert ("error" in result) == (home.backend in refused_on), result
@@ -306,7 +306,7 @@ async def test_memory_sql_as_bob_reaches_nothing_of_anns(
 
 async def test_memory_sql_as_ann_sees_her_own_messages(home: Home) -> None:
     ann = await context_of(home, "ann")
-    result = await execute_tool(
+    result = await aexecute_tool(
         "memory_sql", {"sql": "SELECT * FROM messages"}, ctx=ann.tool_context(None)
     )
     assert leaked(result)  # the same statement as bob's does reach her data
@@ -330,7 +330,7 @@ async def test_memory_writes_as_bob_leave_anns_memory(
     before = await home.ann_data()
     filled = {name: value.format(memory_id=home.ann_memory_id) for name, value in args.items()}
     bob = await context_of(home, "bob")
-    result = await execute_tool(tool, filled, ctx=bob.tool_context(home.bob_session))
+    result = await aexecute_tool(tool, filled, ctx=bob.tool_context(home.bob_session))
     assert await home.ann_data() == before
     assert not leaked(result)
     if tool == "create_memory":  # made in bob's own database
@@ -355,14 +355,14 @@ def references(home: Home) -> list[str]:
 
 async def test_image_analyze_as_bob_cannot_read_anns_image(home: Home) -> None:
     ann = await context_of(home, "ann")
-    own = await execute_tool(
+    own = await aexecute_tool(
         "image_analyze", {"reference": str(home.ann_image)}, ctx=ann.tool_context(None)
     )
     assert own.get("image_path") == str(home.ann_image.resolve())  # hers to read
 
     bob = await context_of(home, "bob")
     for reference in references(home):
-        result = await execute_tool(
+        result = await aexecute_tool(
             "image_analyze", {"reference": reference}, ctx=bob.tool_context(home.bob_session)
         )
         assert "image_base64" not in result and result["error"].startswith("not available")
@@ -373,5 +373,5 @@ async def test_image_analyze_as_bob_in_anns_session_finds_no_image(home: Home) -
         home.ann_session, "user", "look", image_path=str(home.ann_image)
     )
     bob = await context_of(home, "bob")
-    result = await execute_tool("image_analyze", {}, ctx=bob.tool_context(home.ann_session))
+    result = await aexecute_tool("image_analyze", {}, ctx=bob.tool_context(home.ann_session))
     assert "image_base64" not in result and "no image" in result["error"]

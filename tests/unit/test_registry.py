@@ -10,7 +10,13 @@ from config.settings import Settings
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import SqliteStore
 from tools.base import ToolContext, ToolSpec
-from tools.registry import ToolRegistry, default_registry, execute_tool, get_tool_schemas
+from tools.registry import (
+    ToolRegistry,
+    aexecute_tool,
+    aget_tool_schemas,
+    default_registry,
+    get_tool_schemas,
+)
 
 BUILTIN = {
     "web_search",
@@ -29,8 +35,8 @@ def ctx(store: SqliteStore, **settings: Any) -> ToolContext:
     return ToolContext(Settings(home=store.path.parent, **settings), AsyncSqliteStore(store), "s1")
 
 
-async def test_builtin_schemas_are_openai_format() -> None:
-    schemas = await get_tool_schemas()
+def test_builtin_schemas_are_openai_format() -> None:
+    schemas = get_tool_schemas()
     assert {s["function"]["name"] for s in schemas} == BUILTIN
     for schema in schemas:
         assert schema["type"] == "function"
@@ -68,18 +74,18 @@ async def test_gates_ask_the_store_each_question_once(store: SqliteStore) -> Non
 
 
 async def test_gates_follow_the_data(store: SqliteStore) -> None:
-    offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
+    offered = {s["function"]["name"] for s in await aget_tool_schemas(ctx(store))}
     assert offered == {"web_search", "weather", "create_memory"} | (
         offered & {"update_memory", "delete_memory"}
     )
     assert "memory_search" not in offered and "image_generate" not in offered
     store.add_message("s1", "user", "hello")
-    offered = {s["function"]["name"] for s in await get_tool_schemas(ctx(store))}
+    offered = {s["function"]["name"] for s in await aget_tool_schemas(ctx(store))}
     assert {"memory_search", "memory_sql"} <= offered
     configured = ctx(
         store, image_backend="url", image_base_url="http://127.0.0.1:9", image_model="flux"
     )
-    assert "image_generate" in {s["function"]["name"] for s in await get_tool_schemas(configured)}
+    assert "image_generate" in {s["function"]["name"] for s in await aget_tool_schemas(configured)}
 
 
 @pytest.mark.parametrize(
@@ -93,7 +99,7 @@ async def test_gates_follow_the_data(store: SqliteStore) -> None:
     ],
 )
 async def test_bad_calls_become_error_dicts(store: SqliteStore, name, args, message) -> None:
-    result = await execute_tool(name, args, session_id="s1", ctx=ctx(store))
+    result = await aexecute_tool(name, args, session_id="s1", ctx=ctx(store))
     assert message in result["error"]
 
 
