@@ -253,10 +253,14 @@ async def image_generate(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
 
 
 def format_generated(result: dict[str, Any]) -> str:
-    """What the model reads: no path or link to repeat, only that the user sees it."""
+    """What is stored and the model reads: the saved image's path (in the home's media
+    folder, named from there, so no machine's folders reach the endpoint) and that the user
+    sees the image already, so there is nothing to link."""
+    path = Path(result["image_path"])
     return (
-        f"Image generated (model {result['model']}, {result['width']}x{result['height']}). "
-        "It is shown to the user automatically."
+        f"Image generated (model {result['model']}, {result['width']}x{result['height']}) and "
+        f"saved as {path.parent.name}/{path.name}. It is shown to the user automatically; "
+        "don't repeat the path."
     )
 
 

@@ -1,8 +1,10 @@
 """create_memory, update_memory, delete_memory: the model keeps its facts about the user.
 
-Each call maps to one by-key write of the store (``remember``, ``revise``, ``forget``);
-their errors (unknown category, missing key, empty value, key already taken) come back
-as ``{"error": ...}`` with a message that tells the model what to do instead.
+Each call maps to one by-key write of the store (``remember``, ``revise``, ``forget``).
+The result has the seed's shape: ``success`` and a ``message`` saying what changed (with
+the memory's ``memory_id``), or ``success: false`` and the ``error`` (unknown category,
+missing key, empty value, key already taken), a message that tells the model what to do
+instead.
 """
 
 from __future__ import annotations
@@ -54,8 +56,11 @@ DELETE_USE_WHEN = (
     "longer true."
 )
 ONE_CATEGORY = "`category` is only needed when the same key exists in more than one category."
-UPDATE_DESCRIPTION = ONE_CATEGORY
-DELETE_DESCRIPTION = ONE_CATEGORY
+UPDATE_DESCRIPTION = f"{ONE_CATEGORY} Example: key job, value nurse at the city hospital."
+DELETE_DESCRIPTION = f"{ONE_CATEGORY} Example: key favourite drink."
+SAVED = "Saved {category} / {key}: {value}"
+UPDATED = "Updated {category} / {key}: {value}"
+FORGOTTEN = "Forgot {category} / {key}"
 
 CREATE_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -108,38 +113,39 @@ def _split_command(text: str) -> dict[str, Any]:
     return args
 
 
-async def _result(writing: Awaitable[Memory]) -> dict[str, Any]:
+async def _result(writing: Awaitable[Memory], done: str) -> dict[str, Any]:
+    """``success`` with ``done`` filled from the memory written, or ``success: false``
+    with the store's reason."""
     try:
         memory = await writing
     except MemoryRecordError as exc:
-        return {"error": str(exc)}
-    return {"success": True, "memory_id": memory.id}
+        return {"success": False, "error": str(exc)}
+    message = done.format(category=memory.category, key=memory.key, value=memory.value)
+    return {"success": True, "message": message, "memory_id": memory.id}
 
 
 async def create(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Save a new memory."""
-    return await _result(
-        ctx.store.remember(args["category"], args["key"], args["value"], ctx.now())
-    )
+    writing = ctx.store.remember(args["category"], args["key"], args["value"], ctx.now())
+    return await _result(writing, SAVED)
 
 
 async def update(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Change an existing memory's value."""
-    return await _result(
-        ctx.store.revise(args.get("category"), args["key"], args["value"], ctx.now())
-    )
+    writing = ctx.store.revise(args.get("category"), args["key"], args["value"], ctx.now())
+    return await _result(writing, UPDATED)
 
 
 async def delete(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Forget a memory."""
-    return await _result(ctx.store.forget(args.get("category"), args["key"]))
+    return await _result(ctx.store.forget(args.get("category"), args["key"]), FORGOTTEN)
 
 
 def format_write(result: dict[str, Any]) -> str:
-    """One line: done (with the id) or the error."""
+    """One line: what changed, or the error."""
     if "error" in result:
         return f"Error: {result['error']}"
-    return f"Done (memory {result['memory_id']})."
+    return str(result["message"])
 
 
 async def has_memories(ctx: ToolContext) -> bool:

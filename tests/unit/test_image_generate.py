@@ -198,7 +198,7 @@ async def test_gate_open_when_configured(tmp_path, images):
     assert await available(make_ctx(tmp_path, images)) is True
 
 
-def test_format_says_shown_without_path():
+def test_format_names_the_saved_path_and_says_shown():
     text = format_generated(
         {
             "image_path": "/home/u/media/generated-1.png",
@@ -208,7 +208,10 @@ def test_format_says_shown_without_path():
             "mime": "image/png",
         }
     )
-    assert text == "Image generated (model m, 512x512). It is shown to the user automatically."
+    assert text == (
+        "Image generated (model m, 512x512) and saved as media/generated-1.png. It is shown "
+        "to the user automatically; don't repeat the path."
+    )
 
 
 async def test_imagine_command_through_the_registry(tmp_path, images):
@@ -221,6 +224,8 @@ async def test_imagine_command_through_the_registry(tmp_path, images):
     assert centre_colour(result["image_path"]) == COLOURS["green"]
     with Image.open(io.BytesIO(Path(result["image_path"]).read_bytes())) as image:
         assert image.format == "PNG"
+    stored = registry.format_result("image_generate", result)
+    assert f"saved as media/{Path(result['image_path']).name}." in stored
     empty = await registry.execute("image_generate", {"prompt": ""}, make_ctx(tmp_path, images))
     assert empty["error"].startswith("invalid arguments for image_generate: prompt")
 

@@ -41,17 +41,20 @@ async def test_create_update_delete_round_trip(ctx: ToolContext, registry: ToolR
     created = await registry.execute(
         "create_memory", {"category": "identity", "key": "name", "value": "Budi"}, ctx
     )
-    assert created["success"] is True and created["memory_id"]
     memory = get_memory(ctx.store.blocking, "identity", "name")
-    assert memory is not None and memory.id == created["memory_id"]
-    assert memory.created_at == "2026-11-25 09:30:00"
+    assert memory is not None and memory.created_at == "2026-11-25 09:30:00"
+    saved = "Saved identity / name: Budi"
+    assert created == {"success": True, "message": saved, "memory_id": memory.id}
+    assert registry.format_result("create_memory", created).splitlines()[2] == saved
 
     updated = await registry.execute("update_memory", {"key": "name", "value": "Budi S."}, ctx)
-    assert updated == {"success": True, "memory_id": memory.id}
+    changed = "Updated identity / name: Budi S."
+    assert updated == {"success": True, "message": changed, "memory_id": memory.id}
     assert get_memory(ctx.store.blocking, "identity", "name").value == "Budi S."  # type: ignore[union-attr]
 
     deleted = await registry.execute("delete_memory", {"category": "identity", "key": "name"}, ctx)
-    assert deleted == {"success": True, "memory_id": memory.id}
+    forgot = "Forgot identity / name"
+    assert deleted == {"success": True, "message": forgot, "memory_id": memory.id}
     assert get_memory(ctx.store.blocking, "identity", "name") is None
 
 
@@ -61,23 +64,37 @@ async def test_create_update_delete_round_trip(ctx: ToolContext, registry: ToolR
         ("create_memory", {"category": "hobbies", "key": "k", "value": "v"}, "category"),
         ("create_memory", {"category": "focus", "key": "k"}, "value"),
         ("create_memory", {"category": "focus", "key": "k", "value": ""}, "value"),
-        ("create_memory", {"category": "focus", "key": "k", "value": "   "}, "empty"),
-        ("update_memory", {"key": "missing", "value": "v"}, "no memory"),
-        ("delete_memory", {"category": "focus", "key": "missing"}, "no memory"),
         ("delete_memory", {"key": "k", "value": "x"}, "additional"),
     ],
 )
-async def test_errors_are_data(
+async def test_invalid_arguments_are_the_registrys_error(
     ctx: ToolContext, registry: ToolRegistry, name: str, args: dict[str, str], message: str
 ) -> None:
     result = await registry.execute(name, args, ctx)
     assert set(result) == {"error"} and message in result["error"].lower()
 
 
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("create_memory", {"category": "focus", "key": "k", "value": "   "}, "empty"),
+        ("update_memory", {"key": "missing", "value": "v"}, "no memory"),
+        ("delete_memory", {"category": "focus", "key": "missing"}, "no memory"),
+    ],
+)
+async def test_a_refused_write_is_success_false_with_the_reason(
+    ctx: ToolContext, registry: ToolRegistry, name: str, args: dict[str, str], message: str
+) -> None:
+    result = await registry.execute(name, args, ctx)
+    assert set(result) == {"success", "error"} and result["success"] is False
+    assert message in result["error"].lower()
+
+
 async def test_create_on_existing_key_says_so(ctx: ToolContext, registry: ToolRegistry) -> None:
     args = {"category": "signals", "key": "drink", "value": "kopi"}
     await registry.execute("create_memory", args, ctx)
     again = await registry.execute("create_memory", {**args, "value": "teh"}, ctx)
+    assert again["success"] is False
     assert "already exists" in again["error"] and "update_memory" in again["error"]
     assert get_memory(ctx.store.blocking, "signals", "drink").value == "kopi"  # type: ignore[union-attr]
 
@@ -86,6 +103,21 @@ def test_schemas_offer_the_category_enum(registry: ToolRegistry) -> None:
     schema = registry.get("create_memory").schema()  # type: ignore[union-attr]
     category = schema["function"]["parameters"]["properties"]["category"]
     assert category["enum"] == ["identity", "principles", "focus", "signals"]
+
+
+@pytest.mark.parametrize(
+    ("name", "example"),
+    [
+        ("create_memory", "Example: category identity, key name, value Budi."),
+        ("update_memory", "Example: key job, value nurse at the city hospital."),
+        ("delete_memory", "Example: key favourite drink."),
+    ],
+)
+def test_each_memory_schema_carries_an_example(
+    registry: ToolRegistry, name: str, example: str
+) -> None:
+    description = registry.get(name).schema()["function"]["description"]  # type: ignore[union-attr]
+    assert description.endswith(example)
 
 
 @pytest.mark.parametrize(
