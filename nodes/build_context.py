@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.routing import guard_reason, model_role, vision_missing
-from graph.state import State, TraceEvent
+from graph.state import MAX_TOOL_LOOPS, State, TraceEvent
 from memory import Message
 from memory.rules.memories import prompt_block
 from memory.rules.temporal import clock_text
@@ -201,6 +201,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         identity=settings.identity or persona_text(settings.persona),
         style_notes=(stored.style_note, ctx.style_note),
         now=clock_text(now, settings.timezone),
+        tool_rounds=MAX_TOOL_LOOPS,
         memories=memories,
         tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
         tool_mode=settings.tool_mode,

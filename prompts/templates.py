@@ -2,7 +2,8 @@
 
 ``system_prompt`` builds the system message in one order: the persona's identity block
 verbatim; the style notes if any (the session's kept note, then this turn's: "For this
-reply: …", after the identity, never in its place); the identity-free procedural block;
+reply: …", after the identity, never in its place); the identity-free procedural block
+(the date and time, the reply language, the tool budget per message);
 "Your current memories"; then the tool-awareness section for the tools enabled this turn
 (with memory keeping when create_memory is enabled, and the command protocol in commands
 mode) or why there are none; last, the image rules when image_generate is enabled or the
@@ -30,7 +31,9 @@ For this reply: {note}
 (Where this differs from the above, follow it for this reply; otherwise stay as you are.)"""
 
 PROCEDURAL = """\
-Current date and time: {now}. Reply in the user's language."""
+Current date and time: {now}. Reply in the user's language.
+For each message of the user you have at most {tool_rounds} rounds of tool use; after \
+that, answer from what you have."""
 
 MEMORIES_SECTION = """\
 {memories}
@@ -261,6 +264,7 @@ def system_prompt(
     identity: str,
     style_notes: Iterable[str | None] = (),
     now: str,
+    tool_rounds: int,
     memories: str,
     tools: list[ToolLine],
     tool_mode: str,
@@ -268,12 +272,14 @@ def system_prompt(
     after_image: bool = False,
 ) -> str:
     """The whole system message, in the module's order; ``style_notes`` (the
-    session's kept note, this turn's note) follow the identity block, never replace it."""
+    session's kept note, this turn's note) follow the identity block, never replace it.
+    ``tool_rounds`` is the model's tool budget per message (``graph.state.MAX_TOOL_LOOPS``,
+    passed in: prompts/ sits below graph/)."""
     parts = [identity.strip()]
     style = style_paragraph(style_notes)
     if style:
         parts.append(style)
-    parts.append(fill(PROCEDURAL, now=now))
+    parts.append(fill(PROCEDURAL, now=now, tool_rounds=tool_rounds))
     if memories:
         parts.append(fill(MEMORIES_SECTION, memories=memories))
     if no_tools_reason:

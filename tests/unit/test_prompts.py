@@ -19,6 +19,7 @@ from prompts.templates import (
 from tools.base import ToolSpec
 from tools.registry import default_registry
 
+ROUNDS = 3  # graph.state.MAX_TOOL_LOOPS, as build_context passes it
 FIELD = re.compile(r"(?<!\{)\{[a-z_]+\}(?!\})")
 
 
@@ -56,6 +57,7 @@ def test_each_persona_has_its_own_greeting_apart_from_its_identity_block() -> No
 def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) -> None:
     tools = lines("web_search", "weather", "image_generate", "memory_sql")
     text = system_prompt(
+        tool_rounds=ROUNDS,
         identity=persona_text("yuzuki"),
         now="Wed",
         memories="Your current memories\nIdentity:\n- name: Rina",
@@ -79,7 +81,12 @@ def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) 
 
 def test_framework_asserts_no_identity_of_its_own() -> None:
     text = system_prompt(
-        identity="You are Kai.", now="Wed", memories="", tools=[], tool_mode="native"
+        tool_rounds=ROUNDS,
+        identity="You are Kai.",
+        now="Wed",
+        memories="",
+        tools=[],
+        tool_mode="native",
     )
     assert "Yuzuki" not in text and "SmolLM" not in text
 
@@ -117,6 +124,7 @@ def test_tool_results_are_labelled_and_outside_content_marked(labelled, outside,
 
 def test_tool_awareness_says_results_are_data() -> None:
     text = system_prompt(
+        tool_rounds=ROUNDS,
         identity="You are Kai.",
         now="Wed",
         memories="",
@@ -129,6 +137,7 @@ def test_tool_awareness_says_results_are_data() -> None:
 def test_a_style_note_follows_the_identity_block_as_its_own_paragraph() -> None:
     identity = persona_text("yuzuki")
     text = system_prompt(
+        tool_rounds=ROUNDS,
         identity=identity,
         style_notes=["Answer in haiku.", "  ", None, "Answer in haiku."],
         now="Wed",
@@ -140,7 +149,9 @@ def test_a_style_note_follows_the_identity_block_as_its_own_paragraph() -> None:
     assert text.startswith(identity + "\n\nFor this reply: Answer in haiku.\n")
     assert sum(p.startswith("For this reply:") for p in paragraphs) == 1  # blank, repeat: out
     assert text.index("For this reply") < text.index("Current date and time")
-    plain = system_prompt(identity=identity, now="Wed", memories="", tools=[], tool_mode="native")
+    plain = system_prompt(
+        tool_rounds=ROUNDS, identity=identity, now="Wed", memories="", tools=[], tool_mode="native"
+    )
     assert "For this reply" not in plain and plain.startswith(identity)
 
 
@@ -149,7 +160,12 @@ def test_a_style_note_follows_the_identity_block_as_its_own_paragraph() -> None:
 def test_every_persona_is_told_to_keep_memories_in_both_modes(mode: str, persona: str) -> None:
     tools = lines("web_search", "create_memory", "update_memory", "delete_memory")
     text = system_prompt(
-        identity=persona_text(persona), now="Wed", memories="", tools=tools, tool_mode=mode
+        tool_rounds=ROUNDS,
+        identity=persona_text(persona),
+        now="Wed",
+        memories="",
+        tools=tools,
+        tool_mode=mode,
     )
     keeping = fill(templates.MEMORY_KEEPING, actions=", ".join(templates.MEMORY_ACTIONS.values()))
     assert keeping in text
@@ -165,6 +181,7 @@ def test_memory_keeping_names_only_the_memory_tools_offered() -> None:
     assert "update_memory" not in only_create and "delete_memory" not in only_create
     assert templates.memory_keeping(["web_search", "weather"]) is None
     off = system_prompt(
+        tool_rounds=ROUNDS,
         identity="You are Kai.",
         now="Wed",
         memories="",
@@ -185,3 +202,13 @@ def test_the_command_block_gives_each_command_its_use_when_line() -> None:
     assert "/weather Tokyo   or   /weather   or   /weather -6.2, 106.85" in block
     bare = templates.command_protocol([ToolLine("echo", "echo")])
     assert "- /echo\n  Example: /echo ..." in bare
+
+
+@pytest.mark.parametrize("mode", ["native", "commands"])
+def test_the_procedural_block_states_the_tool_budget(mode: str) -> None:
+    text = system_prompt(
+        tool_rounds=2, identity="I.", now="Wed", memories="", tools=lines("weather"), tool_mode=mode
+    )
+    procedural = text.split("\n\n")[1]
+    assert procedural.startswith("Current date and time: Wed.")
+    assert "at most 2 rounds of tool use" in procedural
