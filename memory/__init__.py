@@ -24,6 +24,7 @@ from memory.errors import (
     WriteRefused,
 )
 from memory.protocol import Accounts, AsyncStore, TurnReads
+from memory.query_vector import QueryVector
 from memory.types import (
     OWNER,
     ROLES,
@@ -70,6 +71,7 @@ __all__ = [
     "Message",
     "Migrated",
     "Person",
+    "QueryVector",
     "RecallMode",
     "RecalledTurn",
     "Recollection",

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import numpy
 
+from memory.query_vector import QueryVector
 from memory.rules.budget import TURN_BUDGET
 from memory.types import (
     Clock,
@@ -222,7 +223,7 @@ class AsyncStore(Protocol):
         tz: str,
         session_id: str | None,
         question_id: int | None,
-        vector: numpy.ndarray | None = None,
+        vector: numpy.ndarray | QueryVector | None = None,
         vector_model: str | None = None,
         mode: RecallMode = "hybrid",
         turns: int = TURN_BUDGET,

@@ -1,8 +1,9 @@
 """memory_search: recall saved facts, the best past turns and episodes for a question.
 
 A thin adapter over the store's ``recall``: the schema and description the model reads,
-the query's vector (the context's embedder, in a thread, at most ``EMBED_SECONDS``; any
-failure is logged and recall is lexical), and the result's shape (DESIGN.md's):
+the query's vector (the context's embedder, in its own thread while recall searches the
+words; at most ``EMBED_SECONDS``, any failure is logged and recall is lexical), and the
+result's shape (DESIGN.md's):
 ``structured`` {``semantic``: facts [{category, key, value}], ``episodic``: the matching
 episodes' summaries ["Thu 19 Nov 19:00 – … : summary"], ``segments``: those episodes as
 pointers [{id, session_id, session, start_message_id, end_message_id, start, end}]}, then
@@ -15,13 +16,11 @@ question being answered never comes back.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy
-
-from memory import Episode, Message, RecalledTurn, Recollection, parse_time
+from memory import Episode, Message, QueryVector, RecalledTurn, Recollection, parse_time
 from memory.rules.budget import (
     CHAR_BUDGET,
     EPISODE_CHARS,
@@ -35,6 +34,9 @@ from tools.base import ToolContext, ToolSpec
 log = logging.getLogger("companion.tools.memory_search")
 
 EMBED_SECONDS = 2.0  # the query's embedding, at most; then recall is lexical
+# The questions' embeddings: beside the store's reader threads, so the words are searched
+# while the question is embedded.
+_EMBEDDING = ThreadPoolExecutor(2, thread_name_prefix="query-embedding")
 QUERY_CHARS = 2000  # of a longer query, only this much is searched or embedded
 SAID_BY = {"user": "you said", "assistant": "I said"}
 
@@ -223,30 +225,15 @@ def shape(found: Recollection, tz: str) -> dict[str, Any]:
     }
 
 
-async def query_vector(ctx: ToolContext, query: str) -> numpy.ndarray | None:
-    """The query's vector from the context's embedder, or None (no embedder; it failed,
-    was slow or answered in another dimension: logged, and recall is lexical)."""
+def query_vector(ctx: ToolContext, query: str) -> QueryVector | None:
+    """The query's vector, started now in another thread (recall searches the words
+    meanwhile and waits for it at most until ``EMBED_SECONDS`` from now), or None without
+    an embedder."""
     embedder = ctx.embedder
     if embedder is None:
         return None
-    try:
-        vector = await asyncio.wait_for(asyncio.to_thread(embedder.query, query), EMBED_SECONDS)
-    except TimeoutError:
-        log.warning("query embedding took over %.1f s; recall is lexical", EMBED_SECONDS)
-        return None
-    except Exception as error:  # the embedder's EmbeddingUnavailable (providers/)
-        log.warning(
-            "query embedding unavailable (%s: %s); recall is lexical", type(error).__name__, error
-        )
-        return None
-    if vector.shape != (embedder.dimensions,):
-        log.warning(
-            "query embedding has shape %s, not (%d,); recall is lexical",
-            vector.shape,
-            embedder.dimensions,
-        )
-        return None
-    return vector
+    future = _EMBEDDING.submit(embedder.query, query)
+    return QueryVector(future, embedder.dimensions, EMBED_SECONDS)
 
 
 async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -255,9 +242,9 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     if not query:
         return {"error": "memory_search needs a query"}
     tz = ctx.settings.timezone
+    vector = query_vector(ctx, query)  # made while the segments and the words are searched
     if ctx.session_id:
         await ctx.store.refresh_segments(ctx.session_id, None, force=False, tz=tz)
-    vector = await query_vector(ctx, query)
     found = await ctx.store.recall(
         query,
         now=ctx.now(),
@@ -265,7 +252,7 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
         session_id=ctx.session_id,
         question_id=ctx.user_message_id,
         vector=vector,
-        vector_model=ctx.embedder.model if ctx.embedder and vector is not None else None,
+        vector_model=ctx.embedder.model if ctx.embedder else None,
     )
     return shape(found, tz)
 

@@ -20,6 +20,7 @@ from psycopg.rows import DictRow
 
 from memory.postgres import rows as pg_rows
 from memory.postgres import vectors as pg_vectors
+from memory.query_vector import QueryVector, vector_awaited
 from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
 from memory.rules.episodes import CATCH_UP_BUDGET, closed_spans, read_cap, summarise_spans
@@ -110,7 +111,7 @@ async def recall(
     tz: str,
     session_id: str | None,
     question_id: int | None,
-    vector: numpy.ndarray | None = None,
+    vector: numpy.ndarray | QueryVector | None = None,
     vector_model: str | None = None,
     mode: RecallMode = "hybrid",
     turns: int = TURN_BUDGET,
@@ -201,7 +202,11 @@ class TurnSearch:
         return cls(cursor, query, (low, high), window, recent, session_id)
 
     async def run(
-        self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
+        self,
+        vector: numpy.ndarray | QueryVector | None,
+        model: str | None,
+        mode: RecallMode,
+        limit: int,
     ) -> tuple[list[RecalledTurn], RecallMode]:
         """The ``limit`` best turns (titles left blank) and the retrievers that ran."""
         anchor = anchored(self.query) if self.window is None else None
@@ -227,7 +232,11 @@ class TurnSearch:
         return await self._with_neighbours([(found[i], score) for i, score in best]), searched
 
     async def _hang_on(
-        self, anchor: Anchor, vector: numpy.ndarray | None, model: str | None, mode: RecallMode
+        self,
+        anchor: Anchor,
+        vector: numpy.ndarray | QueryVector | None,
+        model: str | None,
+        mode: RecallMode,
     ) -> bool:
         """Find the event the question's time hangs on and search the span around it
         from now on; False when no turn names the event (or nothing was said then)."""
@@ -247,13 +256,17 @@ class TurnSearch:
         self.window, self.low, self.high = window, ids[0], min(ids[1], self.high)
         return True
 
-    async def _dense(self, vector: numpy.ndarray | None, model: str | None) -> dict[int, float]:
+    async def _dense(
+        self, vector: numpy.ndarray | QueryVector | None, model: str | None
+    ) -> dict[int, float]:
         """Message id -> cosine of the turns nearest ``vector`` in the range (none without
-        a vector or a model)."""
-        if vector is None or not model:
+        a vector or a model); one still being made is awaited here, after the lexical
+        search."""
+        ready = await vector_awaited(vector) if model else None
+        if ready is None or not model:
             return {}
         span = (self.low, self.high)
-        return dict(await pg_vectors.nearest(self.cursor, model, vector, span, CANDIDATES))
+        return dict(await pg_vectors.nearest(self.cursor, model, ready, span, CANDIDATES))
 
     def _in_range(self) -> tuple[str, list[object]]:
         """The WHERE of the turns this search may return, and its parameters."""

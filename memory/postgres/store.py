@@ -34,6 +34,7 @@ from memory.postgres import sql_guard as pg_sql_guard
 from memory.postgres import vectors as pg_vectors
 from memory.postgres.pool import LoopPools
 from memory.protocol import TurnReads
+from memory.query_vector import QueryVector
 from memory.rules import scoring
 from memory.rules.budget import TURN_BUDGET
 from memory.rules.memories import check_category, check_key, check_value, rewritten
@@ -647,7 +648,7 @@ class PgStore:
         tz: str,
         session_id: str | None,
         question_id: int | None,
-        vector: numpy.ndarray | None = None,
+        vector: numpy.ndarray | QueryVector | None = None,
         vector_model: str | None = None,
         mode: RecallMode = "hybrid",
         turns: int = TURN_BUDGET,

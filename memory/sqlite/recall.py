@@ -16,6 +16,7 @@ from datetime import datetime
 
 import numpy
 
+from memory.query_vector import QueryVector, vector_now
 from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
 from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
@@ -51,14 +52,15 @@ def recall(
     tz: str = "UTC",
     session_id: str | None = None,
     question_id: int | None = None,
-    vector: numpy.ndarray | None = None,
+    vector: numpy.ndarray | QueryVector | None = None,
     vector_model: str | None = None,
     mode: RecallMode = "hybrid",
     turns: int = TURN_BUDGET,
 ) -> Recollection:
     """Facts, the ``turns`` best turns before ``question_id`` and the matching episodes
     for ``query``; ``session_id`` is the current session. Marks the returned facts as
-    recalled."""
+    recalled. A ``vector`` still being made is waited for only when the dense search
+    runs, after the lexical one."""
     cue = parse_temporal(query, now, tz)
 
     found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
@@ -108,7 +110,11 @@ class TurnSearch:
             self.low, self.high = (ids[0], min(ids[1], self.high)) if ids else (1, 0)
 
     def run(
-        self, vector: numpy.ndarray | None, model: str | None, mode: RecallMode, limit: int
+        self,
+        vector: numpy.ndarray | QueryVector | None,
+        model: str | None,
+        mode: RecallMode,
+        limit: int,
     ) -> tuple[list[RecalledTurn], RecallMode]:
         """The ``limit`` best turns (title left blank) and the retrievers that ran."""
         anchor = anchored(self.query) if self.window is None else None
@@ -127,11 +133,7 @@ class TurnSearch:
                 newest_first=self.recent,
                 limit=CANDIDATES,
             )
-        meaning: dict[int, float] = {}
-        if mode != "lexical" and vector is not None and model:
-            meaning = dict(
-                nearest(self.store, model, vector, low=self.low, high=self.high, limit=CANDIDATES)
-            )
+        meaning = self._dense(vector, model) if mode != "lexical" else {}
         searched: RecallMode = "lexical" if not meaning else mode
         scores = fuse(words, meaning)
         if not scores and (self.window or self.recent):
@@ -141,17 +143,28 @@ class TurnSearch:
         best_words = sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT]
         return self._ranked({i: scores[i] for i in found}, found, best_words, limit), searched
 
+    def _dense(
+        self, vector: numpy.ndarray | QueryVector | None, model: str | None
+    ) -> dict[int, float]:
+        """Message id -> cosine of the turns nearest ``vector`` in the range (none without
+        a vector or a model); one still being made is waited for here."""
+        ready = vector_now(vector) if model else None
+        if ready is None or not model:
+            return {}
+        span = {"low": self.low, "high": self.high, "limit": CANDIDATES}
+        return dict(nearest(self.store, model, ready, **span))
+
     def _hang_on(
-        self, anchor: Anchor, vector: numpy.ndarray | None, model: str | None, mode: RecallMode
+        self,
+        anchor: Anchor,
+        vector: numpy.ndarray | QueryVector | None,
+        model: str | None,
+        mode: RecallMode,
     ) -> bool:
         """Find the event the question's time hangs on and search the span around it
         from now on; False when no turn names the event."""
         words = lexical(self.store, anchor.event, low=self.low, high=self.high, limit=CANDIDATES)
-        meaning: dict[int, float] = {}
-        if mode != "lexical" and vector is not None and model:
-            meaning = dict(
-                nearest(self.store, model, vector, low=self.low, high=self.high, limit=CANDIDATES)
-            )
+        meaning = self._dense(vector, model) if mode != "lexical" else {}
         scores = fuse(words, meaning)
         if not scores:
             return False

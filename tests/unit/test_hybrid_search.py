@@ -117,7 +117,7 @@ async def test_an_embedder_failure_falls_back_to_lexical_and_says_why(
 ) -> None:
     history(store, 10)
     await embed_everything(async_store, FakeEmbedder())
-    with caplog.at_level(logging.WARNING, logger="companion.tools.memory_search"):
+    with caplog.at_level(logging.WARNING, logger="companion"):
         result, _ = await search(context(async_store, embedder), "garden roses")
     assert result["searched"] == "lexical"
     assert result["raw_messages"]

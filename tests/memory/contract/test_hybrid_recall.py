@@ -5,11 +5,13 @@ and the vector index's four calls (unembedded, add_vectors, vector_status, drop_
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import numpy
 
-from memory import AsyncStore, Message, Recollection
+from memory import AsyncStore, Message, QueryVector, Recollection
 from memory.postgres.store import PgStore
 from memory.sqlite.async_store import AsyncSqliteStore
 from tests.conftest import FIXED_NOW
@@ -37,18 +39,26 @@ async def embed_all(store: AsyncStore) -> None:
 
 
 async def ask(
-    store: AsyncStore, query: str, *, hybrid: bool = True, session: str = "now", **kwargs: object
+    store: AsyncStore,
+    query: str,
+    *,
+    hybrid: bool = True,
+    session: str = "now",
+    vector_source: QueryVector | None = None,
+    **kwargs: object,
 ) -> Recollection:
     """Ask ``query`` as the newest question of ``session`` (hybrid: with the fake's
-    vector), then take the question back, so the next ask does not find it."""
+    vector, or the one ``vector_source`` makes), then take the question back, so the next
+    ask does not find it."""
     question = await store.add_message(session, "user", query)
+    vector = vector_source or (EMBEDDER.query(query) if hybrid else None)
     found = await store.recall(
         query,
         now=NOW,
         tz="UTC",
         session_id=session,
         question_id=question.id,
-        vector=EMBEDDER.query(query) if hybrid else None,
+        vector=vector,
         vector_model=EMBEDDER.model if hybrid else None,
         **kwargs,  # type: ignore[arg-type]
     )
@@ -213,3 +223,35 @@ async def test_the_week_after_an_event_is_that_weeks_turns(store: AsyncStore) ->
     await say(store, "much later", "user", "Painted the fence blue.", dentist + timedelta(days=20))
     found = await ask(store, "What did I do the week after the dentist visit?", hybrid=False)
     assert texts(found) == ["Sold the old Honda to a student today.", "Noted!"]
+
+
+async def test_a_vector_still_being_made_is_waited_for_after_the_words(
+    store: AsyncStore,
+) -> None:
+    """memory_search hands recall a QueryVector at once; recall searches the words while
+    it is made and takes it for the dense search: the same turns as a ready vector. One
+    that fails or is late leaves recall lexical."""
+    await say(store, "pets", "user", "Mochi hides whenever I vacuum", NOW - timedelta(days=40))
+    await filler(store, 30, NOW - timedelta(days=20))
+    await embed_all(store)
+    query = "what is my cat scared of"
+    ready = await ask(store, query)
+    release = threading.Event()
+
+    def slow() -> numpy.ndarray:
+        release.wait(5)
+        return EMBEDDER.query(query)
+
+    with ThreadPoolExecutor(1) as pool:
+        timer = threading.Timer(0.2, release.set)
+        timer.start()
+        made = await ask(store, query, vector_source=QueryVector(pool.submit(slow), 64, 5.0))
+        late = QueryVector(pool.submit(lambda: threading.Event().wait(1) and None), 64, 0.05)
+        lexical = await ask(store, query, vector_source=late)
+        failed: Future[numpy.ndarray] = Future()
+        failed.set_exception(RuntimeError("endpoint refused the connection"))
+        refused = await ask(store, query, vector_source=QueryVector(failed, 64, 5.0))
+    assert made.searched == ready.searched == "hybrid"
+    assert texts(made) == texts(ready) and texts(made)[0] == "Mochi hides whenever I vacuum"
+    assert lexical.searched == refused.searched == "lexical"
+    assert "Mochi hides whenever I vacuum" not in texts(lexical) + texts(refused)
