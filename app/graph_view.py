@@ -1,7 +1,8 @@
 """What the Graph tab shows: the compiled graph as Mermaid, and the last turn's trace.
 
 The trace is the ``Answer`` event's ``trace``: one entry per node run, model call, tool
-call, guard decision and provider failure (``trace_markdown``). Every cell is plain text
+call, guard decision (a guard edge that fired names itself and the node it led to) and
+provider failure (``trace_markdown``). Every cell is plain text
 (``plain``: no image, link or HTML tag from a model, tool or page ever renders).
 ``duration_text`` is the one format of every duration the app shows. Pure text
 functions; docs/app.md.
@@ -45,6 +46,8 @@ def _node_of(entry: Mapping[str, Any]) -> str | None:
         return "call_model"
     if kind == "tool":
         return "execute_tool"
+    if kind == "guard" and (entry.get("detail") or {}).get("node"):
+        return str(entry["detail"]["node"])  # a guard edge fired: the node it led to
     return None
 
 
@@ -85,6 +88,9 @@ def describe(entry: Mapping[str, Any]) -> str:
         return f"{detail.get('messages', 0)} messages in context; tools offered: {tools}"
     if kind == "error":
         return f"model {detail.get('model')} failed: {detail.get('error')}"
+    if kind == "guard" and detail.get("edge"):
+        edge, reason = detail["edge"], detail.get("reason")
+        return f"edge {entry.get('name')} fired ({edge}); tools off: {reason}"
     return _compact(dict(detail))
 
 

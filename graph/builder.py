@@ -1,31 +1,46 @@
 """Build and compile the conversation graph.
 
-START → build_context → call_model → route: execute_tool | build_context (tools off) | END;
-execute_tool → build_context. The path map makes the drawn graph the real one.
+START → build_context → call_model → route: tools → execute_tool | final → END |
+repeat → repeat_nudge; execute_tool → after_tools: loop → build_context | loop_cap →
+cap_nudge; each nudge node → build_context (tools off, one last call, then final). The
+routers' path maps (graph.routing) make the drawn graph the real one, guard edges
+labelled with their names.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.context import Context
-from graph.routing import ROUTES, Route, route
+from graph.routing import AFTER_TOOLS, GUARDS, ROUTES, after_tools, route
 from graph.state import State
 from nodes.build_context import build_context
 from nodes.call_model import call_model
 from nodes.execute_tool import execute_tool
+from nodes.nudges import cap_nudge, repeat_nudge
+
+Outcome = TypeVar("Outcome", bound=str)
 
 
-async def _route(state: State) -> Route:
-    """``route`` as a coroutine: LangGraph runs a plain-function router in a worker thread,
-    a thread hop per model reply that costs more than the routing itself."""
-    return route(state)
+def _inline(router: Callable[[State], Outcome]) -> Callable[[State], Awaitable[Outcome]]:
+    """A pure router as a coroutine: LangGraph runs a plain-function router in a worker
+    thread, a thread hop per step that costs more than the routing itself."""
+
+    async def decide(state: State) -> Outcome:
+        return router(state)
+
+    decide.__name__ = router.__name__
+    return decide
+
+
+def _path_map(outcomes: Iterable[tuple[str, str]]) -> dict[Hashable, str]:
+    return {outcome: node for outcome, node in outcomes}
 
 
 def build_graph() -> StateGraph[State, Context, State, State]:
@@ -34,12 +49,16 @@ def build_graph() -> StateGraph[State, Context, State, State]:
     graph.add_node("build_context", build_context)
     graph.add_node("call_model", call_model)
     graph.add_node("execute_tool", execute_tool)
+    graph.add_node(GUARDS["loop_cap"].node, cap_nudge)
+    graph.add_node(GUARDS["repeat"].node, repeat_nudge)
     graph.add_edge(START, "build_context")
     graph.add_edge("build_context", "call_model")
+    graph.add_conditional_edges("call_model", _inline(route), _path_map(ROUTES.items()))
     graph.add_conditional_edges(
-        "call_model", _route, {k: (END if v == "__end__" else v) for k, v in ROUTES.items()}
+        "execute_tool", _inline(after_tools), _path_map(AFTER_TOOLS.items())
     )
-    graph.add_edge("execute_tool", "build_context")
+    for edge in GUARDS.values():
+        graph.add_edge(edge.node, "build_context")
     return graph
 
 

@@ -1,8 +1,13 @@
 """Routing and guards: pure functions over the state, registered with a path map.
 
-``route`` decides where the graph goes after a model reply; ``guard_reason`` tells
-build_context whether tools must be switched off for the next call (loop cap reached,
-or the model only repeated calls it already made); ``model_role`` picks the vision
+Each router returns a named outcome, and the builder maps outcomes to nodes, so the
+drawn graph is the real one and its guard edges carry their names (like LangGraph
+prebuilt's ``tools_condition``). ``route`` decides after a model reply: run the calls
+(``tools``), end the turn (``final``), or ``repeat`` (the reply only repeats calls already
+made this turn); ``after_tools`` decides after a tool loop: build the next context
+(``loop``) or ``loop_cap`` (``MAX_TOOL_LOOPS`` loops ran). A guard edge leads to its
+small node (``GUARDS``: the nudge it sets), then build_context renders the nudge with
+tools off, and the one call that follows ends the turn. ``model_role`` picks the vision
 model after image generation or an analysed image, and ``vision_missing`` gives the
 notice when none is set (the chat model stands in, and the person is told).
 execute_tool's guards: ``capped`` (at most ``MAX_CALLS_PER_REPLY`` calls of one reply
@@ -18,15 +23,38 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from langgraph.graph import END
+
 from graph.commands import call_signature
 from graph.state import MAX_TOOL_LOOPS, ExecutedCall, State, ToolCall
 from prompts.templates import CAP_REASON, DUPLICATE_REASON
 
-Route = Literal["execute_tool", "build_context", "final"]
-ROUTES: dict[str, str] = {
-    "execute_tool": "execute_tool",
-    "build_context": "build_context",
-    "final": "__end__",
+Route = Literal["tools", "repeat", "final"]
+AfterTools = Literal["loop", "loop_cap"]
+Guard = Literal["loop_cap", "repeat"]
+
+
+@dataclass(frozen=True)
+class GuardEdge:
+    """A guard's edge: the node it leaves, the node it leads to, the nudge that node sets."""
+
+    source: str
+    node: str
+    reason: str
+
+
+GUARDS: dict[Guard, GuardEdge] = {
+    "loop_cap": GuardEdge("execute_tool", "cap_nudge", CAP_REASON),
+    "repeat": GuardEdge("call_model", "repeat_nudge", DUPLICATE_REASON),
+}
+ROUTES: dict[Route, str] = {
+    "tools": "execute_tool",
+    "repeat": GUARDS["repeat"].node,
+    "final": END,
+}
+AFTER_TOOLS: dict[AfterTools, str] = {
+    "loop": "build_context",
+    "loop_cap": GUARDS["loop_cap"].node,
 }
 VISION_TOOLS = ("image_generate", "image_analyze")
 NO_VISION_NOTICE = (
@@ -102,25 +130,22 @@ def fresh_calls(calls: Iterable[ToolCall], executed: Iterable[ExecutedCall]) -> 
 
 
 def route(state: State) -> Route:
-    """After call_model: run tools, ask again without tools, or finish."""
+    """After call_model: run the reply's calls, guard against a repeat, or finish.
+
+    A reply made with tools off (after a guard) always finishes: whatever it attempted
+    is not run, and call_model stored its answer.
+    """
     calls = state.get("calls") or []
-    if not calls or state.get("error"):
+    if not calls or state.get("error") or state.get("no_tools_reason"):
         return "final"
-    if state.get("no_tools_reason"):
-        return "final"  # tools were off for this reply; whatever it attempted is not run
     if not fresh_calls(calls, state.get("executed") or []):
-        return "build_context"
-    return "execute_tool"
+        return "repeat"
+    return "tools"
 
 
-def guard_reason(state: State) -> str | None:
-    """Why the next model call must be made with tools off, or None."""
-    if (state.get("loops") or 0) >= MAX_TOOL_LOOPS:
-        return CAP_REASON
-    calls = state.get("calls") or []
-    if calls and not fresh_calls(calls, state.get("executed") or []):
-        return DUPLICATE_REASON
-    return None
+def after_tools(state: State) -> AfterTools:
+    """After execute_tool: another loop, or the loop cap (``MAX_TOOL_LOOPS`` loops ran)."""
+    return "loop_cap" if (state.get("loops") or 0) >= MAX_TOOL_LOOPS else "loop"
 
 
 def vision_missing(role: Literal["chat", "vision"], vision_available: bool) -> str | None:

@@ -30,12 +30,14 @@ class ToolCall(TypedDict):
 
 
 class ExecutedCall(TypedDict):
-    """A call that ran this turn, kept for the duplicate guard and the trace."""
+    """A call that ran this turn, kept for the duplicate guard, the trace and the answer
+    after a guard (``gist``)."""
 
     name: str
     signature: str
     ok: bool
     message_id: int
+    gist: str  # what it found (or its error), one clipped line of its formatted result
 
 
 class TraceEvent(TypedDict, total=False):
@@ -57,11 +59,16 @@ class State(TypedDict, total=False):
     # the session before this turn, replayed once in chat form (never checkpointed)
     history: Annotated[list[BaseMessage] | None, UntrackedValue]
     tools: list[str]  # names of tools offered to the model on the next call
+    # names of tools whose gate was open at the turn's first build_context: the gates run
+    # once per turn, later loops offer these (none while ``no_tools_reason`` is set)
+    enabled_tools: list[str]
     # tools whose results are in the replayed history window (set by the first
     # build_context): outside content or private data the model still reads this turn
     window_tools: list[str]
     memories_shown: bool  # the system prompt carries "Your current memories" (private)
-    no_tools_reason: str | None  # why tools are off for the next call (cap, duplicate)
+    # why tools are off for the next call: set by the node a guard edge leads to
+    # (graph.routing: loop_cap, repeat); build_context renders it, route then ends the turn
+    no_tools_reason: str | None
     model_role: Literal["chat", "vision"]  # which model the next call uses
     calls: list[ToolCall]  # calls in the model's latest reply, not yet run
     loops: int  # tool loops run so far this turn

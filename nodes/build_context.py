@@ -4,9 +4,12 @@ The system message (``prompts.templates.system_prompt``), then the session's las
 ``HISTORY_LIMIT`` messages up to this turn's user message, then this turn's replies and
 tool results, all read from the store. Images go inline only when the vision model
 answers next. Tool results are never system-authored, and outside content is marked as
-data in every turn that replays it. For ``graph.routing.clearance`` it records which
-tools' results the replayed history holds (``window_tools``) and whether the system
-message carries the person's memories (``memories_shown``). See docs/tools.md.
+data in every turn that replays it. The tools offered are those whose gate was open at
+the turn's first call (``enabled_tools``: gates run once per turn), none when a guard
+edge set ``no_tools_reason`` (rendered as the nudge; the decision is the edge's,
+``graph.routing``). For ``graph.routing.clearance`` it records which tools' results the
+replayed history holds (``window_tools``) and whether the system message carries the
+person's memories (``memories_shown``). See docs/tools.md.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from langchain_core.messages import (
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.routing import guard_reason, model_role, vision_missing
+from graph.routing import model_role, vision_missing
 from graph.state import MAX_TOOL_LOOPS, State, TraceEvent
 from memory import Message
 from memory.rules.memories import prompt_block
@@ -46,15 +49,16 @@ IMAGE_NOT_VISIBLE = "[an image is attached here; you cannot see it directly]"
 
 
 class ContextUpdate(TypedDict, total=False):
-    """What build_context sets for the next model call (``window_tools`` on the first
-    call of the turn only: the history window does not change during the turn)."""
+    """What build_context sets for the next model call (``window_tools`` and
+    ``enabled_tools`` on the first call of the turn only: neither the history window nor
+    the gates change during the turn)."""
 
     context: list[BaseMessage]
     history: list[BaseMessage] | None
     window_tools: list[str]
+    enabled_tools: list[str]
     memories_shown: bool
     tools: list[str]
-    no_tools_reason: str | None
     model_role: Literal["chat", "vision"]
     trace: list[TraceEvent]
 
@@ -178,12 +182,12 @@ def _replay_tools(
 
 
 async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdate:
-    """Read history and this turn's results from the store; decide tools and model."""
+    """Read history and this turn's results from the store; offer tools; pick the model."""
     started = time.perf_counter()
     ctx = runtime.context
     session_id = state["session_id"]
     user_id = state["user_message_id"]
-    reason = guard_reason(state)
+    reason = state.get("no_tools_reason")
     role = model_role(state)
     vision = role == "vision" and ctx.vision_model is not None
     settings = ctx.settings
@@ -195,7 +199,12 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         session_id, user_id, history=HISTORY_LIMIT if vision or replayed is None else 0, now=now
     )
     turn, history = stored.turn, stored.history
-    tools = [] if reason else await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+    enabled = state.get("enabled_tools")
+    gates_ran = enabled is None
+    if enabled is None:
+        gated = await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+        enabled = [spec.name for spec in gated]
+    tools = [] if reason else [s for n in enabled if (s := ctx.registry.get(n))]
     memories = prompt_block(stored.memories, MEMORY_BUDGET_CHARS)
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
@@ -224,8 +233,6 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         past = [*replayed, *turn_past]
     context: list[BaseMessage] = [SystemMessage(content=system), *past]
     trace: list[TraceEvent] = []
-    if reason:
-        trace.append({"kind": "guard", "name": "tools_off", "detail": {"reason": reason}})
     notice = vision_missing(role, ctx.vision_model is not None)
     if notice:
         trace.append({"kind": "guard", "name": "no_vision_model", "detail": {"notice": notice}})
@@ -246,10 +253,11 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         history=replayed,
         memories_shown=bool(memories),
         tools=[t.name for t in tools],
-        no_tools_reason=reason,
         model_role=role,
         trace=trace,
     )
     if first:
         update["window_tools"] = sorted({m.tool_name for m in history if m.tool_name})
+    if gates_ran:
+        update["enabled_tools"] = enabled
     return update

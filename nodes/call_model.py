@@ -3,10 +3,13 @@
 The chat model answers, or the vision model right after an image tool; everything else
 (system prompt, history, tool schemas) is identical. The reply is parsed into tool calls
 (native, or a slash command on its first line — commands take precedence), the command
-line is stripped, and any remaining text is stored. A provider failure ends the turn with
-a clear assistant-side message; the user's message is already stored. While the reply
-streams, its visible text goes out as ``TextDelta`` events (a command line never shows),
-and ``ModelDone`` follows when the call is over, whatever its outcome.
+line is stripped, and any remaining text is stored. After a guard edge (tools off) the
+reply is the answer whatever it attempted: a command in it is dropped, and a reply left
+empty becomes ``found_so_far``, built from this turn's results (never ``EMPTY_ANSWER``).
+A provider failure ends the turn with a clear assistant-side message; the user's message
+is already stored. While the reply streams, its visible text goes out as ``TextDelta``
+events (a command line never shows), and ``ModelDone`` follows when the call is over,
+whatever its outcome.
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ from config.settings import NO_CHAT_MODEL
 from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.events import ModelDone, TextDelta
-from graph.state import State, ToolCall, TraceEvent
+from graph.state import ExecutedCall, State, ToolCall, TraceEvent
 from prompts.templates import (
     EMPTY_ANSWER,
+    FOUND_SO_FAR,
     INTERNAL_ERROR,
     KEY_REFUSED,
     MODEL_ERROR,
     NOT_FOUND,
     NOT_SET_UP,
+    NOTHING_FOUND,
     REQUEST_REFUSED,
     STREAM_CUT,
+    fill,
 )
 from providers import (
     ErrorKind,
@@ -46,6 +52,8 @@ from providers import (
 log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
+MAX_FINDINGS = 3  # results quoted by found_so_far
+NO_TOOL_RAN = "no tool ran"
 # The advice for each cause: only a transient failure says "try again in a moment".
 ADVICE: dict[ErrorKind, str] = {
     "key": KEY_REFUSED,
@@ -208,6 +216,16 @@ async def _failed(
     }
 
 
+def found_so_far(executed: list[ExecutedCall]) -> str:
+    """The answer after a guard when the model's reply held nothing else: what this
+    turn's tools found (the first ``MAX_FINDINGS`` different ones, in the person's
+    terms: no tool names), or why none found anything."""
+    ok = [e for e in executed if e["ok"]]
+    gists = dict.fromkeys(g for e in ok or executed if (g := e.get("gist", "").rstrip(".")))
+    findings = "; ".join(list(gists)[:MAX_FINDINGS]) or NO_TOOL_RAN
+    return fill(FOUND_SO_FAR if ok else NOTHING_FOUND, findings=findings)
+
+
 def stream_was_cut(reply: AIMessage) -> bool:
     """An OpenAI-protocol stream that ended without a finish reason was cut short."""
     metadata = reply.response_metadata or {}
@@ -257,13 +275,16 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     final = not calls or tools_off
     # After an image tool the image is the answer: an empty reply is valid, not a lapse.
     silent = final and not text and state.get("model_role") == "vision"
+    summarised = final and not text and not silent and tools_off
     if final and not text and not silent:
-        text = EMPTY_ANSWER
+        text = found_so_far(state.get("executed") or []) if tools_off else EMPTY_ANSWER
     update = ModelUpdate(calls=calls)
     if text or silent:
         meta: dict[str, Any] = {"model": name, "model_role": "vision" if vision else "chat"}
         if not final:
             meta["intermediate"] = True
+        if summarised:
+            meta["found_so_far"] = True
         if silent:
             meta["after_image"] = True
         usage = getattr(reply, "usage_metadata", None)
@@ -281,6 +302,7 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
                 "model": name,
                 "model_role": "vision" if vision else "chat",
                 "tools_offered": list(state.get("tools") or []) if not tools_off else [],
+                "dropped": tools_off and bool(calls),
                 "calls": [
                     {"name": c["name"], "args": c["args"], "command": c["command"]} for c in calls
                 ],

@@ -7,7 +7,9 @@ trifecta, a memory change after outside content) waits for ``Context.confirm`` a
 declined without a yes. Runnable calls run concurrently through
 ``ToolRegistry.execute`` (which never raises). Every call, guarded ones included, is
 stored with its family's role, its raw result in ``meta``; ``ToolStart``/``ToolEnd``
-go out for fresh calls. Returns the executed calls, one loop more and the trace.
+go out for fresh calls. Returns the executed calls (each with a one-line ``gist`` of
+what it found, for the answer after a guard), one loop more and the trace; the edge
+after it (``graph.routing.after_tools``) decides whether the loop cap is reached.
 See docs/tools.md.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -45,6 +48,10 @@ STORED_WITHOUT = ("image_base64",)  # large payloads kept out of the stored meta
 MAX_META_CHARS = 32_000  # a result or arguments bigger than this is stored as a preview
 PREVIEW_CHARS = 2_000
 PROPOSED_KEYS = ("sql", "key")  # the argument a memory change is about (with its value)
+GIST_CHARS = 240
+GIST_SOURCE_CHARS = 4_000  # of a formatted result, read for its gist
+URL_LINE = re.compile(r"^\s*https?://\S+\s*$")
+NUMBERING = re.compile(r"^\s*\d{1,3}[.)]\s+")
 
 
 def meta_sized(value: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +249,29 @@ def _stored_result(result: dict[str, Any]) -> dict[str, Any]:
     return meta_sized({k: v for k, v in result.items() if k not in STORED_WITHOUT})
 
 
+def gist(ctx: Context, name: str, result: dict[str, Any]) -> str:
+    """What a call found, or its error, on one clipped line a person can read: its tool's
+    own formatting without a heading line, list numbers or bare links."""
+    spec = ctx.registry.get(name)
+    text = str(result["error"]) if "error" in result else None
+    if text is None and spec is not None:
+        try:
+            text = spec.format(result)
+        except Exception:  # the registry logged this formatter's failure when storing
+            text = None
+    if text is None:
+        text = json.dumps(result, ensure_ascii=False, default=str)
+    lines = [
+        NUMBERING.sub("", line).strip()
+        for line in text[:GIST_SOURCE_CHARS].splitlines()
+        if line.strip() and not URL_LINE.match(line)
+    ]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        lines = lines[1:]  # a heading ("Results for …:")
+    line = " ".join(" — ".join(lines).split())
+    return line if len(line) <= GIST_CHARS else f"{line[: GIST_CHARS - 1]}…"
+
+
 def _report(
     outcomes: list[Outcome], stored: list[Message], state: State, runtime: Runtime[Context]
 ) -> ToolUpdate:
@@ -270,8 +300,11 @@ def _report(
             continue
         ok = "error" not in outcome.result
         signature = call_signature(call["name"], call["args"])
+        found = gist(runtime.context, call["name"], outcome.result)
         executed.append(
-            ExecutedCall(name=call["name"], signature=signature, ok=ok, message_id=message.id)
+            ExecutedCall(
+                name=call["name"], signature=signature, ok=ok, message_id=message.id, gist=found
+            )
         )
         ms = round(outcome.ms, 2)
         result = message.meta["result"]

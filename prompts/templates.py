@@ -124,7 +124,6 @@ DUPLICATE_REASON = "You already have the result of that exact request above."
 # built from what this turn's tools returned (nodes.call_model.found_so_far).
 FOUND_SO_FAR = "I stopped looking things up before writing an answer. What I found: {findings}."
 NOTHING_FOUND = "I stopped looking things up before finding an answer: {findings}."
-FINDING = "{tool}: {gist}"
 
 SEGMENT_SUMMARY = """\
 Summarise this stretch of a conversation in one or two sentences for your own later \

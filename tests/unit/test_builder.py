@@ -8,9 +8,12 @@ EXPECTED_EDGES = {
     ("__start__", "build_context"),
     ("build_context", "call_model"),
     ("call_model", "execute_tool"),
-    ("call_model", "build_context"),
+    ("call_model", "repeat_nudge"),
     ("call_model", "__end__"),
     ("execute_tool", "build_context"),
+    ("execute_tool", "cap_nudge"),
+    ("cap_nudge", "build_context"),
+    ("repeat_nudge", "build_context"),
 }
 
 
@@ -22,6 +25,8 @@ def test_graph_edges_are_the_designed_ones() -> None:
         "build_context",
         "call_model",
         "execute_tool",
+        "cap_nudge",
+        "repeat_nudge",
         "__end__",
     }
 
@@ -33,8 +38,11 @@ def test_mermaid_snapshot() -> None:
         "__start__ --> build_context;",
         "build_context --> call_model;",
         "call_model -. &nbsp;final&nbsp; .-> __end__;",
-        "call_model -.-> build_context;",
-        "call_model -.-> execute_tool;",
-        "execute_tool --> build_context;",
+        "call_model -. &nbsp;tools&nbsp; .-> execute_tool;",
+        "call_model -. &nbsp;repeat&nbsp; .-> repeat_nudge;",
+        "execute_tool -. &nbsp;loop&nbsp; .-> build_context;",
+        "execute_tool -. &nbsp;loop_cap&nbsp; .-> cap_nudge;",
+        "cap_nudge --> build_context;",
+        "repeat_nudge --> build_context;",
     ):
         assert line in text

@@ -10,15 +10,15 @@ from graph.commands import call_signature
 from graph.routing import (
     NO_VISION_NOTICE,
     ToolKinds,
+    after_tools,
     clearance,
-    guard_reason,
     legs,
     model_role,
     route,
     vision_missing,
 )
 from graph.state import ExecutedCall, ToolCall
-from prompts.templates import CAP_REASON, DUPLICATE_REASON
+from prompts.templates import CAP_REASON
 
 
 def call(name: str = "echo", **args: Any) -> ToolCall:
@@ -28,7 +28,8 @@ def call(name: str = "echo", **args: Any) -> ToolCall:
 
 
 def ran(name: str = "echo", ok: bool = True, **args: Any) -> ExecutedCall:
-    return ExecutedCall(name=name, signature=call_signature(name, args), ok=ok, message_id=1)
+    signature = call_signature(name, args)
+    return ExecutedCall(name=name, signature=signature, ok=ok, message_id=1, gist="")
 
 
 @pytest.mark.parametrize(
@@ -36,14 +37,16 @@ def ran(name: str = "echo", ok: bool = True, **args: Any) -> ExecutedCall:
     [
         ({}, "final"),
         ({"calls": []}, "final"),
-        ({"calls": [call(text="a")]}, "execute_tool"),
-        ({"calls": [call(text="a")], "executed": [ran(text="A!")]}, "build_context"),
+        ({"calls": [call(text="a")]}, "tools"),
+        ({"calls": [call(text="a")], "executed": [ran(text="A!")]}, "repeat"),
         (
             {"calls": [call(text="a"), call("boom", text="b")], "executed": [ran(text="a")]},
-            "execute_tool",
+            "tools",
         ),
+        # the one call after a guard ends the turn, whatever it attempted
         ({"calls": [call(text="a")], "no_tools_reason": CAP_REASON}, "final"),
         ({"calls": [call(text="a")], "error": "down"}, "final"),
+        ({"calls": [call(text="a")], "loops": 2, "executed": [ran(text="b")]}, "tools"),
     ],
 )
 def test_route(state: dict, expected: str) -> None:
@@ -53,15 +56,15 @@ def test_route(state: dict, expected: str) -> None:
 @pytest.mark.parametrize(
     ("state", "expected"),
     [
-        ({}, None),
-        ({"loops": 2}, None),
-        ({"loops": 3}, CAP_REASON),
-        ({"loops": 1, "calls": [call(text="x")], "executed": [ran(text="x")]}, DUPLICATE_REASON),
-        ({"loops": 1, "calls": [call(text="y")], "executed": [ran(text="x")]}, None),
+        ({}, "loop"),
+        ({"loops": 1}, "loop"),
+        ({"loops": 2}, "loop"),
+        ({"loops": 3}, "loop_cap"),
+        ({"loops": 3, "executed": [ran(text="x")], "calls": []}, "loop_cap"),
     ],
 )
-def test_guard_reason(state: dict, expected: str | None) -> None:
-    assert guard_reason(state) == expected  # type: ignore[arg-type]
+def test_after_tools(state: dict, expected: str) -> None:
+    assert after_tools(state) == expected  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
