@@ -4,12 +4,20 @@ the graph.
 
 Heavy imports (gradio, langchain, deepeval) happen inside the sub-commands, so
 ``companion --help`` stays instant.
+
+A known failure is one line on stderr and an exit code, never a traceback (that goes to
+the log file; ``--log-level debug`` shows it on stderr too): 2 when what the command was
+given is wrong (an unknown flag, a bad setting from a flag, the environment or Settings,
+no chat model chosen, a refused name or password), 1 when it ran and something it needs
+failed (the provider, a database that is down or not migrated, a check of ``doctor`` or
+``db migrate``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +29,9 @@ if TYPE_CHECKING:
     from memory import Accounts, AsyncStore
 
 BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
+USAGE, FAILED = 2, 1  # the exit codes of a known failure (the module's docstring)
+
+log = logging.getLogger("companion.cli")
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -223,12 +234,8 @@ async def _chat(args: argparse.Namespace, factory: Any) -> int:
     from config.settings import require_chat_model
     from graph.builder import checkpointed_graph
 
-    try:
-        ctx = await factory()
-        require_chat_model(ctx.settings)
-    except ConfigError as exc:  # a bad value from a flag, the environment or the profile
-        print(f"companion: {exc}", file=sys.stderr)
-        return 2
+    ctx = await factory()  # a bad value from a flag, the environment or the profile: main
+    require_chat_model(ctx.settings)
     if args.checkpoints:
         async with checkpointed_graph(ctx.settings.home / "checkpoints.db") as graph:
             return await _chat_loop(args, ctx, graph)
@@ -371,22 +378,15 @@ def _user(args: argparse.Namespace) -> int:
 
     from config.settings import database_url
     from graph.setup import resolve_home
-    from memory import AccountsUnavailable, open_accounts
+    from memory import open_accounts
 
     root = resolve_home(_flags(args), os.environ)
-    try:
-        url = database_url(_database_flags(args), os.environ)
-    except ConfigError as exc:
-        print(f"companion: {exc}", file=sys.stderr)
-        return 2
+    url = database_url(_database_flags(args), os.environ)
     try:
         return _user_command(args, open_accounts(root, url), postgres=url is not None)
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
-    except AccountsUnavailable as exc:
-        print(f"companion: {exc}", file=sys.stderr)
-        return 1
 
 
 def _user_command(args: argparse.Namespace, accounts: Accounts, *, postgres: bool) -> int:
@@ -447,23 +447,19 @@ def _db_migrate(args: argparse.Namespace) -> int:
     from config.settings import database_admin_url, database_url, database_user
 
     flags = _database_flags(args)
-    try:
-        admin_url = database_admin_url(flags, os.environ)
-        url = database_url(flags, os.environ)
-        if admin_url is None:
-            raise ConfigError(
-                "set COMPANION_DATABASE_ADMIN_URL (or --admin-url, its password in "
-                "PGPASSWORD) to the admin role that owns the schema"
-            )
-        if url is None:
-            raise ConfigError(
-                "set COMPANION_DATABASE_URL (or --database-url): its user is the app's "
-                "role, which the schema is granted to"
-            )
-        app_role = database_user(url)
-    except ConfigError as exc:
-        print(f"companion: {exc}", file=sys.stderr)
-        return 2
+    admin_url = database_admin_url(flags, os.environ)
+    url = database_url(flags, os.environ)
+    if admin_url is None:
+        raise ConfigError(
+            "set COMPANION_DATABASE_ADMIN_URL (or --admin-url, its password in "
+            "PGPASSWORD) to the admin role that owns the schema"
+        )
+    if url is None:
+        raise ConfigError(
+            "set COMPANION_DATABASE_URL (or --database-url): its user is the app's "
+            "role, which the schema is granted to"
+        )
+    app_role = database_user(url)
     try:
         from memory import StoreError, migrate
 
@@ -472,8 +468,7 @@ def _db_migrate(args: argparse.Namespace) -> int:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
     except StoreError as exc:
-        print(f"companion: the migration failed: {exc}", file=sys.stderr)
-        return 1
+        return _failed(exc, FAILED, "the migration failed: ")
     for note in report.notes:
         print(f"companion: note: {note}", file=sys.stderr)
     if report.problems:
@@ -496,11 +491,7 @@ def _db_migrate(args: argparse.Namespace) -> int:
 def _for_person(args: argparse.Namespace, run: Callable[[Any], Coroutine[Any, Any, int]]) -> int:
     """``run`` on the --user's ``ContextFactory`` (``_person_factory``); exit 2, said
     why, when there is no such person."""
-    try:
-        factory = _person_factory(args)
-    except ConfigError as exc:
-        print(f"companion: {exc}", file=sys.stderr)
-        return 2
+    factory = _person_factory(args)
     if factory is None:
         return 2
     return asyncio.run(run(factory))
@@ -569,11 +560,38 @@ def _memory(args: argparse.Namespace) -> int:
         return 130
 
 
+def _failed(exc: Exception, code: int, said: str = "") -> int:
+    """A known failure: ``said`` and the exception's message as one line on stderr, its
+    traceback in the log file (``FILE_ONLY``: not on stderr a second time); ``code``."""
+    from app.logs import FILE_ONLY, one_line
+
+    line = f"{said}{one_line(exc)}"
+    log.error("%s", line, exc_info=exc, extra=FILE_ONLY)
+    print(f"companion: {line}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``companion`` console script."""
     args = build_parser().parse_args(argv)
-    if args.command != "graph":
-        _configure_logging(args)
+    if args.command == "graph":
+        from graph.builder import mermaid
+
+        print(mermaid())
+        return 0
+    from memory import StoreError
+
+    _configure_logging(args)
+    try:
+        return _command(args)
+    except ConfigError as exc:  # a bad flag, variable or setting
+        return _failed(exc, USAGE)
+    except StoreError as exc:  # the database is down, not migrated, or refuses writes
+        return _failed(exc, FAILED)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the sub-command ``args`` names (the app with none)."""
     if args.command == "doctor":
         return _doctor(args)
     if args.command == "undo-sql":
@@ -589,11 +607,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
             return 2
         return _for_person(args, lambda factory: _chat(args, factory))
-    if args.command == "graph":
-        from graph.builder import mermaid
-
-        print(mermaid())
-        return 0
     if args.command == "eval":
         from evals.runner import run_from_cli
 

@@ -1,12 +1,14 @@
 """``companion doctor``: what a user runs when something is wrong.
 
 Each check prints one line, ✓ or ✗ (or · for something merely not configured), and for a
-✗ the fix. The command exits non-zero when the configured chat path cannot answer; an
-unreachable web service or an unset location only limits a tool.
+✗ the fix. The command exits non-zero when the configured chat path cannot answer (the
+database or the chat provider fails); an unreachable web service or an unset location
+only limits a tool. A failed check's traceback goes to the log file, never the terminal.
 """
 
 from __future__ import annotations
 
+import logging
 import platform
 import sys
 import time
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from app.logs import FILE_ONLY, one_line
 from config.settings import NO_CHAT_MODEL, Settings
 from memory.backends import postgres_vector_index, sqlite_health
 from providers import PLACEHOLDER_KEY, EmbeddingUnavailable, local_server, open_embedder
@@ -30,6 +33,8 @@ PGVECTOR_MISSING = (
     "not in this database: recall finds words only (an admin's `CREATE EXTENSION vector`, "
     "then `companion db migrate`, adds the vector index)"
 )
+
+log = logging.getLogger("companion.doctor")
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,9 @@ def database(settings: Settings) -> Check:
         return Check(
             "fail",
             "database",
-            f"{settings.db_path}: {type(exc).__name__}: {exc}",
+            _failure(settings.db_path, exc),
             "check that COMPANION_HOME is writable and the disk has space",
+            fatal=True,
         )
     if verdict != "ok":
         return Check(
@@ -76,6 +82,7 @@ def database(settings: Settings) -> Check:
             "database",
             f"{settings.db_path}: integrity check says {verdict[:200]}",
             "restore from a backup, or move the file aside to start fresh",
+            fatal=True,
         )
     return Check("ok", "database", f"{settings.db_path} (integrity ok, schema v{version})")
 
@@ -101,9 +108,10 @@ def postgres(url: str, settings: Settings) -> Iterator[Check]:
         yield Check(
             "fail",
             "database",
-            f"{where}: {type(exc).__name__}: {exc}",
+            _failure(where, exc),
             "check COMPANION_DATABASE_URL and that the server is up; "
             "a new database needs `companion db migrate`",
+            fatal=True,
         )
         return
     yield Check("ok", "database", f"{where} (Postgres; {sessions} chat(s) of the owner)")
@@ -111,6 +119,13 @@ def postgres(url: str, settings: Settings) -> Iterator[Check]:
         yield Check("info", "pgvector", PGVECTOR_MISSING)
     else:
         yield Check("ok", "pgvector", f"{pgvector}: hybrid recall (words and meaning)")
+
+
+def _failure(where: object, exc: Exception) -> str:
+    """A failed check's detail on one line; its traceback goes to the log file only."""
+    detail = f"{where}: {type(exc).__name__}: {one_line(exc)}"
+    log.warning("doctor: %s", detail, exc_info=exc, extra=FILE_ONLY)
+    return detail
 
 
 def _without_password(url: str) -> str:

@@ -34,10 +34,8 @@ from app.graph_view import NO_TRACE, mermaid_markdown
 from app.logins import Logins, single_password
 from app.queue_streams import OpenQueueStreams
 from app.security import exposure_problem, middleware, trusted_hosts
-from config.settings import ConfigError
 from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
-from memory import StoreError
 
 USER = "companion"
 CONCURRENCY = 16
@@ -170,14 +168,11 @@ def serve(
     """Serve the app until interrupted (``companion`` with no sub-command).
 
     The password and the extra Host names come from the settings (COMPANION_PASSWORD,
-    COMPANION_ALLOWED_HOSTS, or a ``password`` flag).
+    COMPANION_ALLOWED_HOSTS, or a ``password`` flag). A bad setting (ConfigError) or a
+    database that is down or not made (StoreError) is raised for the CLI to say.
     """
-    try:
-        make_context = ContextFactory(flags)
-        settings = asyncio.run(startup_settings(make_context))
-    except (ConfigError, StoreError) as exc:  # StoreError: the database is down or not made
-        print(f"companion: {exc}", file=sys.stderr)
-        return 2
+    make_context = ContextFactory(flags)
+    settings = asyncio.run(startup_settings(make_context))
     problem = exposure_problem(host, settings.password)
     if problem:
         print(f"companion: {problem}", file=sys.stderr)

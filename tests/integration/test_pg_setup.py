@@ -102,7 +102,7 @@ def test_a_database_never_migrated_names_the_command(
     with pytest.raises(StoreError, match="run `companion db migrate`"):
         asyncio.run(startup_settings(factory))
     served = companion(tmp_path, "--port", "0", env={"COMPANION_DATABASE_URL": url})
-    assert served.returncode == 2
+    assert served.returncode == 1
     assert "run `companion db migrate`" in served.stderr
     assert "Traceback" not in served.stderr
 
