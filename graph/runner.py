@@ -4,8 +4,9 @@
 the user's message (nothing is lost if anything later fails), runs the graph and yields
 typed events (``graph.events``) as they happen, ending with ``Answer``; then it schedules
 the session's segment refresh (``graph.jobs``). ``run_turn`` consumes it with the model
-invoked rather than streamed (only ``UserStored``, ``TurnError`` and ``Answer`` come),
-waits for that refresh and returns a ``TurnResult`` (CLI one-shot, evals, benches). A call
+invoked rather than streamed (only ``UserStored``, ``ToolEnd``, ``TurnError`` and ``Answer``
+come), waits for that refresh and returns a ``TurnResult`` (scripts, evals, benches): the
+answer, the turn's tool results and its count of memory operations. A call
 that needs the person's yes is put to ``Context.confirm`` (declined when there is none).
 Why the pipeline has this shape: docs/turns.md.
 """
@@ -36,10 +37,10 @@ from graph.state import ExecutedCall, State, TraceEvent
 from memory import Message
 
 RECURSION_LIMIT = 40
-LIVE_MODES = ["custom", "values"]  # node events as they happen; the state after each step
-FINAL_MODES = ["values"]  # the state after each step only
+STREAM_MODES = ["custom", "values"]  # node events as they happen; the state after each step
 # what the nodes write to the custom stream
 LIVE_EVENTS = (TextDelta, ModelDone, ConfirmationAsked, ConfirmationDecided, ToolStart, ToolEnd)
+QUIET_EVENTS = (ToolEnd,)  # what a turn without live progress still yields: each call's end
 _GRAPH: Any = None
 
 
@@ -59,6 +60,10 @@ class TurnResult:
     answer_message_id: int | None  # None when nothing was stored (a refused message)
     executed: list[ExecutedCall]  # the calls that ran, in order
     trace: list[TraceEvent]  # the turn's path
+    # each call that ran or was declined, in order, with its result as stored in the
+    # message's meta (a guard's duplicate or over-cap note is not one)
+    tool_results: list[ToolEnd]
+    memory_operations: int  # calls of the turn that changed stored memories or messages
     error: str | None  # why the turn failed, or None
     user_message: Message | None  # None when the message was refused before storing
     seconds: float
@@ -119,7 +124,8 @@ async def stream_turn(
     is sent; retry answers it again): nothing new is stored and ``text`` is not used.
     A message over ``max_message_chars`` is refused before anything is stored: a
     ``TurnError``, then an ``Answer`` whose text says why.
-    With ``ctx.stream_tokens`` off only ``UserStored``, ``TurnError`` and ``Answer`` come.
+    With ``ctx.stream_tokens`` off only ``UserStored``, ``ToolEnd``, ``TurnError`` and
+    ``Answer`` come.
     """
     refusal = None if stored else too_long(text, ctx.settings.max_message_chars)
     if refusal:
@@ -132,15 +138,16 @@ async def stream_turn(
     )
     yield UserStored(user)
     final: dict[str, Any] = {}
+    shown = LIVE_EVENTS if ctx.stream_tokens else QUIET_EVENTS
     async for mode, chunk in graph.astream(
         _initial_state(session_id, user.id),
         config=_config(session_id, user.id),
         context=ctx,
-        stream_mode=LIVE_MODES if ctx.stream_tokens else FINAL_MODES,
+        stream_mode=STREAM_MODES,
     ):
         if mode == "values":
             final = chunk
-        elif isinstance(chunk, LIVE_EVENTS):
+        elif isinstance(chunk, shown):
             yield chunk
     if final.get("error"):
         yield TurnError(final["error"])
@@ -164,10 +171,13 @@ async def run_turn(
     user_meta: dict[str, Any] | None = None,
 ) -> TurnResult:
     """Run ``stream_turn`` to the end with the model invoked rather than streamed, and wait
-    for the session's segment refresh (CLI one-shot, evals, benches)."""
+    for the session's segment refresh (scripts, evals, benches). Memory operations are the
+    calls that succeeded and changed what is stored (``ToolRegistry.writes_memory``:
+    create/update/delete_memory, a memory_sql UPDATE)."""
     started = time.perf_counter()
     user: Message | None = None
     error: str | None = None
+    ended: list[ToolEnd] = []
     answer = Answer("", None, [], [])
     async for event in stream_turn(
         replace(ctx, stream_tokens=False),
@@ -180,6 +190,8 @@ async def run_turn(
         match event:
             case UserStored(message=message):
                 user = message
+            case ToolEnd():
+                ended.append(event)
             case TurnError(detail=detail):
                 error = detail
             case Answer():
@@ -190,6 +202,8 @@ async def run_turn(
         answer_message_id=answer.message_id,
         executed=answer.executed,
         trace=answer.trace,
+        tool_results=ended,
+        memory_operations=sum(e.ok and ctx.registry.writes_memory(e.name, e.args) for e in ended),
         error=error,
         user_message=user,
         seconds=time.perf_counter() - started,

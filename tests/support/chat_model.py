@@ -161,3 +161,14 @@ def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> AI
             {"name": name, "args": args, "id": call_id or f"call_{name}", "type": "tool_call"}
         ],
     )
+
+
+def native_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
+    """One AI reply with several native tool calls (ids c0, c1, ...)."""
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+            for i, (name, args) in enumerate(calls)
+        ],
+    )

@@ -19,7 +19,7 @@ from graph.runner import run_turn
 from memory.sqlite.memories import all_memories, create_memory
 from prompts.templates import EMPTY_ANSWER
 from providers import ProviderError
-from tests.support.chat_model import tool_call
+from tests.support.chat_model import native_calls, tool_call
 from tools import memory_sql, memory_write, web_search
 from tools.base import ToolSpec
 from tools.registry import ToolRegistry
@@ -411,17 +411,6 @@ async def test_run_turn_refuses_a_message_over_the_limit_like_the_app(make_conte
     assert result.user_message is None and result.answer_message_id is None
     assert result.error == result.answer and "limit is 10" in result.answer
     assert ctx.store.blocking.messages("s1") == [] and ctx.chat_model.calls == []
-
-
-def native_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
-    """One AI reply with several native tool calls (ids c0, c1, ...)."""
-    return AIMessage(
-        content="",
-        tool_calls=[
-            {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
-            for i, (name, args) in enumerate(calls)
-        ],
-    )
 
 
 async def test_calls_beyond_the_per_reply_cap_are_not_run(make_context) -> None:
