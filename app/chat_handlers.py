@@ -30,6 +30,7 @@ from app.chat_view import (
     history_messages,
     local_time,
     notice_bubble,
+    persona_chip,
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
@@ -417,6 +418,10 @@ class ChatHandlers:
     async def greet(self, request: gr.Request) -> Any:
         """The greeting and examples for the settings now in effect (shown while empty)."""
         return gr.update(**welcome(await self.chats.of(request).settings()))
+
+    async def persona(self, request: gr.Request) -> str:
+        """The chat's header: the persona in effect now (``persona_chip``)."""
+        return persona_chip(await self.chats.of(request).settings())
 
     async def follow(
         self, session_id: str | None, noticed: list[str], request: gr.Request

@@ -4,8 +4,10 @@
 ``app.chat_handlers.ChatHandlers`` (what the handlers do is said there). Showing another
 chat (new, switch, delete) cancels the events that stream a turn into this page (the
 turn goes on on the server). Whenever the chat in view changes, its kept style note, the
-greeting while it is empty and a turn running in it follow (``afterwards``). The layout
-and its reasons: docs/app.md.
+greeting while it is empty and a turn running in it follow (``afterwards``). Above the
+chat, the persona that answers: filled when the page loads and whenever a tab is
+chosen, so a persona saved in Settings shows on coming back to the chat. The layout and
+its reasons: docs/app.md.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ class ChatLayout:
     edit_words: gr.Markdown
     resend: gr.Button
     cancel_edit: gr.Button
+    persona: gr.Markdown  # the chat's header: the persona's avatar and name
 
 
 def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
@@ -137,6 +140,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
     api_send = gr.Button(visible=False, elem_id="api-send")
     width = gr.Number(0, visible=False, elem_id="window-width")
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
+    persona = gr.Markdown(elem_id="persona-chip")
     chatbot = gr.Chatbot(
         elem_id="chatbot",
         height=CHAT_HEIGHT,
@@ -200,7 +204,17 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         delete_words=side.delete_words,
     )
     return ChatLayout(
-        ui, target, new_title, api_delete, api_send, width, banner, edit_words, resend, cancel_edit
+        ui,
+        target,
+        new_title,
+        api_delete,
+        api_send,
+        width,
+        banner,
+        edit_words,
+        resend,
+        cancel_edit,
+        persona,
     )
 
 
@@ -283,6 +297,17 @@ class Wiring:
         ui.chatbot.edit(h.on_edit, ui.session, edited, api_visibility="private")
         parts.cancel_edit.click(h.on_cancel_edit, ui.session, edited[:3], api_visibility="private")
 
+    def persona(self, load: Any) -> None:
+        """The persona chip, on the page load and whenever a tab is chosen (back from
+        Settings after a save)."""
+        gr.on(
+            [load, self.tabs.select],
+            self.handlers.persona,
+            None,
+            self.parts.persona,
+            api_visibility="private",
+        )
+
     def controls(self) -> None:
         """The chats list's rows, rename and delete in a row, Stop, Allow/Deny, the note."""
         h, side, ui = self.handlers, self.side, self.parts.ui
@@ -358,5 +383,6 @@ def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr
     parts = layout(trace, side)
     wiring = Wiring(ChatHandlers(Chats(people, trace), parts.ui), parts, side, tabs)
     wiring.turns(load)
+    wiring.persona(load)
     wiring.controls()
     wiring.switches()

@@ -5,9 +5,10 @@ same turn looks the same while it streams (``TurnView``) and after a reload
 (``history_messages``): a user message is one bubble; each tool step is its own
 collapsible message titled for people (``step_title``), with its duration, arguments and
 raw result; web sources are links under the answer (``sources_markdown``); a question
-waiting for the person's yes has Allow and Deny (``confirmation_bubble``). Every text
-shown is made inert first (``neutralise_markdown``). Only the app (and its tests) import
-this module: gradio stays out of the CLI's import path. The rules: docs/app.md.
+waiting for the person's yes has Allow and Deny (``confirmation_bubble``). Above the
+chat, the persona that answers (``persona_chip``). Every text shown is made inert first
+(``neutralise_markdown``). Only the app (and its tests) import this module: gradio stays
+out of the CLI's import path. The rules: docs/app.md.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import quote, urlsplit
 from gradio import ChatMessage
 
 from app.graph_view import duration_text, plain
+from config.settings import Settings
 from graph.events import (
     Answer,
     ConfirmationAsked,
@@ -58,6 +60,8 @@ INTERRUPTED_NOTE = (
     "Press ↻ under it to try again.*"
 )
 STEP_STOPPED = "stopped"
+CIRCLED_A = 0x24B6  # "Ⓐ": a persona's initial in a circle, its avatar in the chat
+EDITED_IDENTITY = "your edited voice"
 NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
 SQL_CHANGED = "Changed something in our history"
 SOURCES_HEADING = "**Sources**"
@@ -380,6 +384,21 @@ def answer_bubble(
     if not parts:
         return ChatMessage(role="assistant", content=shown)
     return ChatMessage(role="assistant", content=[*parts, shown] if shown else parts)
+
+
+def persona_initial(name: str) -> str:
+    """A persona's avatar: its initial in a circle (Ⓨ), or the bare initial when it is
+    not a Latin letter."""
+    initial = (name.strip()[:1] or "?").upper()
+    return chr(CIRCLED_A + ord(initial) - ord("A")) if "A" <= initial <= "Z" else initial
+
+
+def persona_chip(settings: Settings) -> str:
+    """The chat's header: the persona that answers (avatar and name), and whether the
+    person's edited identity block speaks in its place."""
+    name = neutralise_markdown(settings.persona.capitalize())
+    edited = f" · {EDITED_IDENTITY}" if settings.identity else ""
+    return f"{persona_initial(settings.persona)} **{name}**{edited}"
 
 
 def notice_bubble(text: str) -> ChatMessage:

@@ -6,7 +6,8 @@ Context has them. ``fixed_fields`` (set by a flag or the environment, or the ope
 connection while accounts are on) are shown disabled and never saved. API keys are
 write-only: the box is always empty, an empty box keeps the stored key. Verify checks
 the form's endpoint without saving it (``verify_target``: the endpoint in effect whenever
-the base URL is fixed). An edited identity block is saved as the profile's ``identity``.
+the base URL is fixed). An edited identity block is saved as the profile's ``identity``;
+under it, one sentence says how a style note combines with it (``WITH_A_STYLE_NOTE``).
 ``build`` only lays out and wires. The rules: docs/app.md.
 """
 
@@ -32,10 +33,15 @@ from config.settings import (
 from config.settings import validate_profile as validate
 from graph.routing import NO_VISION_NOTICE
 from graph.setup import People
-from prompts.templates import PERSONAS, persona_text
+from prompts.templates import PERSONAS, STYLE_NOTE, persona_text
 from providers import Verified, endpoint_status, verify_endpoint
 
 NO_BACKEND = "none"
+NOTE_OPENING = STYLE_NOTE.split("{note}")[0].strip()  # "For this reply:", as the model reads it
+WITH_A_STYLE_NOTE = (
+    f"A style note (under the chat's message box) adds “{NOTE_OPENING} …” after this "
+    "identity block, for one message or, when kept, for the whole chat; the persona stays."
+)
 FORM_KEYS = tuple(key for key in PROFILE_KEYS if key != "identity")  # it has its own box
 SECRET_KEYS = ("api_key", "image_api_key")  # saved, never shown
 LABELS = {
@@ -350,6 +356,7 @@ def build(people: People, load: Any, opened: Any) -> None:
         lines=8,
         elem_id="set-identity",
     )
+    gr.Markdown(WITH_A_STYLE_NOTE, elem_id="persona-style-note")
     save = gr.Button("Save settings", variant="primary", elem_id="save-settings")
     status = gr.Markdown(elem_id="settings-status")
 
