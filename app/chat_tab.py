@@ -129,7 +129,7 @@ class ChatLayout:
     edit_words: gr.Markdown
     resend: gr.Button
     cancel_edit: gr.Button
-    persona: gr.Markdown  # the chat's header: the persona's avatar and name
+    persona: gr.HTML  # the chat's header: the persona's avatar and name
 
 
 def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
@@ -140,7 +140,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
     api_send = gr.Button(visible=False, elem_id="api-send")
     width = gr.Number(0, visible=False, elem_id="window-width")
     banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
-    persona = gr.Markdown(elem_id="persona-chip")
+    persona = gr.HTML(elem_id="persona-chip", js_on_load=None)
     chatbot = gr.Chatbot(
         elem_id="chatbot",
         height=CHAT_HEIGHT,

@@ -13,6 +13,7 @@ out of the CLI's import path. The rules: docs/app.md.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -60,8 +61,14 @@ INTERRUPTED_NOTE = (
     "Press ↻ under it to try again.*"
 )
 STEP_STOPPED = "stopped"
-CIRCLED_A = 0x24B6  # "Ⓐ": a persona's initial in a circle, its avatar in the chat
 EDITED_IDENTITY = "your edited voice"
+# The persona's avatar: its initial in a circle of the theme's accent colour (inline
+# styles: the chip is one gr.HTML, and a font may lack the circled letters Ⓐ–Ⓩ).
+AVATAR_STYLE = (
+    "display:inline-flex;align-items:center;justify-content:center;width:1.8em;"
+    "height:1.8em;margin-right:0.4em;border-radius:50%;background:var(--color-accent);"
+    "color:white;font-weight:600"
+)
 NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
 SQL_CHANGED = "Changed something in our history"
 SOURCES_HEADING = "**Sources**"
@@ -386,19 +393,15 @@ def answer_bubble(
     return ChatMessage(role="assistant", content=[*parts, shown] if shown else parts)
 
 
-def persona_initial(name: str) -> str:
-    """A persona's avatar: its initial in a circle (Ⓨ), or the bare initial when it is
-    not a Latin letter."""
-    initial = (name.strip()[:1] or "?").upper()
-    return chr(CIRCLED_A + ord(initial) - ord("A")) if "A" <= initial <= "Z" else initial
-
-
 def persona_chip(settings: Settings) -> str:
-    """The chat's header: the persona that answers (avatar and name), and whether the
-    person's edited identity block speaks in its place."""
-    name = neutralise_markdown(settings.persona.capitalize())
+    """The chat's header, as HTML: the persona that answers (its initial in a circle and
+    its name), and whether the person's edited identity block speaks in its place."""
+    name = settings.persona.strip().capitalize() or "?"
     edited = f" · {EDITED_IDENTITY}" if settings.identity else ""
-    return f"{persona_initial(settings.persona)} **{name}**{edited}"
+    return (
+        f'<div class="persona-chip"><span style="{AVATAR_STYLE}">{html.escape(name[0])}</span>'
+        f"<strong>{html.escape(name)}</strong>{edited}</div>"
+    )
 
 
 def notice_bubble(text: str) -> ChatMessage:
