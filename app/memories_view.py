@@ -24,7 +24,7 @@ from memory.rules.memories import CATEGORIES
 COLUMNS = ["category", "key", "value", "added", "last recalled", "remembered"]
 # How well a memory is remembered, by its retrievability: the first floor it reaches.
 STRENGTH_WORDS = ((0.9, "strong"), (0.7, "good"), (0.5, "fading"), (0.0, "faint"))
-EPISODE_COLUMNS = ["from", "to", "session", "summary", "summary by"]
+SEGMENT_COLUMNS = ["from", "to", "session", "summary", "summary by"]
 SUMMARY_KINDS = {"model": "the chat model", "extractive": "extractive fallback (no model)"}
 EMPTY = "_No memories yet: they are made when you ask the companion to remember something._"
 
@@ -52,7 +52,7 @@ def memory_rows(memories: list[Memory], now: datetime, tz: str) -> list[list[Any
     ]
 
 
-def episode_rows(segments: list[Segment]) -> list[list[str]]:
+def segment_rows(segments: list[Segment]) -> list[list[str]]:
     """Episodic memory, newest first, each summary labelled with how it was written."""
     return [
         [
@@ -105,9 +105,9 @@ class MemoriesHandlers:
         found = await self.table_rows(self.people.factory(request.username))
         return found, "" if found else EMPTY
 
-    async def episodes_now(self, request: gr.Request) -> list[list[str]]:
+    async def segments_now(self, request: gr.Request) -> list[list[str]]:
         store = self.people.factory(request.username).store
-        return episode_rows(await store.recent_segments())
+        return segment_rows(await store.recent_segments())
 
     async def on_select(
         self, request: gr.Request, event: gr.SelectData
@@ -199,11 +199,11 @@ def build(people: People, refresh: list[Any]) -> None:
         cancel = gr.Button("Cancel", visible=False, elem_id="cancel-delete-memory")
         undo_sql = gr.Button("Undo last SQL edit", elem_id="undo-sql-edit")
     status = gr.Markdown(elem_id="memories-status")
-    episodes = listing(
-        EPISODE_COLUMNS, "Episodes (conversation spans and their summaries)", "episodes-table"
+    segments = listing(
+        SEGMENT_COLUMNS, "Past conversations (each stretch of a chat, summarised)", "segments-table"
     )
     gr.on(refresh, handlers.rows, None, [table, status], api_name="memories")
-    gr.on(refresh, handlers.episodes_now, None, episodes, api_name="episodes")
+    gr.on(refresh, handlers.segments_now, None, segments, api_name="segments")
     form = [memory_id, category, key, value]
     table.select(handlers.on_select, None, form, api_visibility="private")
     save.click(handlers.on_save, form, [table, status, memory_id], api_name="update_memory")

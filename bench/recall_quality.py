@@ -11,7 +11,7 @@ language (EN / ID) and per backend:
 - retrieval, independent of any model: for each case that expects memory_search, the
   facts it must recall (the answer's expected phrases found in the seeded history or
   memories) and whether memory_search's result holds them (hit rate), and where (MRR over
-  the result's entries — facts, episodes, excerpts, messages, in the order the model
+  the result's entries — facts, segments, excerpts, messages, in the order the model
   reads them: 1 when the first entry holds the first fact, 0 when none does);
 - Postgres / SQLite for each.
 
@@ -28,8 +28,8 @@ derived forms, links, e-mail addresses and near-miss distractors) is written int
 SQLite file and a new Postgres person alike, and each probe (``PROBES``: 26 EN, 27 ID,
 each naming the messages a good recall finds) goes through ``AsyncStore.recall`` at a
 fixed now. It prints hit@1, hit@5 and MRR over the recalled raw messages and, after
-cutting every session into extractive episodes (``refresh_segments``; here one per
-session), over the recalled episodes (at most 3 per recall, so hit@5 is hit@3 there),
+cutting every session into extractive segments (``refresh_segments``; here one per
+session), over the recalled segments (at most 3 per recall, so hit@5 is hit@3 there),
 then Postgres / SQLite, the probes whose ranks differ and those neither store finds.
 
 What it showed (Nov 2026): Postgres trails SQLite on English (message MRR 0.82 vs 0.88)
@@ -45,7 +45,7 @@ not "membaca", "swim" not "swam"; and its "-s" strip turns "kamus" into the pron
 A third part (``--histories``) asks of long generated histories (``bench.histories``: one
 person's 20+ chats and 500+ turns in English, one in Indonesian, 40+ questions per
 category, each annotated with its evidence turns), stored through the store with the
-user's name as a saved fact, episodes cut as the app cuts them, and every turn embedded
+user's name as a saved fact, segments cut as the app cuts them, and every turn embedded
 once per store by the bundled embedder (``--embedding-model off``: lexical only; its
 vectors are kept in ``bench.vector_cache``'s folder, so each text is embedded once). Each
 question goes to the real memory_search through the tool registry, once per retriever
@@ -273,7 +273,7 @@ NOW = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)  # Wed 25 Nov 2026, as the tests
 SEARCH_LABEL = (
     "The stores' full-text search on a fixed history (AsyncStore.recall, no model, no "
     "facts): the rank of the first expected message among the recalled messages, and of "
-    "the first episode (extractive segments, at most 3 per recall) holding one."
+    "the first segment (extractive segments, at most 3 per recall) holding one."
 )
 
 
@@ -678,16 +678,16 @@ class Ranks:
     """Where one probe's expected lines came in one backend's recall (1-based, None if not)."""
 
     message: int | None
-    episode: int | None
+    segment: int | None
 
 
 @dataclass(frozen=True)
 class SearchRow:
-    """hit@1, hit@5 and MRR of one language on one backend, over messages and episodes."""
+    """hit@1, hit@5 and MRR of one language on one backend, over messages and segments."""
 
     probes: int
     message: tuple[float, float, float]
-    episode: tuple[float, float, float]
+    segment: tuple[float, float, float]
 
 
 def line_keys() -> dict[str, str]:
@@ -719,10 +719,10 @@ async def seed(store: SearchStore) -> dict[int, str]:
 
 
 async def probe_ranks(
-    store: SearchStore, keys: dict[int, str], *, episodes: bool
+    store: SearchStore, keys: dict[int, str], *, segments: bool
 ) -> dict[Probe, int | None]:
-    """Each probe's rank among the recalled messages, or (``episodes``) among the recalled
-    episodes (an episode holds a line when its id range covers it)."""
+    """Each probe's rank among the recalled messages, or (``segments``) among the recalled
+    segments (a segment holds a line when its id range covers it)."""
     ids = {key: message_id for message_id, key in keys.items()}
     ranks: dict[Probe, int | None] = {}
     for probe in PROBES:
@@ -730,10 +730,10 @@ async def probe_ranks(
             probe.query, now=NOW, tz="UTC", session_id=None, question_id=None
         )
         wanted = {ids[key] for key in probe.expected}
-        if episodes:
+        if segments:
             held = [
                 any(e.segment.start_message_id <= i <= e.segment.end_message_id for i in wanted)
-                for e in found.episodes
+                for e in found.segments
             ]
         else:
             held = [r.message.id in wanted for r in found.turns]
@@ -742,13 +742,13 @@ async def probe_ranks(
 
 
 async def search_backend(store: SearchStore) -> dict[Probe, Ranks]:
-    """Seed ``store``, run the probes over raw messages, then cut episodes and run them again."""
+    """Seed ``store``, run the probes over raw messages, then cut segments and run them again."""
     keys = await seed(store)
-    on_messages = await probe_ranks(store, keys, episodes=False)
+    on_messages = await probe_ranks(store, keys, segments=False)
     for session in await store.list_sessions():
         await store.refresh_segments(session.id, None, force=True, tz="UTC")
-    on_episodes = await probe_ranks(store, keys, episodes=True)
-    return {probe: Ranks(on_messages[probe], on_episodes[probe]) for probe in PROBES}
+    on_segments = await probe_ranks(store, keys, segments=True)
+    return {probe: Ranks(on_messages[probe], on_segments[probe]) for probe in PROBES}
 
 
 async def measure_search(backends: Sequence[str] = BACKENDS) -> dict[str, dict[Probe, Ranks]]:
@@ -790,7 +790,7 @@ def search_row(ranks: dict[Probe, Ranks], language: str) -> SearchRow:
     return SearchRow(
         probes=len(mine),
         message=scores([r.message for r in mine]),
-        episode=scores([r.episode for r in mine]),
+        segment=scores([r.segment for r in mine]),
     )
 
 
@@ -809,7 +809,7 @@ def report_search(results: dict[str, dict[Probe, Ranks]]) -> None:
     )
     print(
         "| language | backend | probes | msg hit@1 | msg hit@5 | msg MRR | "
-        "episode hit@1 | episode hit@5 | episode MRR |"
+        "segment hit@1 | segment hit@5 | segment MRR |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = {
@@ -818,7 +818,7 @@ def report_search(results: dict[str, dict[Probe, Ranks]]) -> None:
         for backend in results
     }
     for (language, backend), r in rows.items():
-        figures = " | ".join(f"{x:.2f}" for x in (*r.message, *r.episode))
+        figures = " | ".join(f"{x:.2f}" for x in (*r.message, *r.segment))
         print(f"| {LANGUAGES[language]} | {backend} | {r.probes} | {figures} |")
     if set(results) == set(BACKENDS):
         compare_search(results, rows)
@@ -838,24 +838,24 @@ def compare_search(
     """Print Postgres / SQLite for each figure and the probes whose ranks differ."""
     print(
         "\n| language | msg hit@1 PG/SQLite | msg hit@5 PG/SQLite | msg MRR PG/SQLite | "
-        "episode hit@1 PG/SQLite | episode hit@5 PG/SQLite | episode MRR PG/SQLite |"
+        "segment hit@1 PG/SQLite | segment hit@5 PG/SQLite | segment MRR PG/SQLite |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for language, name in LANGUAGES.items():
         pg, lite = rows[(language, "postgres")], rows[(language, "sqlite")]
-        pairs = zip((*pg.message, *pg.episode), (*lite.message, *lite.episode), strict=True)
+        pairs = zip((*pg.message, *pg.segment), (*lite.message, *lite.segment), strict=True)
         print(f"| {name} | " + " | ".join(_ratio(p, s) for p, s in pairs) + " |")
     print(
         "\nProbes whose rank differs between the backends "
-        "(message rank, episode rank; - = not found):"
+        "(message rank, segment rank; - = not found):"
     )
     for probe in PROBES:
         lite_r, pg_r = results["sqlite"][probe], results["postgres"][probe]
         if lite_r != pg_r:
             print(
                 f"- [{LANGUAGES[probe.language]}] {probe.query!r} ({probe.tests}): SQLite "
-                f"{_rank(lite_r.message)}, {_rank(lite_r.episode)}; Postgres "
-                f"{_rank(pg_r.message)}, {_rank(pg_r.episode)}"
+                f"{_rank(lite_r.message)}, {_rank(lite_r.segment)}; Postgres "
+                f"{_rank(pg_r.message)}, {_rank(pg_r.segment)}"
             )
 
 

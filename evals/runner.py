@@ -82,7 +82,7 @@ class Models:
 
     chat: BaseChatModel
     vision: BaseChatModel | None = None
-    summarize: Any = None  # async (messages) -> str for episodes; None = extractive
+    summarize: Any = None  # async (messages) -> str for segments; None = extractive
 
 
 ModelFactory = Callable[[Settings], Models]

@@ -1,7 +1,7 @@
-"""Background work after turns: quiet conversation becomes episodes, never in the way.
+"""Background work after turns: quiet conversation becomes segments, never in the way.
 
-``schedule_segments`` cuts a session's closed spans into segments after its turn;
-``schedule_catch_up`` summarises every session's spans left unsummarised, a bounded batch
+``schedule_segments`` cuts a session's closed stretches into segments after its turn;
+``schedule_catch_up`` summarises every session's segments left unsummarised, a bounded batch
 at a time, and with ``every`` sweeps again at that interval; several processes on one
 database sweep once, whoever holds the lease (``AsyncStore.claim``). ``catch_up_once``
 starts that sweep the first time this process opens a database; ``settle`` waits for a
@@ -34,7 +34,7 @@ PROCESS = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 CATCH_UP_JOB = "segments:catch-up"
 LEASE_SECONDS = 60.0  # the shortest lease of the sweep: a dead holder's ends this soon
 SWEEP_SECONDS = 300.0
-_CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet spans
+_CAUGHT_UP: set[str] = set()  # databases this process is watching for quiet segments
 EMBED_JOB = "vectors:embed"
 EMBED_BATCH = 32  # messages per embedder call (batching is what makes a backlog fast)
 _MODEL_CHECKED: set[tuple[str, str]] = set()  # (database, model) whose others were dropped
@@ -46,10 +46,10 @@ def _segments_task_name(session_id: str) -> str:
 
 
 def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> asyncio.Task[None]:
-    """Cut closed spans of the session into segments in the background (never blocks).
+    """Cut the session's closed stretches into segments in the background (never blocks).
 
     ``force`` also closes the newest span: the person left this session for another, so
-    what they said there becomes an episode now rather than after 30 quiet minutes.
+    what they said there becomes a segment now rather than after 30 quiet minutes.
     """
 
     async def refresh() -> None:
@@ -64,10 +64,10 @@ def schedule_segments(ctx: Context, session_id: str, *, force: bool = False) -> 
 
 
 def schedule_catch_up(ctx: Context, *, every: float | None = None) -> asyncio.Task[None]:
-    """Summarise every session's spans left unsummarised, in the background, a bounded
+    """Summarise every session's segments left unsummarised, in the background, a bounded
     batch at a time so no single step holds the store for long. With ``every``, sweep
     again at that interval for as long as the process runs: a chat that goes quiet for
-    30 minutes becomes an episode even if no other turn comes."""
+    30 minutes becomes a segment even if no other turn comes."""
 
     async def catch_up() -> None:
         lease = max(every or 0.0, LEASE_SECONDS)

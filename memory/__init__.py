@@ -1,4 +1,4 @@
-"""Companion's persistence: sessions, messages, memories, episodes, recall, memory_sql,
+"""Companion's persistence: sessions, messages, memories, segments, recall, memory_sql,
 running turns, the profile and the people, on SQLite or Postgres.
 
 Callers import from here: the interfaces (``AsyncStore``, ``Accounts``), the values and
@@ -32,10 +32,10 @@ from memory.types import (
     Clock,
     Edit,
     EditBatch,
-    Episode,
     Memory,
     Message,
     Person,
+    RecalledSegment,
     RecalledTurn,
     RecallMode,
     Recollection,
@@ -62,7 +62,6 @@ __all__ = [
     "Edit",
     "EditBatch",
     "EditConflict",
-    "Episode",
     "InvalidMemory",
     "Memory",
     "MemoryExists",
@@ -73,6 +72,7 @@ __all__ = [
     "Person",
     "QueryVector",
     "RecallMode",
+    "RecalledSegment",
     "RecalledTurn",
     "Recollection",
     "Role",

@@ -154,15 +154,15 @@ class AsyncStore(Protocol):
         its record (None: another process already did)."""
         ...
 
-    # episodes
+    # segments
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
     ) -> int:
-        """Cut the session's closed spans into summarised segments; how many were added."""
+        """Cut the session's closed messages into summarised segments; how many were added."""
         ...
 
     async def catch_up_segments(self, summarize: Summarizer | None, *, tz: str) -> int:
-        """Summarise a bounded batch of every session's quiet spans; 0 when done."""
+        """Summarise a bounded batch of every session's quiet segments; 0 when done."""
         ...
 
     async def recent_segments(self, limit: int = 50) -> list[Segment]:
@@ -232,7 +232,7 @@ class AsyncStore(Protocol):
         user/assistant messages of the whole history before ``question_id`` (lexical
         fused with the nearest to ``vector`` when it is given and the index holds
         ``vector_model``'s vectors; a named time window filters them; ``session_id``'s
-        messages win ties) with their neighbours, and the episodes that match."""
+        messages win ties) with their neighbours, and the segments that match."""
         ...
 
     # the vector index (memory.sqlite.vectors): kept current by graph.jobs

@@ -140,7 +140,7 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class Episode:
+class RecalledSegment:
     """A matching segment and its session's title: a pointer into the turns (what was
     said comes as the recollection's turns)."""
 
@@ -172,7 +172,7 @@ class Recollection:
     (no query vector, no index for its model, or asked for), or "dense"."""
 
     facts: list[Memory]
-    episodes: list[Episode]
+    segments: list[RecalledSegment]
     turns: list[RecalledTurn]
     cue: TemporalCue | None
     searched: RecallMode = "lexical"

@@ -1,11 +1,11 @@
-"""memory_search: recall saved facts, the best past turns and episodes for a question.
+"""memory_search: recall saved facts, the best past turns and segments for a question.
 
 A thin adapter over the store's ``recall``: the schema and description the model reads,
 the query's vector (the context's embedder, in its own thread while recall searches the
 words; at most ``EMBED_SECONDS``, any failure is logged and recall is lexical), and the
 result's shape (DESIGN.md's):
 ``structured`` {``semantic``: facts [{category, key, value}], ``episodic``: the matching
-episodes' summaries ["Thu 19 Nov 19:00 – … : summary"], ``segments``: those episodes as
+segments' summaries ["Thu 19 Nov 19:00 – … : summary"], ``segments``: those segments as
 pointers [{id, session_id, session, start_message_id, end_message_id, start, end}]}, then
 ``raw_messages``: the best turns [{id, timestamp, content, session, speaker, before?,
 after?}] best first; cut to the budget of memory.rules.budget (``TURN_BUDGET`` turns, a
@@ -20,11 +20,11 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from memory import Episode, Message, QueryVector, RecalledTurn, Recollection, parse_time
+from memory import Message, QueryVector, RecalledSegment, RecalledTurn, Recollection, parse_time
 from memory.rules.budget import (
     CHAR_BUDGET,
-    EPISODE_CHARS,
     NEIGHBOUR_CHARS,
+    SEGMENT_CHARS,
     TURN_BUDGET,
     TURN_CHARS,
 )
@@ -95,8 +95,8 @@ def _turn(found: RecalledTurn, tz: str) -> dict[str, Any]:
     return item
 
 
-def _episode(found: Episode, tz: str) -> dict[str, Any]:
-    """The episode as a pointer (a segment of ``structured.segments``) and its summary,
+def _segment(found: RecalledSegment, tz: str) -> dict[str, Any]:
+    """The segment as a pointer (a segment of ``structured.segments``) and its summary,
     which goes to ``structured.episodic``."""
     segment = found.segment
     return {
@@ -107,7 +107,7 @@ def _episode(found: Episode, tz: str) -> dict[str, Any]:
         "end_message_id": segment.end_message_id,
         "start": _stamp(segment.start_at, tz),
         "end": _stamp(segment.end_at, tz),
-        "summary": _clip(segment.summary, EPISODE_CHARS),
+        "summary": _clip(segment.summary, SEGMENT_CHARS),
     }
 
 
@@ -133,9 +133,9 @@ def _turn_lines(turn: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _episodic(episode: dict[str, Any]) -> str:
-    """An episode's line in ``structured.episodic``: its time span, chat and summary."""
-    return f"{episode['start']} – {episode['end']}{_in(episode)}: {episode['summary']}"
+def _episodic(segment: dict[str, Any]) -> str:
+    """A segment's line in ``structured.episodic``: its time span, chat and summary."""
+    return f"{segment['start']} – {segment['end']}{_in(segment)}: {segment['summary']}"
 
 
 # What the model reads, in order: (where in the result, heading).
@@ -179,14 +179,14 @@ def _within_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _within_episodes(episodes: list[Episode], left: int, tz: str) -> list[dict[str, Any]]:
-    """The episodes while the turns they quote fit the ``left`` of the turn budget: an
+def _within_segments(segments: list[RecalledSegment], left: int, tz: str) -> list[dict[str, Any]]:
+    """The segments while the turns they quote fit the ``left`` of the turn budget: an
     extractive summary quotes its lines ("…: A · B · C"), a model's quotes none."""
     kept = []
-    for episode in episodes:
-        item = _episode(episode, tz)
+    for segment in segments:
+        item = _segment(segment, tz)
         quoted = (
-            item["summary"].count(" · ") + 1 if episode.segment.summary_kind == "extractive" else 0
+            item["summary"].count(" · ") + 1 if segment.segment.summary_kind == "extractive" else 0
         )
         if quoted <= left:
             kept.append(item)
@@ -196,15 +196,15 @@ def _within_episodes(episodes: list[Episode], left: int, tz: str) -> list[dict[s
 
 def shape(found: Recollection, tz: str) -> dict[str, Any]:
     """The tool's JSON result for what was recalled, cut to ``CHAR_BUDGET`` characters of
-    formatted text: facts first, then turns, then episodes, each kept whole or left out
-    (an episode's pointer goes with its summary)."""
+    formatted text: facts first, then turns, then segments, each kept whole or left out
+    (a segment's pointer goes with its summary)."""
     turns = _within_turns([_turn(t, tz) for t in found.turns])
     shown = sum(1 + ("before" in t) + ("after" in t) for t in turns)
-    episodes = _within_episodes(found.episodes, TURN_BUDGET - shown, tz)
+    segments = _within_segments(found.segments, TURN_BUDGET - shown, tz)
     facts = [{"category": m.category, "key": m.key, "value": m.value} for m in found.facts]
     left = CHAR_BUDGET
     kept: dict[str, list[Any]] = {}
-    candidates = {"semantic": facts, "raw_messages": turns, "episodic": episodes}
+    candidates = {"semantic": facts, "raw_messages": turns, "episodic": segments}
     for (*_, part), heading in PARTS:
         kept[part] = []
         for item in candidates[part]:
@@ -258,7 +258,7 @@ async def memory_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
 
 
 def format_search(result: dict[str, Any]) -> str:
-    """The stored text of a result: facts, turns (with neighbours), then episodes."""
+    """The stored text of a result: facts, turns (with neighbours), then segments."""
     lines: list[str] = []
     for where, heading in PARTS:
         if items := _part(result, where):

@@ -1,4 +1,4 @@
-"""Recall and episodes on Postgres: memory_search's recall, and cutting segments.
+"""Recall and segments on Postgres: memory_search's recall, and cutting segments.
 
 The same behaviour as SQLite (tests/memory/contract/test_recall.py): every pure step
 is ``memory.rules``'; only the queries differ (a ``tsvector`` with ``companion_words``,
@@ -23,17 +23,17 @@ from memory.postgres import vectors as pg_vectors
 from memory.query_vector import QueryVector, vector_awaited
 from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.episodes import CATCH_UP_BUDGET, closed_spans, read_cap, summarise_spans
 from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
 from memory.rules.memories import best_matches, recalled_strength
 from memory.rules.search import MAX_ID, SEGMENT_LIMIT, SEMANTIC_LIMIT, query_terms
+from memory.rules.segments import CATCH_UP_BUDGET, closed_segments, read_cap, summarise_segments
 from memory.rules.speaker import preferred_speaker, wants_after, wants_before
 from memory.rules.temporal import TemporalCue, parse_temporal
 from memory.types import (
     Clock,
-    Episode,
     Memory,
     Message,
+    RecalledSegment,
     RecalledTurn,
     RecallMode,
     Recollection,
@@ -119,7 +119,7 @@ async def recall(
     """memory.sqlite.recall.recall on Postgres: facts (marked recalled at ``now``), the
     ``turns`` best turns before ``question_id`` (lexical fused with the nearest to
     ``vector`` under ``vector_model``; ``session_id``'s win ties) with their neighbours,
-    and the matching episodes. One transaction."""
+    and the matching segments. One transaction."""
     cue = parse_temporal(query, now, tz)
     async with store._transaction() as cursor:
         await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
@@ -130,13 +130,13 @@ async def recall(
         search = await TurnSearch.start(cursor, query, cue, session_id, question_id)
         search.names = [m.value for m in memories if _names_the_user(m)]
         best, searched = await search.run(vector, vector_model, mode, turns)
-        spans = await _search_segments(cursor, query, cue, SEGMENT_LIMIT)
+        found_segments = await _search_segments(cursor, query, cue, SEGMENT_LIMIT)
         titles = await _session_titles(
-            cursor, [s.session_id for s in spans] + [t.message.session_id for t in best]
+            cursor, [s.session_id for s in found_segments] + [t.message.session_id for t in best]
         )
     return Recollection(
         facts=facts,
-        episodes=[Episode(s, titles.get(s.session_id, "")) for s in spans],
+        segments=[RecalledSegment(s, titles.get(s.session_id, "")) for s in found_segments],
         turns=[replace(t, session_title=titles.get(t.message.session_id, "")) for t in best],
         cue=cue,
         searched=searched,
@@ -439,7 +439,7 @@ async def refresh_segments(
     limit: int | None = None,
 ) -> int:
     """memory.sqlite.segments.refresh_segments on Postgres: cut and summarise the session's
-    closed spans not yet segmented, oldest first (at most ``limit``); how many segments
+    closed segments not yet stored, oldest first (at most ``limit``); how many segments
     were added. ``force`` closes the newest span too."""
     async with store._transaction() as cursor:
         await cursor.execute(
@@ -453,17 +453,17 @@ async def refresh_segments(
             (session_id, done["done"] if done else 0, read_cap(limit)),
         )
         unsegmented = [pg_rows.message(row) for row in await cursor.fetchall()]
-    spans = closed_spans(unsegmented, force, limit, store.clock())
-    if not spans:
+    segments = closed_segments(unsegmented, force, limit, store.clock())
+    if not segments:
         return 0
-    summaries = await summarise_spans(spans, session_id, summarize, tz)
+    summaries = await summarise_segments(segments, session_id, summarize, tz)
     return await _insert(store, session_id, summaries)
 
 
 async def _insert(
     store: PersonStore, session_id: str, summaries: list[tuple[list[Message], str, str]]
 ) -> int:
-    """Store the summarised spans the session has no segment for yet; how many."""
+    """Store the summarised segments the session has no segment for yet; how many."""
     added = 0
     async with store._transaction() as cursor:
         # Another refresh may have run while we were summarising: skip what it stored.
@@ -516,7 +516,7 @@ async def catch_up_segments(
     store: PersonStore, summarize: Summarizer | None, *, tz: str, budget: int = CATCH_UP_BUDGET
 ) -> int:
     """memory.sqlite.segments.catch_up_segments on Postgres: summarise every session's closed
-    spans not yet segmented, least recently active sessions first, at most ``budget``
+    segments not yet stored, least recently active sessions first, at most ``budget``
     segments per call; how many were added (call again until 0)."""
     added = 0
     for session_id in await pending_sessions(store):

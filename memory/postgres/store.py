@@ -3,7 +3,7 @@
 Every row carries its ``person``; forced row-level security shows a query only the rows
 of ``app.person``, which each call sets for its own transaction. The app's role owns no
 table and cannot turn the policies off; the schema is ``memory.postgres.schema``'s. Same
-behaviour as SQLite (the contract tests); recall and episodes are
+behaviour as SQLite (the contract tests); recall and segments are
 ``memory.postgres.recall``'s. Each person's images live in the ``media_dir`` given.
 Driver failures a caller can act on become ``memory.errors``. Design: docs/postgres.md.
 """
@@ -633,11 +633,11 @@ class PgStore:
     async def refresh_segments(
         self, session_id: str, summarize: Summarizer | None, *, force: bool, tz: str
     ) -> int:
-        """Cut the session's closed spans into summarised segments (memory.postgres.recall)."""
+        """Cut the session's closed messages into summarised segments (memory.postgres.recall)."""
         return await pg_recall.refresh_segments(self, session_id, summarize, force=force, tz=tz)
 
     async def catch_up_segments(self, summarize: Summarizer | None, *, tz: str) -> int:
-        """Summarise a bounded batch of every session's quiet spans; 0 when done."""
+        """Summarise a bounded batch of every session's quiet segments; 0 when done."""
         return await pg_recall.catch_up_segments(self, summarize, tz=tz)
 
     async def recall(
@@ -698,7 +698,7 @@ class PgStore:
         return None if version is None else ".".join(map(str, version))
 
     async def recent_segments(self, limit: int = 50) -> list[Segment]:
-        """The newest segments of every session, newest first (the Memories tab's episodes)."""
+        """The newest segments of every session, newest first (the Memories tab's segments)."""
         async with self._transaction() as cursor:
             await cursor.execute(
                 f"SELECT {_SEGMENT_COLUMNS} FROM segments ORDER BY end_at DESC, id DESC LIMIT %s",

@@ -1,3 +1,3 @@
 """Backend-neutral rules both stores follow: scoring, time, words, memory validation,
-episodes, search terms, the memory_sql policy and passwords. Imports neither sqlite3
+segments, search terms, the memory_sql policy and passwords. Imports neither sqlite3
 nor psycopg, nor any backend."""

@@ -1,4 +1,4 @@
-"""Recall on SQLite: facts, the best past turns and episodes for a question (memory_search).
+"""Recall on SQLite: facts, the best past turns and segments for a question (memory_search).
 
 Facts rank by relevance × retrievability (those returned count as recalled). Turns are
 every user/assistant message of the whole history: lexical (memory.sqlite.retrieval) and,
@@ -6,7 +6,7 @@ given a query vector, dense (memory.sqlite.vectors) candidates fused by
 memory.rules.fusion, the speaker the question names boosted, the current session winning
 ties, each with the neighbours that make it readable (memory.rules.speaker). A time the
 question names is a filter. The question itself and what follows it are never returned.
-Episodes are the segments whose summary or time window matches: pointers into the turns.
+Segments are the segments whose summary or time window matches: pointers into the turns.
 Blocking work: async callers run it in a reader thread. Design: docs/storage.md.
 """
 
@@ -29,8 +29,8 @@ from memory.sqlite.segments import search_segments
 from memory.sqlite.store import SqliteStore, _message
 from memory.sqlite.vectors import nearest
 from memory.types import (
-    Episode,
     Message,
+    RecalledSegment,
     RecalledTurn,
     RecallMode,
     Recollection,
@@ -57,7 +57,7 @@ def recall(
     mode: RecallMode = "hybrid",
     turns: int = TURN_BUDGET,
 ) -> Recollection:
-    """Facts, the ``turns`` best turns before ``question_id`` and the matching episodes
+    """Facts, the ``turns`` best turns before ``question_id`` and the matching segments
     for ``query``; ``session_id`` is the current session. Marks the returned facts as
     recalled. A ``vector`` still being made is waited for only when the dense search
     runs, after the lexical one."""
@@ -69,13 +69,13 @@ def recall(
 
     search = TurnSearch(store, query, cue, session_id, question_id)
     best, searched = search.run(vector, vector_model, mode, turns)
-    spans = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
+    found_segments = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
     titles = store.session_titles(
-        [s.session_id for s in spans] + [t.message.session_id for t in best]
+        [s.session_id for s in found_segments] + [t.message.session_id for t in best]
     )
     return Recollection(
         facts=facts,
-        episodes=[Episode(s, titles.get(s.session_id, "")) for s in spans],
+        segments=[RecalledSegment(s, titles.get(s.session_id, "")) for s in found_segments],
         turns=[
             RecalledTurn(
                 t.message, titles.get(t.message.session_id, ""), t.score, t.before, t.after

@@ -1,8 +1,8 @@
-"""Episodes on SQLite: each session cut into spans ("segments"), each with a summary.
+"""Segments on SQLite: each session cut into segments (runs of messages), each summarised.
 
-``refresh_segments`` cuts a session's closed spans after each turn, ``catch_up_segments``
-every session's at start; the cutting and the summaries are ``memory.rules.episodes``'.
-Deleting a session deletes its episodes. The SQLite work runs off the event loop
+``refresh_segments`` cuts a session's closed segments after each turn, ``catch_up_segments``
+every session's at start; the cutting and the summaries are ``memory.rules.segments``'.
+Deleting a session deletes its segments. The SQLite work runs off the event loop
 (``offload``). Design: docs/storage.md.
 """
 
@@ -12,13 +12,14 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Protocol, TypeVar
 
-from memory.rules.episodes import (
+from memory.rules.segments import (
     CATCH_UP_BUDGET,
-    closed_spans,
+    closed_segments,
     read_cap,
-    summarise_spans,
+    summarise_segments,
 )
 from memory.rules.temporal import TemporalCue
 from memory.sqlite.retrieval import bounded_searches
@@ -29,7 +30,7 @@ log = logging.getLogger("companion.segments")
 
 
 T = TypeVar("T")
-COMMON_EPISODES = 2000  # the newest episodes a query of only common words searches
+COMMON_SEGMENTS = 2000  # the newest segments a query of only common words searches
 
 
 class Offload(Protocol):
@@ -63,18 +64,18 @@ def _last_segmented_id(store: SqliteStore, session_id: str) -> int:
     return int(row[0] or 0)
 
 
-def _closed_spans(
+def _closed_segments(
     store: SqliteStore, session_id: str, force: bool, limit: int | None
 ) -> list[list[Message]]:
-    """The session's spans not yet segmented and closed (all of them with ``force``),
-    oldest first, at most ``limit``; reads no more messages than those spans need."""
+    """The session's segments not yet segmented and closed (all of them with ``force``),
+    oldest first, at most ``limit``; reads no more messages than those segments need."""
     after = _last_segmented_id(store, session_id)
     cap = read_cap(limit)
     rows = store.conn.execute(
         "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
         (session_id, after, -1 if cap is None else cap),
     ).fetchall()
-    return closed_spans([_message(row) for row in rows], force, limit, store.clock())
+    return closed_segments([_message(row) for row in rows], force, limit, store.clock())
 
 
 def _insert(
@@ -89,8 +90,8 @@ def _insert(
             ).fetchone()[0]
             or 0
         )
-        for span, summary, kind in summaries:
-            if span[0].id <= done:
+        for segment, summary, kind in summaries:
+            if segment[0].id <= done:
                 continue
             conn.execute(
                 """INSERT INTO segments (session_id, start_message_id, end_message_id,
@@ -98,10 +99,10 @@ def _insert(
                    VALUES (?, ?, ?, ?, ?, ?, ?)""",
                 (
                     session_id,
-                    span[0].id,
-                    span[-1].id,
-                    span[0].created_at,
-                    span[-1].created_at,
+                    segment[0].id,
+                    segment[-1].id,
+                    segment[0].created_at,
+                    segment[-1].created_at,
                     summary,
                     kind,
                 ),
@@ -120,13 +121,14 @@ async def refresh_segments(
     limit: int | None = None,
     offload: Offload = in_thread,
 ) -> int:
-    """Cut and summarise the session's closed spans not yet segmented, oldest first (at
+    """Cut and summarise the session's closed segments not yet stored, oldest first (at
     most ``limit`` of them); returns how many segments were added. ``force`` closes the
-    newest span too (the person switched to or started another session)."""
-    spans = await offload(lambda: _closed_spans(store, session_id, force, limit), writes=False)
-    if not spans:
+    newest segment too (the person switched to or started another session)."""
+    closed = partial(_closed_segments, store, session_id, force, limit)
+    segments = await offload(closed, writes=False)
+    if not segments:
         return 0
-    summaries = await summarise_spans(spans, session_id, summarize, tz)
+    summaries = await summarise_segments(segments, session_id, summarize, tz)
     return await offload(lambda: _insert(store, session_id, summaries), writes=True)
 
 
@@ -152,7 +154,7 @@ async def catch_up_segments(
     budget: int = CATCH_UP_BUDGET,
     offload: Offload = in_thread,
 ) -> int:
-    """Summarise every session's closed spans not yet segmented — a span is closed once
+    """Summarise every session's closed segments not yet stored — a segment is closed once
     its last message is over 30 minutes old — least recently active sessions first, at
     most ``budget`` segments per call. Returns how many were added: call again until it
     returns 0 (app start does, in the background)."""
@@ -175,7 +177,7 @@ def list_segments(store: SqliteStore, session_id: str) -> list[Segment]:
 
 
 def recent_segments(store: SqliteStore, limit: int = 50) -> list[Segment]:
-    """The newest segments of every session, newest first (the Memories tab's episodes)."""
+    """The newest segments of every session, newest first (the Memories tab's segments)."""
     rows = store.conn.execute(
         "SELECT * FROM segments ORDER BY end_at DESC, id DESC LIMIT ?", (limit,)
     ).fetchall()
@@ -187,7 +189,7 @@ def _matching(
 ) -> list[tuple[float, Segment]]:
     """(BM25, segment) of the ``limit`` best segments above ``floor`` matching ``match``."""
     # Unfiltered, the best ids are ranked inside FTS5 and only they are joined: with every
-    # episode of every session to rank, that is a quarter faster at 1M messages.
+    # segment of every session to rank, that is a quarter faster at 1M messages.
     sql = (
         "SELECT s.*, hit.score FROM (SELECT rowid AS id, bm25(segments_fts) AS score "
         "FROM segments_fts WHERE segments_fts MATCH ? AND rowid > ? ORDER BY score LIMIT ?) hit "
@@ -223,9 +225,9 @@ def search_segments(
         params += [format_time(cue.end), format_time(cue.start)]
     newest = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM segments").fetchone()[0]
     found: dict[int, tuple[float, Segment]] = {}
-    # The rare words over every episode, all of them over the newest: bounded at 1M.
+    # The rare words over every segment, all of them over the newest: bounded at 1M.
     for match, recent in bounded_searches(store, query):
-        floor = int(newest) - COMMON_EPISODES if recent else 0
+        floor = int(newest) - COMMON_SEGMENTS if recent else 0
         for score, segment in _matching(store, match, floor, where, params, limit):
             if segment.id not in found or score < found[segment.id][0]:
                 found[segment.id] = (score, segment)

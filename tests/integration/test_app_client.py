@@ -122,8 +122,8 @@ def test_leaving_a_chat_turns_it_into_an_episode(launch) -> None:
     deadline = time.monotonic() + 10
     while not list_segments(app.store, first_id) and time.monotonic() < deadline:
         time.sleep(0.05)
-    (episode,) = list_segments(app.store, first_id)
-    assert "nasi goreng" in episode.summary
+    (segment,) = list_segments(app.store, first_id)
+    assert "nasi goreng" in segment.summary
 
 
 def test_two_clients_keep_their_own_sessions(launch) -> None:

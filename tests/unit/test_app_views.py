@@ -133,7 +133,7 @@ def test_uploads_are_checked_by_their_bytes(tmp_path: Path) -> None:
 async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from app.memories_view import episode_rows
+    from app.memories_view import segment_rows
     from memory.sqlite.segments import recent_segments, refresh_segments
     from memory.sqlite.store import SqliteStore
 
@@ -151,7 +151,7 @@ async def test_episodes_are_listed_with_how_their_summary_was_written(tmp_path: 
     now[0] = start + timedelta(hours=20, minutes=5)
     store.add_message("s1", "user", "Later", created_at=start + timedelta(hours=20))
     await refresh_segments(store, "s1", summarize)
-    rows = episode_rows(recent_segments(store))
+    rows = segment_rows(recent_segments(store))
     assert [row[4] for row in rows] == ["the chat model", "extractive fallback (no model)"]
     assert "nasi goreng" in rows[1][3]
     assert rows[1][0] == "2026-11-20 19:00"

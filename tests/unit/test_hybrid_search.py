@@ -15,7 +15,7 @@ import pytest
 
 from config.settings import Settings
 from graph import jobs
-from memory import Episode, Message, RecalledTurn, Recollection, Segment
+from memory import Message, RecalledSegment, RecalledTurn, Recollection, Segment
 from memory.rules.budget import CHAR_BUDGET, TURN_BUDGET
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import SqliteStore
@@ -209,11 +209,11 @@ def test_an_extractive_episode_counts_the_lines_it_quotes_toward_the_turns_shown
         "They talked about lines.",
         "model",
     )
-    episodes = [Episode(quoting, "Lines"), Episode(modelled, "Lines")]
+    segments = [RecalledSegment(quoting, "Lines"), RecalledSegment(modelled, "Lines")]
 
     def shown(turns: int) -> list[int]:
         hits = [RecalledTurn(m, "Lines", 1.0) for m in said[:turns]]
-        result = tool.shape(Recollection([], episodes, hits, None), "UTC")
+        result = tool.shape(Recollection([], segments, hits, None), "UTC")
         return [e["id"] for e in result["structured"]["segments"]]
 
     assert shown(TURN_BUDGET) == [2]  # the budget is spent: only the one quoting nothing

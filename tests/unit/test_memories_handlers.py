@@ -41,7 +41,7 @@ async def test_the_table_and_the_empty_table(tab: MemoriesHandlers) -> None:
     await store_of(tab).create_memory("signals", "drink", "kopi")
     table, words = await tab.rows(request())
     assert values(table) == [("signals", "drink", "kopi")] and words == ""
-    assert await tab.episodes_now(request()) == []
+    assert await tab.segments_now(request()) == []
 
 
 async def test_save_adds_then_edits_the_selected_memory(tab: MemoriesHandlers) -> None:

@@ -180,7 +180,7 @@ async def test_other_sessions_are_searched_and_named_by_title(ctx: ToolContext) 
         "Tonight I cooked nasi goreng",
         "Dinner ideas",
     )
-    # That chat was never cut into episodes (the app's catch-up does it, not the tool):
+    # That chat was never cut into segments (the app's catch-up does it, not the tool):
     # its messages are found all the same.
     assert result["structured"]["episodic"] == result["structured"]["segments"] == []
     assert "SECRET" not in str(result)

@@ -93,8 +93,8 @@ async def test_after_catch_up_the_older_chat_is_an_episode(store: SqliteStore) -
         session_id="new",
         question_id=question.id,
     )
-    assert [e.session_title for e in found.episodes] == ["Dinner ideas"]
-    assert "nasi goreng" in found.episodes[0].segment.summary
+    assert [e.session_title for e in found.segments] == ["Dinner ideas"]
+    assert "nasi goreng" in found.segments[0].segment.summary
     assert [(r.message.content, r.session_title) for r in found.turns][:1] == [
         ("Tonight I cooked nasi goreng", "Dinner ideas")
     ]

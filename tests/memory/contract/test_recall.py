@@ -1,4 +1,4 @@
-"""memory_search's recall and episode cutting, the same scenarios on both backends:
+"""memory_search's recall and segment cutting, the same scenarios on both backends:
 SQLite (``AsyncSqliteStore.recall`` / ``.refresh_segments``, memory.sqlite.recall underneath) and
 Postgres (memory.postgres.recall on a ``PgStore``). Each scenario asserts the same results on
 both; one runs a corpus through both side by side; the last ones are Postgres's own:
@@ -153,9 +153,9 @@ def shape(found: Recollection) -> dict[str, Any]:
     """Everything a recollection says, without ids (each backend numbers its own)."""
     return {
         "facts": [(f.category, f.key, f.value, f.recall_count) for f in found.facts],
-        "episodes": [
+        "segments": [
             (e.session_title, e.segment.start_at, e.segment.end_at, e.segment.summary)
-            for e in found.episodes
+            for e in found.segments
         ],
         "messages": [
             (r.session_title, r.message.role, r.message.content, r.message.created_at)
@@ -199,7 +199,7 @@ async def test_a_fact_is_found_and_marked_recalled(backend: Backend) -> None:
     assert twice.stability == recalled_strength(food, backend.clock.now).stability
 
 
-# episodes -----------------------------------------------------------------------------
+# segments -----------------------------------------------------------------------------
 
 
 async def seed_week(backend: Backend) -> dict[str, str]:
@@ -231,10 +231,10 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
     assert await backend.catch_up(summarise) == 0
 
     by_word = await backend.recall("rendang", session_id=chats["now"])
-    (episode,) = by_word.episodes
-    assert episode.session_title == "Dinner ideas"
+    (segment,) = by_word.segments
+    assert segment.session_title == "Dinner ideas"
     # Summaries see only the speakers (not the memory_tool result).
-    assert episode.segment.summary == (
+    assert segment.segment.summary == (
         "Tonight I cooked rendang with my sister / Rendang takes hours! How did it turn out?"
         " / Aku lagi masak rendang, enak banget"
     )
@@ -248,7 +248,7 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
     for question in ("what did we talk about yesterday?", "kemarin kita ngobrol apa?"):
         by_time = await backend.recall(question, session_id=chats["now"])
         assert by_time.cue is not None and by_time.cue.has_window, question
-        assert [e.session_title for e in by_time.episodes] == ["Dinner ideas"], question
+        assert [e.session_title for e in by_time.segments] == ["Dinner ideas"], question
         # No keyword matches inside the window: the window's messages, newest first.
         assert said(by_time) == [
             ("Dinner ideas", "user", "Aku lagi masak rendang, enak banget"),
@@ -257,11 +257,11 @@ async def test_an_episode_is_found_by_a_summary_word_and_by_a_time_cue(
         ], question
 
     jogging = await backend.recall("jogging")
-    assert [e.session_title for e in jogging.episodes] == ["Running"]
-    # A word from another day inside yesterday's window: yesterday's episode.
+    assert [e.session_title for e in jogging.segments] == ["Running"]
+    # A word from another day inside yesterday's window: yesterday's segment.
     outside = await backend.recall("jogging yesterday")
-    assert [e.session_title for e in outside.episodes] == ["Dinner ideas"]
-    assert (await backend.recall("nothing like this")).episodes == []
+    assert [e.session_title for e in outside.segments] == ["Dinner ideas"]
+    assert (await backend.recall("nothing like this")).segments == []
 
 
 # raw messages -------------------------------------------------------------------------
@@ -568,7 +568,7 @@ async def test_one_persons_recall_never_reaches_anothers(postgres: PostgresServe
 
         for query in ("rendang", "what food do I like?", "kemarin", "jogging last time", ""):
             found = await b.recall(query)
-            assert found.facts == [] and found.episodes == [], query
+            assert found.facts == [] and found.segments == [], query
             texts = " ".join(text for _, _, text in said(found))
             assert "rendang" not in texts and "jogging" not in texts, query
         assert said(await b.recall("bikes")) == [("New chat", "user", "I only talk about bikes")]

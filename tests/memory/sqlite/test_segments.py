@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory import Message
-from memory.rules.episodes import extractive_summary
+from memory.rules.segments import extractive_summary
 from memory.rules.temporal import parse_temporal
 from memory.sqlite.segments import (
     catch_up_segments,
@@ -158,7 +158,7 @@ async def test_catch_up_does_every_quiet_span_a_budget_at_a_time(store: SqliteSt
     assert len(calls) == 3
     assert await catch_up_segments(store, summarize, budget=3) == 2
     assert await catch_up_segments(store, summarize, budget=3) == 0
-    # Every span older than 30 minutes is an episode; the one going on now is not.
+    # Every span older than 30 minutes is a segment; the one going on now is not.
     assert [len(list_segments(store, s)) for s in ids] == [1, 1, 1, 1, 1]
     assert pending_sessions(store) == [ids[0]]
     assert all(sg.summary_kind == "model" for s in ids for sg in list_segments(store, s))

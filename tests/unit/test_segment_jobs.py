@@ -1,4 +1,4 @@
-"""Every conversation becomes episodes: on leaving a session, and at app start."""
+"""Every conversation becomes segments: on leaving a session, and at app start."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ async def test_leaving_a_session_closes_its_open_span(make_context) -> None:
     await run_turn(ctx, "a", "Tonight I cooked nasi goreng")
     assert list_segments(ctx.store.blocking, "a") == []  # a fresh span stays open for 30 minutes
     await schedule_segments(ctx, "a", force=True)
-    (episode,) = list_segments(ctx.store.blocking, "a")
-    assert "nasi goreng" in episode.summary
+    (segment,) = list_segments(ctx.store.blocking, "a")
+    assert "nasi goreng" in segment.summary
 
 
 async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
@@ -32,8 +32,8 @@ async def test_app_start_catches_up_on_every_quiet_span(make_context) -> None:
     assert pending_sessions(ctx.store.blocking) == sessions
     await schedule_catch_up(ctx)
     for session_id, plant in zip(sessions, ("tomatoes", "chillies"), strict=True):
-        (episode,) = list_segments(ctx.store.blocking, session_id)
-        assert plant in episode.summary
+        (segment,) = list_segments(ctx.store.blocking, session_id)
+        assert plant in segment.summary
     assert pending_sessions(ctx.store.blocking) == []
 
 
@@ -49,7 +49,7 @@ async def test_a_running_app_keeps_sweeping_for_quiet_chats(make_context) -> Non
             if list_segments(ctx.store.blocking, session.id):
                 break
             await asyncio.sleep(0.02)
-        (episode,) = list_segments(ctx.store.blocking, session.id)
-        assert "cycling" in episode.summary
+        (segment,) = list_segments(ctx.store.blocking, session.id)
+        assert "cycling" in segment.summary
     finally:
         task.cancel()

@@ -1,4 +1,4 @@
-"""Episodes."""
+"""Segments."""
 
 from __future__ import annotations
 
@@ -57,52 +57,52 @@ def extractive_summary(messages: list[Message], tz: str = "UTC") -> str:
     return summary if len(summary) <= SUMMARY_CHARS else summary[: SUMMARY_CHARS - 1] + "…"
 
 
-def split_spans(messages: list[Message]) -> list[list[Message]]:
-    """Cut consecutive messages into spans at gaps over 30 minutes or at 40 messages."""
-    spans: list[list[Message]] = []
+def split_segments(messages: list[Message]) -> list[list[Message]]:
+    """Cut consecutive messages into segments at gaps over 30 minutes or at 40 messages."""
+    segments: list[list[Message]] = []
     for message in messages:
-        current = spans[-1] if spans else None
+        current = segments[-1] if segments else None
         if (
             current is None
             or len(current) >= MAX_MESSAGES
             or parse_time(message.created_at) - parse_time(current[-1].created_at) > GAP
         ):
-            spans.append([message])
+            segments.append([message])
         else:
             current.append(message)
-    return spans
+    return segments
 
 
 def read_cap(limit: int | None) -> int | None:
-    """How many unsegmented messages to read for at most ``limit`` spans (None: all)."""
+    """How many unsegmented messages to read for at most ``limit`` segments (None: all)."""
     return None if limit is None else limit * MAX_MESSAGES + 1
 
 
-def closed_spans(
+def closed_segments(
     messages: list[Message], force: bool, limit: int | None, now: datetime
 ) -> list[list[Message]]:
     """Of a session's unsegmented messages (oldest first, at most ``read_cap(limit)``),
-    the closed spans (all of them with ``force``) at ``now``, at most ``limit``."""
-    spans = split_spans(messages)
+    the closed segments (all of them with ``force``) at ``now``, at most ``limit``."""
+    segments = split_segments(messages)
     cap = read_cap(limit)
     if cap is not None and len(messages) == cap:
-        spans.pop()  # cut short by the read cap: the messages after it may continue it
-    elif spans and not force:
-        last = spans[-1]
+        segments.pop()  # cut short by the read cap: the messages after it may continue it
+    elif segments and not force:
+        last = segments[-1]
         quiet = now - parse_time(last[-1].created_at) > GAP
         if len(last) < MAX_MESSAGES and not quiet:
-            spans.pop()
-    return spans if limit is None else spans[:limit]
+            segments.pop()
+    return segments if limit is None else segments[:limit]
 
 
-async def summarise_spans(
-    spans: list[list[Message]], session_id: str, summarize: Summarizer | None, tz: str
+async def summarise_segments(
+    segments: list[list[Message]], session_id: str, summarize: Summarizer | None, tz: str
 ) -> list[tuple[list[Message], str, str]]:
-    """Each span with its summary and summary_kind: ``summarize``'s over the span's
+    """Each segment with its summary and summary_kind: ``summarize``'s over the segment's
     speakers, or the extractive one without it or when it fails (logged)."""
     summaries: list[tuple[list[Message], str, str]] = []
-    for span in spans:
-        speakers = [m for m in span if m.role in SPEAKER_ROLES]
+    for segment in segments:
+        speakers = [m for m in segment if m.role in SPEAKER_ROLES]
         summary, kind = "", "extractive"
         if summarize is not None and speakers:
             try:
@@ -111,6 +111,6 @@ async def summarise_spans(
                 log.exception("summarising a segment of %s failed; extractive fallback", session_id)
                 summary = ""
         if not summary:
-            summary, kind = extractive_summary(span, tz) or "(no conversation)", "extractive"
-        summaries.append((span, summary, kind))
+            summary, kind = extractive_summary(segment, tz) or "(no conversation)", "extractive"
+        summaries.append((segment, summary, kind))
     return summaries
