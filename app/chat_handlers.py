@@ -232,7 +232,7 @@ class ChatTab:
         return session_rows(await self.store.list_sessions(), (await self.settings()).timezone)
 
     async def leave(self, left: str | None, going_to: str | None) -> None:
-        """The person left a session: what they said there becomes an episode now."""
+        """The person left a session: what they said there becomes a segment now."""
         if left and left != going_to and await self.store.get_session(left):
             schedule_segments(await self.make_context(), left, force=True)
 
@@ -367,7 +367,7 @@ class ChatHandlers:
     async def on_switch(
         self, going_to: str, left: str | None, request: gr.Request
     ) -> tuple[Any, ...]:
-        """Show chat ``going_to`` (the one ``left`` becomes an episode now)."""
+        """Show chat ``going_to`` (the one ``left`` becomes a segment now)."""
         tab = self.chats.of(request)
         going = await tab.store.get_session(going_to) if going_to else None
         if going is None:
