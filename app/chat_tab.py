@@ -132,6 +132,25 @@ class ChatLayout:
     persona: gr.HTML  # the chat's header: the persona's avatar and name
 
 
+def style_note() -> tuple[gr.Markdown, gr.Button, gr.Textbox, gr.Checkbox]:
+    """Under the composer: the chat's kept note and its Remove button (hidden while there
+    is none), then the Style note box and its "Keep for this chat"."""
+    with gr.Row(equal_height=True):
+        note_line = gr.Markdown(visible=False, elem_id="active-note")
+        remove_note = gr.Button(
+            "Remove note", size="sm", scale=0, visible=False, elem_id="remove-note"
+        )
+    with gr.Accordion("Style note", open=False, elem_id="style-note-panel"):
+        note = gr.Textbox(
+            label="For your next message (the persona stays)",
+            placeholder="e.g. answer in three bullet points",
+            max_lines=3,
+            elem_id="style-note",
+        )
+        keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
+    return note_line, remove_note, note, keep
+
+
 def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
     """Lay the tab out inside the current Blocks (the sidebar ``side`` is laid out already)."""
     target = gr.Textbox(visible=False, elem_id="target-session")
@@ -166,19 +185,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
             elem_id="chat-input",
         )
         stop = gr.Button("⏹ Stop", visible="hidden", scale=0, min_width=90, elem_id="stop-turn")
-    with gr.Row(equal_height=True):
-        note_line = gr.Markdown(visible=False, elem_id="active-note")
-        remove_note = gr.Button(
-            "Remove note", size="sm", scale=0, visible=False, elem_id="remove-note"
-        )
-    with gr.Accordion("Style note", open=False, elem_id="style-note-panel"):
-        note = gr.Textbox(
-            label="For your next message (the persona stays)",
-            placeholder="e.g. answer in three bullet points",
-            max_lines=3,
-            elem_id="style-note",
-        )
-        keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
+    note_line, remove_note, note, keep = style_note()
     line = gr.Markdown(elem_id="model-line")
     ui = ChatComponents(
         session=gr.State(None),
