@@ -9,11 +9,12 @@ labelled with their names.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -25,18 +26,25 @@ from nodes.call_model import call_model
 from nodes.execute_tool import execute_tool
 from nodes.nudges import cap_nudge, repeat_nudge
 
-Outcome = TypeVar("Outcome", bound=str)
 
+class _Router(Runnable[State, str]):
+    """A pure router as the graph calls it: inline on the event loop, untraced. LangGraph
+    wraps a plain-function router in callbacks and runs it as a task of its own (a
+    coroutine) or in a worker thread (a function): per step, more than the routing costs."""
 
-def _inline(router: Callable[[State], Outcome]) -> Callable[[State], Awaitable[Outcome]]:
-    """A pure router as a coroutine: LangGraph runs a plain-function router in a worker
-    thread, a thread hop per step that costs more than the routing itself."""
+    def __init__(self, router: Callable[[State], str]) -> None:
+        self.router = router
+        self.name = router.__name__
 
-    async def decide(state: State) -> Outcome:
-        return router(state)
+    def invoke(self, input: State, config: RunnableConfig | None = None, **kwargs: Any) -> str:
+        """The router's outcome for this state."""
+        return self.router(input)
 
-    decide.__name__ = router.__name__
-    return decide
+    async def ainvoke(
+        self, input: State, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> str:
+        """The same, without leaving the event loop."""
+        return self.router(input)
 
 
 def _path_map(outcomes: Iterable[tuple[str, str]]) -> dict[Hashable, str]:
@@ -53,9 +61,9 @@ def build_graph() -> StateGraph[State, Context, State, State]:
     graph.add_node(GUARDS["repeat"].node, repeat_nudge)
     graph.add_edge(START, "build_context")
     graph.add_edge("build_context", "call_model")
-    graph.add_conditional_edges("call_model", _inline(route), _path_map(ROUTES.items()))
+    graph.add_conditional_edges("call_model", _Router(route), _path_map(ROUTES.items()))
     graph.add_conditional_edges(
-        "execute_tool", _inline(after_tools), _path_map(AFTER_TOOLS.items())
+        "execute_tool", _Router(after_tools), _path_map(AFTER_TOOLS.items())
     )
     for edge in GUARDS.values():
         graph.add_edge(edge.node, "build_context")

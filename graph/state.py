@@ -58,10 +58,9 @@ class State(TypedDict, total=False):
     context: Annotated[list[BaseMessage], UntrackedValue]
     # the session before this turn, replayed once in chat form (never checkpointed)
     history: Annotated[list[BaseMessage] | None, UntrackedValue]
-    tools: list[str]  # names of tools offered to the model on the next call
-    # names of tools whose gate was open at the turn's first build_context: the gates run
-    # once per turn, later loops offer these (none while ``no_tools_reason`` is set)
-    enabled_tools: list[str]
+    # names of tools offered to the model on the next call: those whose gate was open at
+    # the turn's first build_context (gates run once per turn), none after a guard edge
+    tools: list[str]
     # tools whose results are in the replayed history window (set by the first
     # build_context): outside content or private data the model still reads this turn
     window_tools: list[str]

@@ -5,9 +5,9 @@ The system message (``prompts.templates.system_prompt``), then the session's las
 tool results, all read from the store. Images go inline only when the vision model
 answers next. Tool results are never system-authored, and outside content is marked as
 data in every turn that replays it. The tools offered are those whose gate was open at
-the turn's first call (``enabled_tools``: gates run once per turn), none when a guard
-edge set ``no_tools_reason`` (rendered as the nudge; the decision is the edge's,
-``graph.routing``). For ``graph.routing.clearance`` it records which tools' results the
+the turn's first call (gates run once per turn; later calls offer ``tools`` again), none
+when a guard edge set ``no_tools_reason`` (rendered as the nudge; the decision is the
+edge's, ``graph.routing``). For ``graph.routing.clearance`` it records which tools' results the
 replayed history holds (``window_tools``) and whether the system message carries the
 person's memories (``memories_shown``). See docs/tools.md.
 """
@@ -49,14 +49,12 @@ IMAGE_NOT_VISIBLE = "[an image is attached here; you cannot see it directly]"
 
 
 class ContextUpdate(TypedDict, total=False):
-    """What build_context sets for the next model call (``window_tools`` and
-    ``enabled_tools`` on the first call of the turn only: neither the history window nor
-    the gates change during the turn)."""
+    """What build_context sets for the next model call (``window_tools`` on the first
+    call of the turn only: the history window does not change during the turn)."""
 
     context: list[BaseMessage]
     history: list[BaseMessage] | None
     window_tools: list[str]
-    enabled_tools: list[str]
     memories_shown: bool
     tools: list[str]
     model_role: Literal["chat", "vision"]
@@ -199,12 +197,13 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         session_id, user_id, history=HISTORY_LIMIT if vision or replayed is None else 0, now=now
     )
     turn, history = stored.turn, stored.history
-    enabled = state.get("enabled_tools")
-    gates_ran = enabled is None
-    if enabled is None:
-        gated = await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
-        enabled = [spec.name for spec in gated]
-    tools = [] if reason else [s for n in enabled if (s := ctx.registry.get(n))]
+    offered = state.get("tools")
+    if reason:
+        tools = []
+    elif offered is None:  # the turn's first call: the gates run once per turn
+        tools = await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+    else:
+        tools = [spec for name in offered if (spec := ctx.registry.get(name))]
     memories = prompt_block(stored.memories, MEMORY_BUDGET_CHARS)
     system = system_prompt(
         identity=settings.identity or persona_text(settings.persona),
@@ -258,6 +257,4 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     )
     if first:
         update["window_tools"] = sorted({m.tool_name for m in history if m.tool_name})
-    if gates_ran:
-        update["enabled_tools"] = enabled
     return update
