@@ -75,6 +75,8 @@ def describe(entry: Mapping[str, Any]) -> str:
             f"{c['name']}({_compact(c.get('args') or {})})" for c in detail.get("calls", [])
         )
         text = f"model {detail.get('model')} ({detail.get('model_role', 'chat')})"
+        if calls and detail.get("dropped"):  # tools were off: the reply is the answer
+            return f"{text}; dropped {calls} (tools off); replied: {detail.get('text', '')}"
         text += f"; calls {calls}" if calls else f"; replied: {detail.get('text', '')}"
         return text
     if kind == "tool":

@@ -41,7 +41,8 @@ class ExecutedCall(TypedDict):
 
 
 class TraceEvent(TypedDict, total=False):
-    """One line of the turn's trace (Graph tab): a node, a model call, a tool, a guard."""
+    """One line of the turn's trace (Graph tab): a node, a model call, a tool, a guard (a
+    guard edge that fired is named: ``loop_cap``, ``repeat``)."""
 
     kind: Literal["node", "model", "tool", "guard", "error"]
     name: str

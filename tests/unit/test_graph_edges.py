@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 from langgraph.runtime import Runtime
 
-from app.graph_view import path, trace_markdown
+from app.graph_view import describe, path, trace_markdown
 from graph.builder import compile_graph, mermaid
 from graph.routing import AFTER_TOOLS, GUARDS, ROUTES, AfterTools, Route
 from graph.runner import run_turn
@@ -85,6 +85,8 @@ async def test_the_trace_names_the_guard_edge_that_fired(make_context) -> None:
     ]
     assert path(capped.trace)[-3:] == ["cap_nudge", "build_context", "call_model"]
     assert "edge loop\\_cap fired" in trace_markdown(capped.trace)
+    last = next(e for e in reversed(capped.trace) if e["kind"] == "model")
+    assert describe(last) == "model scripted-chat (chat); replied: Done."
 
     script = [tool_call("echo", {"text": "a"}, "a"), tool_call("echo", {"text": "A!"}, "b"), "A."]
     repeated = await run_turn(make_context(script), "s2", "twice")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
+from app.graph_view import describe
 from graph.runner import run_turn
 from nodes.call_model import found_so_far
 from nodes.execute_tool import GIST_CHARS, gist
@@ -75,6 +76,8 @@ async def test_a_command_after_the_cap_becomes_what_was_found(make_context, mode
     for city in cities[:3]:
         assert city in answer  # built from the results the loops found
     assert cities[3] not in answer  # the call after the cap never ran
+    last = next(e for e in reversed(result.trace) if e["kind"] == "model")
+    assert describe(last).startswith("model scripted-chat (chat); dropped echo(")
 
 
 @pytest.mark.parametrize("language", ["en", "id"])
