@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-SERVED_NAME = "smollm2"  # the model id the server answers to (what chat.py asks for)
+from providers.llama_server import SERVED_NAME
 
 
 def serve(model: str, port: int, n_ctx: int) -> None:

@@ -33,6 +33,8 @@ from providers.errors import ProviderError
 log = logging.getLogger("companion.local_server")
 
 LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SERVED_NAME = "smollm2"  # the model id the server answers to
+WARM_QUESTION = "Hi"  # the user message after the system prompt in the warming request
 
 Engine = Literal["xllamacpp", "llama-cpp-python"]
 PREBUILT: Engine = "xllamacpp"
@@ -114,6 +116,7 @@ class LocalServer:
         self.url: str | None = None
         self.log_path: Path | None = None
         self.log_dir: Path | None = None  # COMPANION_HOME/logs once settings are known
+        self.loading = False  # True while a start waits for the model to answer
         self._lock = threading.Lock()
         self._atexit = False
 
@@ -128,7 +131,47 @@ class LocalServer:
                 if self.process.poll() is None:
                     return self.url
                 log.warning("%s; restarting it", self.stopped_reason())
-            return self._start(timeout)
+            self.loading = True
+            try:
+                return self._start(timeout)
+            finally:
+                self.loading = False
+
+    def warm(self, system_prompt: str = "", timeout: float = 180.0) -> threading.Thread:
+        """Start the server in the background and have ``system_prompt`` (the system
+        message the first turn will send) processed once, so that the first message finds
+        the model loaded and that prefix in the server's cache.
+
+        Returns the (daemon) thread. A failure is logged; the first message then starts
+        the server itself and says why when it cannot.
+        """
+        thread = threading.Thread(
+            target=self._warm, args=(system_prompt, timeout), name="local-model-warm", daemon=True
+        )
+        thread.start()
+        return thread
+
+    def _warm(self, system_prompt: str, timeout: float) -> None:
+        started = time.perf_counter()
+        try:
+            url = self.ensure(timeout)
+            if system_prompt:
+                self._complete(url, system_prompt, timeout)
+        except (ProviderError, httpx.HTTPError) as exc:
+            log.warning("warming the local model failed: %s", exc)
+            return
+        log.info("local model warm in %.1f s", time.perf_counter() - started)
+
+    @staticmethod
+    def _complete(url: str, system_prompt: str, timeout: float) -> None:
+        """One token after ``system_prompt``: the server keeps the prompt it processed."""
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": WARM_QUESTION},
+        ]
+        body = {"model": SERVED_NAME, "messages": messages, "max_tokens": 1, "cache_prompt": True}
+        address = f"{url}/chat/completions"
+        httpx.post(address, json=body, timeout=timeout, trust_env=False).raise_for_status()
 
     def _start(self, timeout: float) -> str:
         path = self.model_path or local_model_path()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from providers import LocalServer
+from providers import LocalServer, ProviderError
 from providers.llama_server import COMPILED, PREBUILT, chosen_engine, installed, server_command
 from providers.local_smoke import NEEDS_COMPILE, choose_engine
 
@@ -133,3 +134,42 @@ def test_the_compiled_engine_still_serves(tmp_path: Path) -> None:
         assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"]
     finally:
         server.stop()
+
+
+SYSTEM = "You are Companion, a friendly assistant. " * 40
+
+
+def test_warming_loads_the_model_and_caches_the_system_prompt(tmp_path: Path) -> None:
+    server = LocalServer(engine=PREBUILT)
+    server.log_dir = tmp_path
+    try:
+        warming = server.warm(SYSTEM)
+        seen_loading = False
+        while warming.is_alive() and server.url is None:
+            seen_loading = seen_loading or server.loading
+            time.sleep(0.01)
+        warming.join(timeout=180)
+        assert seen_loading and not server.loading and server.url is not None
+        first = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hello!"}]
+        usage = chat(server, messages=first, max_tokens=4).json()["usage"]
+        # everything up to the user's words came from the warming request's cache
+        assert usage["prompt_tokens_details"]["cached_tokens"] >= usage["prompt_tokens"] - 8
+    finally:
+        server.stop()
+
+
+def test_a_failed_warm_is_logged_and_the_first_message_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf file at all")
+    server = LocalServer(broken, engine=PREBUILT)
+    server.log_dir = tmp_path
+    server.warm(SYSTEM).join(timeout=180)
+    warned = [r.getMessage() for r in caplog.records if r.name == "companion.local_server"]
+    assert any(
+        m.startswith("warming the local model failed: the local model server stopped")
+        for m in warned
+    ), warned
+    with pytest.raises(ProviderError, match="its log is at"):
+        server.ensure(timeout=60)
