@@ -33,7 +33,7 @@ from graph.routing import MAX_CALLS_PER_REPLY, ToolKinds, capped, clearance, fre
 from graph.state import ExecutedCall, State, ToolCall, TraceEvent
 from memory import Message
 from prompts.templates import confirmation_question, not_confirmed
-from tools.registry import MALFORMED_ARGUMENTS
+from tools.registry import MALFORMED_ARGUMENTS, log_tool_error
 
 log = logging.getLogger("companion.execute_tool")
 
@@ -201,13 +201,14 @@ async def _run_all(plan: list[Outcome], state: State, runtime: Runtime[Context])
 async def _run(outcome: Outcome, ctx: Context, state: State) -> Outcome:
     started = time.perf_counter()
     call = outcome.call
+    tools = ctx.tool_context(state["session_id"], state["user_message_id"])
     if call["raw_args"] is not None:
         detail = f"not valid JSON: {call['raw_args'][:200]!r}"
         result: dict[str, Any] = {
             "error": MALFORMED_ARGUMENTS.format(name=call["name"], detail=detail)
         }
+        log_tool_error(call["name"], tools, "malformed_arguments", result["error"])
     else:
-        tools = ctx.tool_context(state["session_id"], state["user_message_id"])
         result = await ctx.registry.execute(call["name"], call["args"], tools)
     return replace(outcome, result=result, ms=(time.perf_counter() - started) * 1000)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import logging
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -141,7 +142,11 @@ async def test_near_duplicate_call_is_not_run_again(make_context) -> None:
     assert ctx.chat_model.calls[-1]["tools"] == []
 
 
-async def test_unknown_tool_and_malformed_arguments_become_error_results(make_context) -> None:
+async def test_unknown_tool_and_malformed_arguments_become_error_results(
+    make_context, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Both are error results the model reads, and both leave their WARNING line (a
+    native call whose arguments are not JSON never reaches the registry)."""
     bad = AIMessage(
         content="",
         invalid_tool_calls=[
@@ -155,11 +160,15 @@ async def test_unknown_tool_and_malformed_arguments_become_error_results(make_co
         ],
     )
     ctx = make_context([tool_call("nope", {}, "u1"), bad, "Sorry."])
-    result = await run_turn(ctx, "s1", "do it")
+    with caplog.at_level(logging.WARNING, logger="companion.tools"):
+        result = await run_turn(ctx, "s1", "do it")
     tools = [m for m in ctx.store.blocking.messages("s1") if m.is_tool]
     assert "unknown tool 'nope'" in tools[0].meta["result"]["error"]
     assert "malformed arguments for echo" in tools[1].meta["result"]["error"]
     assert result.answer == "Sorry."
+    logged = [r.getMessage() for r in caplog.records if r.name == "companion.tools"]
+    assert any("tool=nope" in line and "kind=unknown_tool" in line for line in logged)
+    assert any("tool=echo" in line and "kind=malformed_arguments" in line for line in logged)
 
 
 async def test_tool_exception_and_timeout_become_results(make_context) -> None:
