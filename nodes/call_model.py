@@ -19,7 +19,7 @@ import logging
 import time
 from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
@@ -34,12 +34,14 @@ from prompts.templates import (
     INTERNAL_ERROR,
     KEY_REFUSED,
     MODEL_ERROR,
+    NO_TOOL_RAN,
     NOT_FOUND,
     NOT_SET_UP,
     NOTHING_FOUND,
     REQUEST_REFUSED,
     STREAM_CUT,
     fill,
+    language_of,
 )
 from providers import (
     ErrorKind,
@@ -53,7 +55,6 @@ log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
 MAX_FINDINGS = 3  # results quoted by found_so_far
-NO_TOOL_RAN = "no tool ran"
 # The advice for each cause: only a transient failure says "try again in a moment".
 ADVICE: dict[ErrorKind, str] = {
     "key": KEY_REFUSED,
@@ -216,14 +217,24 @@ async def _failed(
     }
 
 
-def found_so_far(executed: list[ExecutedCall]) -> str:
+def found_so_far(executed: list[ExecutedCall], asked: str = "") -> str:
     """The answer after a guard when the model's reply held nothing else: what this
     turn's tools found (the first ``MAX_FINDINGS`` different ones, in the person's
-    terms: no tool names), or why none found anything."""
+    terms: no tool names), or why none found anything; in the language of ``asked``
+    (the person's message)."""
+    language = language_of(asked)
     ok = [e for e in executed if e["ok"]]
     gists = dict.fromkeys(g for e in ok or executed if (g := e.get("gist", "").rstrip(".")))
-    findings = "; ".join(list(gists)[:MAX_FINDINGS]) or NO_TOOL_RAN
-    return fill(FOUND_SO_FAR if ok else NOTHING_FOUND, findings=findings)
+    findings = "; ".join(list(gists)[:MAX_FINDINGS]) or NO_TOOL_RAN[language]
+    return fill((FOUND_SO_FAR if ok else NOTHING_FOUND)[language], findings=findings)
+
+
+def asked_in(state: State) -> str:
+    """The person's message of this turn: the replayed history ends with it ("" where it
+    is not there, e.g. after a vision call's replay)."""
+    history = state.get("history") or []
+    message = history[-1] if history else None
+    return message.text if isinstance(message, HumanMessage) else ""
 
 
 def stream_was_cut(reply: AIMessage) -> bool:
@@ -277,7 +288,8 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     silent = final and not text and state.get("model_role") == "vision"
     summarised = final and not text and not silent and tools_off
     if final and not text and not silent:
-        text = found_so_far(state.get("executed") or []) if tools_off else EMPTY_ANSWER
+        executed = state.get("executed") or []
+        text = found_so_far(executed, asked_in(state)) if tools_off else EMPTY_ANSWER
     update = ModelUpdate(calls=calls)
     if text or silent:
         meta: dict[str, Any] = {"model": name, "model_role": "vision" if vision else "chat"}

@@ -14,10 +14,12 @@ missing value is a bug caught by the tests, not a prompt with a literal ``{name}
 from __future__ import annotations
 
 import functools
+import re
 import string
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
+from typing import Literal
 
 PERSONAS = ("yuzuki", "assistant", "journal")
 
@@ -120,10 +122,32 @@ write any command."""
 
 CAP_REASON = "You have used tools the maximum number of times for this message."
 DUPLICATE_REASON = "You already have the result of that exact request above."
-# The answer after a guard when the model's last reply held nothing but a command:
-# built from what this turn's tools returned (nodes.call_model.found_so_far).
-FOUND_SO_FAR = "I stopped looking things up before writing an answer. What I found: {findings}."
-NOTHING_FOUND = "I stopped looking things up before finding an answer: {findings}."
+# The answer after a guard when the model's reply held nothing else, in the language the
+# person wrote in (``language_of``).
+FOUND_SO_FAR = {
+    "en": "I stopped looking things up before writing an answer. What I found: {findings}.",
+    "id": "Aku berhenti mencari sebelum sempat menjawab. Yang kutemukan: {findings}.",
+}
+NOTHING_FOUND = {
+    "en": "I stopped looking things up before finding an answer: {findings}.",
+    "id": "Aku berhenti mencari sebelum menemukan jawaban: {findings}.",
+}
+NO_TOOL_RAN = {"en": "no tool ran", "id": "belum ada yang berhasil dicari"}
+# Everyday Indonesian words a message in English hardly has (two of them make it Indonesian).
+_INDONESIAN = (
+    "aku saya kamu apa yang di ke dari dan ini itu gimana bagaimana tidak nggak gak "
+    "enggak ada untuk dengan dong kok sih kapan berapa mana hari cuaca kemarin minggu "
+    "lalu tolong cari carikan sekarang besok juga lagi sudah udah belum mau bisa"
+)
+INDONESIAN_WORDS = frozenset(_INDONESIAN.split())
+
+
+def language_of(text: str) -> Literal["en", "id"]:
+    """The language of the person's message: Indonesian ("id") when it has two everyday
+    Indonesian words, else English ("en")."""
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return "id" if len(words & INDONESIAN_WORDS) >= 2 else "en"
+
 
 SEGMENT_SUMMARY = """\
 Summarise this stretch of a conversation in one or two sentences for your own later \

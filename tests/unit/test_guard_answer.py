@@ -13,7 +13,7 @@ from app.graph_view import describe
 from graph.runner import run_turn
 from nodes.call_model import found_so_far
 from nodes.execute_tool import GIST_CHARS, gist
-from prompts.templates import EMPTY_ANSWER
+from prompts.templates import EMPTY_ANSWER, FOUND_SO_FAR, language_of
 from tests.support.chat_model import tool_call
 from tools import web_search
 from tools.registry import ToolRegistry
@@ -73,6 +73,7 @@ async def test_a_command_after_the_cap_becomes_what_was_found(make_context, mode
     answer = stored_answer(ctx, result)
     assert answer == result.answer != EMPTY_ANSWER
     assert "lost my train of thought" not in answer and "/echo" not in answer
+    assert answer.startswith(FOUND_SO_FAR[language].split("{")[0])  # the person's language
     for city in cities[:3]:
         assert city in answer  # built from the results the loops found
     assert cities[3] not in answer  # the call after the cap never ran
@@ -151,3 +152,21 @@ def test_a_gist_is_one_readable_line_of_the_tools_own_formatting(make_context) -
     assert "Results for" not in line and "https://" not in line and "1." not in line[:3]
     assert len(line) == GIST_CHARS and line.endswith("…")
     assert gist(ctx, "web_search", {"error": "rate\nlimited"}) == "rate — limited"
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Cuaca di empat kota gimana?", "id"),
+        ("aku masak apa kamis lalu?", "id"),
+        ("tolong carikan harga tiket ke Bali", "id"),
+        ("Weather in four cities?", "en"),
+        ("What did I cook in Bali last Thursday?", "en"),
+        ("", "en"),
+    ],
+)
+def test_the_answer_after_a_guard_speaks_the_persons_language(text: str, language: str) -> None:
+    assert language_of(text) == language
+    assert found_so_far([], text).startswith(
+        {"en": "I stopped looking", "id": "Aku berhenti mencari"}[language]
+    )
