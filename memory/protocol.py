@@ -15,6 +15,7 @@ from memory.rules.budget import TURN_BUDGET
 from memory.types import (
     Clock,
     EditBatch,
+    ImportedChat,
     Memory,
     Message,
     Person,
@@ -118,6 +119,12 @@ class AsyncStore(Protocol):
     async def delete_messages_from(self, session_id: str, message_id: int) -> int:
         """Delete the session's messages from ``message_id`` on, and the segments that
         covered them (regenerate, edit and resend); how many messages went."""
+        ...
+
+    async def import_chat(self, chat: ImportedChat) -> Session | None:
+        """Keep a conversation brought from another app as a new session, with its title,
+        its times and every message, in one transaction; None when a chat with the same
+        source and source id was imported before (nothing is added)."""
         ...
 
     # running turns (graph.turns)

@@ -73,6 +73,28 @@ class Message:
 
 
 @dataclass(frozen=True)
+class ImportedMessage:
+    """One message of a conversation brought from another app: the person's words or the
+    assistant's, never a system message or a tool call."""
+
+    role: Literal["user", "assistant"]
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ImportedChat:
+    """A conversation brought from another app (``companion import``): kept once per
+    ``source`` (the app) and ``source_id`` (its conversation id)."""
+
+    source: str
+    source_id: str
+    title: str
+    created_at: datetime
+    messages: tuple[ImportedMessage, ...]
+
+
+@dataclass(frozen=True)
 class Session:
     """A conversation."""
 

@@ -59,12 +59,13 @@ log = logging.getLogger("companion.memory_sql")
 _TABLES_1 = ("sessions", "messages", "running_turns", "profile")
 _TABLES_2 = ("memories", "segments")
 _TABLES_3 = ("job_leases", "sql_edits")
+_TABLES_7 = ("chat_imports",)
 
 
 # The tables the app role may read and write (schema_version is the admin's alone; the
 # journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
 # trigger, memory.postgres.sql_guard, writes new entries).
-APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3
+APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3 + _TABLES_7
 APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
 JOURNAL = "sql_edits"
 _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
@@ -306,6 +307,23 @@ PG_MIGRATIONS: tuple[str, ...] = (
         GENERATED ALWAYS AS ({_FOLDED_WORDS % "summary"}) STORED;
     CREATE INDEX segments_tsv ON segments USING gin (tsv);
     """,
+    # 7: conversations brought from other apps (``companion import``, memory.sqlite's
+    # migration 10): each keyed by its app and that app's conversation id, so a second
+    # import of the same file adds nothing; the key goes with its session. Not readable
+    # by memory_sql (sql_guard.UNREADABLE).
+    f"""
+    CREATE TABLE chat_imports (
+        {_PERSON},
+        source      text NOT NULL,
+        source_id   text NOT NULL,
+        session_id  text NOT NULL,
+        imported_at timestamptz NOT NULL,
+        PRIMARY KEY (person, source, source_id),
+        UNIQUE (person, session_id),
+        FOREIGN KEY (person, session_id) REFERENCES sessions (person, id) ON DELETE CASCADE
+    );
+    """
+    + "".join(_scoped(table) for table in _TABLES_7),
 )
 
 

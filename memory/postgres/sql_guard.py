@@ -47,6 +47,7 @@ UNREADABLE: tuple[str, ...] = (
     "schema_version",
     "sql_login",
     "sql_bindings",
+    "chat_imports",
 )
 EDITABLE: dict[str, str] = dict(EDITABLE_COLUMNS)  # messages.content, memories.value, …
 JOURNAL_TRIGGER = "companion_sql_journal"  # also the name of its function

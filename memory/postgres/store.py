@@ -44,6 +44,7 @@ from memory.types import (
     Clock,
     Edit,
     EditBatch,
+    ImportedChat,
     Memory,
     Message,
     RecallMode,
@@ -431,6 +432,38 @@ class PgStore:
         )
         async with self._transaction() as cursor:
             return await _insert_message(cursor, message)
+
+    async def import_chat(self, chat: ImportedChat) -> Session | None:
+        """A conversation from another app as a new session with its own title and times,
+        in one transaction; None when its source and source id were imported before."""
+        created_at = _stamp(chat.created_at)
+        session = Session(uuid.uuid4().hex[:12], chat.title, None, format_time(created_at))
+        meta = _jsonb({"imported": chat.source})
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "SELECT 1 FROM chat_imports WHERE source = %s AND source_id = %s",
+                (chat.source, chat.source_id),
+            )
+            if await cursor.fetchone():
+                return None
+            await cursor.execute(
+                "INSERT INTO sessions (id, title, created_at) VALUES (%s, %s, %s)",
+                (session.id, session.title, created_at),
+            )
+            await cursor.execute(
+                """INSERT INTO chat_imports (source, source_id, session_id, imported_at)
+                   VALUES (%s, %s, %s, %s)""",
+                (chat.source, chat.source_id, session.id, self._now()),
+            )
+            await cursor.executemany(
+                """INSERT INTO messages (session_id, role, content, created_at, meta)
+                   VALUES (%s, %s, %s, %s, %s)""",
+                [
+                    (session.id, m.role, m.content, _stamp(m.created_at), meta)
+                    for m in chat.messages
+                ],
+            )
+        return session
 
     async def messages(self, session_id: str) -> list[Message]:
         """Every message of a session, oldest first."""

@@ -202,6 +202,7 @@ class AsyncSqliteStore:
     style_note = _reads(SqliteStore.style_note)
     set_style_note = _writes(SqliteStore.set_style_note)
     add_message = _writes(SqliteStore.add_message, inline=True)
+    import_chat = _writes(SqliteStore.import_chat)
     messages = _reads(SqliteStore.messages)
     count_messages = _reads(SqliteStore.count_messages)
     read_turn = _reads(read_turn, inline=True)

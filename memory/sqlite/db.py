@@ -194,6 +194,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE VIRTUAL TABLE messages_vocab USING fts5vocab(messages_fts, row);
     """,
+    # 10: conversations brought from other apps (``companion import``): each keyed by its
+    # app and that app's conversation id, so a second import of the same file adds
+    # nothing. The key goes with its session. memory_sql cannot read it.
+    """
+    CREATE TABLE chat_imports (
+        source      TEXT NOT NULL,
+        source_id   TEXT NOT NULL,
+        session_id  TEXT NOT NULL UNIQUE REFERENCES sessions(id) ON DELETE CASCADE,
+        imported_at TEXT NOT NULL,
+        PRIMARY KEY (source, source_id)
+    );
+    """,
 )
 
 

@@ -28,6 +28,7 @@ from memory.sqlite.db import BUSY_TIMEOUT_MS, connect, migrate
 from memory.types import (
     ROLES,
     Clock,
+    ImportedChat,
     Message,
     RunningTurn,
     Session,
@@ -257,6 +258,37 @@ class SqliteStore:
         )
         with self.transaction() as conn:
             return _insert_message(conn, message)
+
+    def import_chat(self, chat: ImportedChat) -> Session | None:
+        """A conversation from another app as a new session with its own title and times,
+        in one transaction; None when its source and source id were imported before."""
+        session = Session(uuid.uuid4().hex[:12], chat.title, None, format_time(chat.created_at))
+        meta = json.dumps({"imported": chat.source})
+        with self.transaction() as conn:
+            known = conn.execute(
+                "SELECT 1 FROM chat_imports WHERE source = ? AND source_id = ?",
+                (chat.source, chat.source_id),
+            ).fetchone()
+            if known:
+                return None
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at) VALUES (?, ?, ?)",
+                (session.id, session.title, session.created_at),
+            )
+            conn.execute(
+                """INSERT INTO chat_imports (source, source_id, session_id, imported_at)
+                   VALUES (?, ?, ?, ?)""",
+                (chat.source, chat.source_id, session.id, self.now()),
+            )
+            conn.executemany(
+                """INSERT INTO messages (session_id, role, content, created_at, meta)
+                   VALUES (?, ?, ?, ?, ?)""",
+                [
+                    (session.id, m.role, m.content, format_time(m.created_at), meta)
+                    for m in chat.messages
+                ],
+            )
+        return session
 
     def get_message(self, message_id: int) -> Message | None:
         """One message by id."""

@@ -12,7 +12,7 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory import MemoryNotFound, Session, StoreError, TurnReads
+from memory import ImportedChat, MemoryNotFound, Session, StoreError, TurnReads
 from memory.postgres.schema import APP_TABLES, PG_MIGRATIONS, migrate
 from memory.postgres.store import PgStore
 from tests.conftest import FIXED_NOW
@@ -118,6 +118,7 @@ async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
         await store.create_memory("identity", "name", person)
         await one_segment(store, "s", f"{person} spoke")
         await store.claim("sweep", "owner", 60)
+        await store.import_chat(ImportedChat("chatgpt", "c1", person, FIXED_NOW, ()))
         edit = f"UPDATE messages SET content = '{person} edited' WHERE id = {asked.id}"
         assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
 
