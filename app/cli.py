@@ -91,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(reindex)
     _person_option(reindex)
+    imports = sub.add_parser(
+        "import",
+        help="bring conversations from ChatGPT's or Claude's export (the zip or its "
+        "conversations.json) or Open WebUI's chat export; importing again adds nothing",
+    )
+    imports.add_argument("path", metavar="PATH", help="the export file")
+    _common(imports)
+    _person_option(imports)
     return parser
 
 
@@ -517,12 +525,12 @@ async def _undo_sql(store: AsyncStore) -> int:
     return 0
 
 
-def _progress_bar(done: int, total: int) -> None:
+def _progress_bar(done: int, total: int, doing: str = "embedding") -> None:
     """One line on stderr, rewritten in place: ``[#####·····] 512/1,024 (50%)``."""
     share = done / total if total else 1.0
     bar = "#" * int(share * 30)
     print(
-        f"\rembedding [{bar:·<30}] {done:,}/{total:,} ({share:.0%})",
+        f"\r{doing} [{bar:·<30}] {done:,}/{total:,} ({share:.0%})",
         end="" if done < total else "\n",
         file=sys.stderr,
         flush=True,
@@ -548,6 +556,35 @@ async def _reindex(factory: Any) -> int:
     finally:
         await release_connections()
     print(f"{done:,} of {total:,} messages have vectors of {ctx.embedder.model}.")
+    return 0
+
+
+async def _import(path: str, factory: Any) -> int:
+    """``companion import PATH``: the export's chats into the --user's store, with a
+    progress bar and a report; then their segments are cut (extractive summaries) and,
+    with an embedder, their vectors made, so memory_search finds them. Exit 2, one line,
+    for a file that is not an export (nothing is added)."""
+    from pathlib import Path
+
+    from app.imports import BadExport, import_export
+    from graph.jobs import reindex
+    from memory import release_connections
+
+    ctx = await factory()
+    try:
+        report = await import_export(
+            ctx.store, Path(path), lambda done, total: _progress_bar(done, total, "importing")
+        )
+        for session_id in report.sessions:
+            await ctx.store.refresh_segments(session_id, None, force=True, tz=ctx.settings.timezone)
+        if ctx.embedder is not None and report.sessions:
+            await reindex(ctx.store, ctx.embedder, _progress_bar)
+    except BadExport as exc:
+        print(f"companion: cannot import {path}: {exc}", file=sys.stderr)
+        return USAGE
+    finally:
+        await release_connections()
+    print("\n".join(report.lines()))
     return 0
 
 
@@ -602,6 +639,8 @@ def _command(args: argparse.Namespace) -> int:
         return _memory(args)
     if args.command == "db":
         return _db_migrate(args)
+    if args.command == "import":
+        return _for_person(args, lambda factory: _import(args.path, factory))
     if args.command == "chat":
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)

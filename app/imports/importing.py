@@ -1,0 +1,96 @@
+"""Import an export into a person's store: the whole file is read and checked first, so
+a file that turns out malformed or unsafe halfway adds nothing; then each conversation
+is kept in a transaction of its own (``AsyncStore.import_chat``), and one imported
+before (the same app and conversation id) is left as it is.
+
+The parse runs in a worker thread (a conversation at a time), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.imports.common import Parsed
+from app.imports.reading import conversations
+from memory import AsyncStore
+
+_DONE = None
+
+
+@dataclass
+class Report:
+    """What an import did: the export's app, the chats and messages that went in, the
+    chats already there, the new sessions, and what was left out and why."""
+
+    source: str = ""
+    conversations: int = 0
+    chats: int = 0
+    messages: int = 0
+    already: int = 0
+    sessions: list[str] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def lines(self) -> list[str]:
+        """The report as the terminal shows it."""
+        said = [
+            f"Imported {self.chats:,} chats with {self.messages:,} messages "
+            f"from {self.source or 'the file'} ({self.conversations:,} conversations in it)."
+        ]
+        if self.already:
+            said.append(f"{self.already:,} chats were imported before: left as they were.")
+        said += [f"skipped {count:,}: {why}" for why, count in sorted(self.skipped.items())]
+        return said
+
+
+def _check(path: Path) -> tuple[str, int]:
+    """Read the whole export (BadExport on the first problem): its app and how many
+    conversations it has."""
+    source, count = "", 0
+    for found, _ in conversations(path):
+        source, count = found.name, count + 1
+    return source, count
+
+
+async def _each(path: Path) -> AsyncIterator[Parsed]:
+    """``conversations(path)``, each one parsed in a worker thread."""
+    stream = conversations(path)
+    try:
+        while (pair := await asyncio.to_thread(next, stream, _DONE)) is not _DONE:
+            yield pair[1]
+    finally:
+        stream.close()
+
+
+async def _keep(store: AsyncStore, report: Report, parsed: Parsed) -> None:
+    """Keep one parsed conversation as a new chat, and say so in ``report``."""
+    if not parsed.chat.messages:
+        report.skipped["conversation with nothing to keep"] += 1
+        return
+    session = await store.import_chat(parsed.chat)
+    if session is None:
+        report.already += 1
+        return
+    report.chats += 1
+    report.messages += len(parsed.chat.messages)
+    report.sessions.append(session.id)
+    report.skipped.update(parsed.skipped)
+
+
+async def import_export(
+    store: AsyncStore, path: Path, progress: Callable[[int, int], None] | None = None
+) -> Report:
+    """Import the export at ``path`` into ``store``: checked whole first (BadExport, and
+    nothing is added), then a transaction per chat; ``progress(done, total)`` after each."""
+    report = Report()
+    report.source, report.conversations = await asyncio.to_thread(_check, path)
+    done = 0
+    async for parsed in _each(path):
+        await _keep(store, report, parsed)
+        done += 1
+        if progress is not None:
+            progress(done, report.conversations)
+    return report

@@ -1,0 +1,25 @@
+"""Open WebUI's chat export: the path to history.currentId, epoch-second times, system
+messages left out; a second import adds nothing."""
+
+from __future__ import annotations
+
+from memory.sqlite.async_store import AsyncSqliteStore
+from tests.support.exports import OPENWEBUI, imported_once, transcript
+
+
+async def test_each_chat_keeps_the_branch_to_current_id_with_its_times(
+    async_store: AsyncSqliteStore,
+) -> None:
+    first, found = await imported_once(async_store, OPENWEBUI)
+    assert (first.source, first.chats, first.messages) == ("Open WebUI", 2, 6)
+    assert first.skipped == {"system message": 1}
+    session, messages = found["Marathon plan"]
+    assert session.created_at == "2024-09-01 09:00:00"
+    assert transcript(messages) == [
+        "user at 2024-09-01 09:00:10: I'm training for the Berlin marathon on 29 September.",
+        "assistant at 2024-09-01 09:00:30: Great goal! Taper in the last two weeks before Berlin.",
+        "user at 2024-09-01 09:01:00: My long run pace is 5:45 per km.",
+        "assistant at 2024-09-01 09:01:15: That pace suits a sub-4-hour finish.",
+    ]
+    family = found["Family"][1]
+    assert [m.role for m in family] == ["user", "assistant"]  # the system prompt is not kept
