@@ -569,6 +569,7 @@ async def _import(path: str, factory: Any) -> int:
     from app.imports import BadExport, import_export
     from graph.jobs import reindex
     from memory import release_connections
+    from providers import EmbeddingUnavailable
 
     ctx = await factory()
     try:
@@ -577,14 +578,19 @@ async def _import(path: str, factory: Any) -> int:
         )
         for session_id in report.sessions:
             await ctx.store.refresh_segments(session_id, None, force=True, tz=ctx.settings.timezone)
+        print("\n".join(report.lines()))
         if ctx.embedder is not None and report.sessions:
             await reindex(ctx.store, ctx.embedder, _progress_bar)
     except BadExport as exc:
         print(f"companion: cannot import {path}: {exc}", file=sys.stderr)
         return USAGE
+    except EmbeddingUnavailable as exc:  # the chats are in; recall stays lexical till then
+        print(
+            f"\ncompanion: the embedder failed: {exc}; run `companion memory reindex`",
+            file=sys.stderr,
+        )
     finally:
         await release_connections()
-    print("\n".join(report.lines()))
     return 0
 
 
