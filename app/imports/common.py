@@ -13,7 +13,7 @@ from memory import ImportedChat
 
 Speaker = Literal["user", "assistant"]  # the only roles imported text takes
 UNTITLED = "Imported chat"
-MILLISECONDS = 10**11  # an epoch time above this is in milliseconds (past the year 5138 in s)
+SUBSECOND = 10**11  # an epoch time above this is in ms, µs or ns (in seconds: past year 5138)
 
 
 class BadExport(Exception):
@@ -29,11 +29,13 @@ class Parsed:
 
 
 def epoch(value: Any) -> datetime | None:
-    """An epoch time (seconds, or milliseconds when that large) as a UTC moment; None
-    for a missing or unreadable one."""
+    """An epoch time (seconds, or milli-, micro- or nanoseconds when that large) as a UTC
+    moment; None for a missing or unreadable one."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    seconds = value / 1000 if value > MILLISECONDS else value
+    seconds = value
+    while seconds > SUBSECOND:
+        seconds /= 1000
     try:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):

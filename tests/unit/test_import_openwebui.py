@@ -3,6 +3,9 @@ messages left out; a second import adds nothing."""
 
 from __future__ import annotations
 
+import pytest
+
+from app.imports.common import epoch
 from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.exports import OPENWEBUI, imported_once, transcript
 
@@ -23,3 +26,11 @@ async def test_each_chat_keeps_the_branch_to_current_id_with_its_times(
     ]
     family = found["Family"][1]
     assert [m.role for m in family] == ["user", "assistant"]  # the system prompt is not kept
+
+
+@pytest.mark.parametrize(
+    "stamp", [1725181210, 1725181210.0, 1725181210_000, 1725181210_000_000_000]
+)
+def test_epoch_times_in_seconds_or_finer_units_are_the_same_moment(stamp: float) -> None:
+    moment = epoch(stamp)
+    assert moment is not None and moment.isoformat() == "2024-09-01T09:00:10+00:00"
