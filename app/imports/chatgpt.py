@@ -26,11 +26,12 @@ from app.imports.common import (
     Speaker,
     branch,
     epoch,
+    finished,
     parents,
     text_id,
     title_of,
 )
-from memory import ImportedChat, ImportedMessage
+from memory import ImportedMessage
 
 SOURCE = "chatgpt"
 ROLES: dict[str, Speaker] = {"user": "user", "assistant": "assistant"}
@@ -124,7 +125,4 @@ def parse(conversation: dict[str, Any]) -> Parsed:
             if when is None:
                 raise BadExport(f"conversation {label}: a message has no time")
             messages.append(ImportedMessage(kept[0], kept[1], when))
-    start = created or (messages[0].created_at if messages else None)
-    if start is None:
-        raise BadExport(f"conversation {label}: it has no time")
-    return Parsed(ImportedChat(SOURCE, source_id, title, start, tuple(messages)), skipped)
+    return finished(SOURCE, source_id, title, created, messages, skipped)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from app.imports.common import BadExport, Parsed, Speaker, iso, text_id, title_of
-from memory import ImportedChat, ImportedMessage
+from app.imports.common import BadExport, Parsed, Speaker, finished, iso, text_id, title_of
+from memory import ImportedMessage
 
 SOURCE = "claude"
 SENDERS: dict[str, Speaker] = {"human": "user", "assistant": "assistant"}
@@ -67,7 +67,6 @@ def parse(conversation: dict[str, Any]) -> Parsed:
         if when is None:
             raise BadExport(f"conversation {label}: a message has no time")
         messages.append(ImportedMessage(SENDERS[message["sender"]], text, when))
-    start = iso(conversation.get("created_at")) or (messages[0].created_at if messages else None)
-    if start is None:
-        raise BadExport(f"conversation {label}: it has no time")
-    return Parsed(ImportedChat(SOURCE, source_id, title, start, tuple(messages)), skipped)
+    return finished(
+        SOURCE, source_id, title, iso(conversation.get("created_at")), messages, skipped
+    )

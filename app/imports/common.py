@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from memory import ImportedChat
+from memory import ImportedChat, ImportedMessage
 
 Speaker = Literal["user", "assistant"]  # the only roles imported text takes
-UNTITLED = "Imported chat"
+UNTITLED = "Imported chat"  # a chat with neither a title nor a message
+TITLE_CHARS = 60  # an untitled chat is named by its first line, clipped to this
 SUBSECOND = 10**11  # an epoch time above this is in ms, µs or ns (in seconds: past year 5138)
 
 
@@ -54,8 +55,35 @@ def iso(value: Any) -> datetime | None:
 
 
 def title_of(value: Any) -> str:
-    """The conversation's title, or a plain one when it has none."""
-    return value.strip() if isinstance(value, str) and value.strip() else UNTITLED
+    """The conversation's title ("" when it has none)."""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _clipped(line: str) -> str:
+    """``line`` cut at a word to fit ``TITLE_CHARS`` with its ellipsis."""
+    cut = line[: TITLE_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
+
+
+def finished(
+    source: str,
+    source_id: str,
+    title: str,
+    created: datetime | None,
+    messages: list[ImportedMessage],
+    skipped: Counter[str],
+) -> Parsed:
+    """The parsed conversation: an untitled one is named by its first line (clipped at a word
+    to ``TITLE_CHARS``), and it starts at its own time or else its first message's
+    (BadExport: it has neither)."""
+    if not title and messages:
+        line = messages[0].content.strip().splitlines()[0]
+        title = line if len(line) <= TITLE_CHARS else _clipped(line)
+    title = title or UNTITLED
+    start = created or (messages[0].created_at if messages else None)
+    if start is None:
+        raise BadExport(f"conversation {source_id} ({title}): it has no time")
+    return Parsed(ImportedChat(source, source_id, title, start, tuple(messages)), skipped)
 
 
 def text_id(value: Any, what: str) -> str:

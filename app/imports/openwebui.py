@@ -16,7 +16,7 @@ from typing import Any
 
 import app.imports.common as common
 from app.imports.common import BadExport, Parsed, Speaker
-from memory import ImportedChat, ImportedMessage
+from memory import ImportedMessage
 
 SOURCE = "openwebui"
 ROLES: dict[str, Speaker] = {"user": "user", "assistant": "assistant"}
@@ -62,7 +62,4 @@ def parse(item: dict[str, Any]) -> Parsed:
             raise BadExport(f"conversation {label}: a message has no time")
         else:
             messages.append(ImportedMessage(ROLES[message["role"]], content, when))
-    start = created or (messages[0].created_at if messages else None)
-    if start is None:
-        raise BadExport(f"conversation {label}: it has no time")
-    return Parsed(ImportedChat(SOURCE, source_id, title, start, tuple(messages)), skipped)
+    return common.finished(SOURCE, source_id, title, created, messages, skipped)

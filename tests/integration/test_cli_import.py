@@ -53,7 +53,14 @@ async def recalled(home: Path, query: str, monkeypatch: pytest.MonkeyPatch) -> s
     ("export", "source", "titles", "messages", "query", "fact"),
     [
         (CHATGPT, "ChatGPT", ["Lisbon trip", "Sourdough starter"], 9, "sourdough starter", "Clint"),
-        (CLAUDE, "Claude", ["Choosing a rescue dog", "Imported chat"], 6, "greyhound", "Pixel"),
+        (
+            CLAUDE,
+            "Claude",
+            ["Choosing a rescue dog", "Remind me: my passport expires in March 2027."],
+            6,
+            "greyhound",
+            "Pixel",
+        ),
         (OPENWEBUI, "Open WebUI", ["Family", "Marathon plan"], 6, "marathon", "Berlin"),
     ],
 )
