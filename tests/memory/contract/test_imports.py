@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from app.imports import import_export
 from memory import AsyncStore, ImportedChat, ImportedMessage, format_time
 from tests.conftest import FIXED_NOW
+from tests.support.exports import CHATGPT
 
 SENT = datetime(2023, 5, 1, 9, 30, 15, tzinfo=UTC)
 ANSWERED = datetime(2023, 5, 1, 9, 30, 40, tzinfo=UTC)
@@ -64,3 +66,17 @@ async def test_memory_sql_cannot_read_the_import_keys(store: AsyncStore) -> None
     await store.import_chat(_chat())
     result = await store.run_sql("SELECT source_id FROM chat_imports", now=FIXED_NOW)
     assert "error" in result and "conv-1" not in str(result)
+
+
+async def test_an_export_imports_alike_on_both_backends(store: AsyncStore) -> None:
+    report = await import_export(store, CHATGPT)
+    again = await import_export(store, CHATGPT)
+    assert (report.chats, report.messages, again.chats, again.already) == (2, 9, 0, 2)
+    sessions = {s.title: s for s in await store.list_sessions()}
+    assert sessions["Sourdough starter"].created_at == "2024-05-01 09:30:00"
+    said = await store.messages(sessions["Lisbon trip"].id)
+    assert [(m.role, m.created_at) for m in said] == [
+        ("user", "2024-06-01 10:00:05"),
+        ("assistant", "2024-06-01 10:00:20"),
+    ]
+    assert said[1].content.startswith("Go to Pastéis de Belém")
