@@ -34,6 +34,16 @@ def looks_like(item: Any) -> bool:
     return history is not None and isinstance(history.get("messages"), dict)
 
 
+def _leaf(current: Any, listed: Any, tree: dict[str, Any]) -> str | None:
+    """The message the person last saw: ``currentId``, or (an export without it) the
+    last of ``chat.messages``, the branch the app showed."""
+    if isinstance(current, str) and current in tree:
+        return current
+    last = listed[-1] if isinstance(listed, list) and listed else None
+    found = last.get("id") if isinstance(last, dict) else None
+    return found if isinstance(found, str) and found in tree else None
+
+
 def parse(item: dict[str, Any]) -> Parsed:
     """One Open WebUI chat: the path to ``currentId`` (BadExport: no id, a cycle, a broken
     tree, no time)."""
@@ -42,8 +52,7 @@ def parse(item: dict[str, Any]) -> Parsed:
     label = f"{source_id} ({title})"
     history = _history(item) or {}
     tree: dict[str, Any] = history["messages"]
-    current = history.get("currentId")
-    leaf = current if isinstance(current, str) and current in tree else None
+    leaf = _leaf(history.get("currentId"), item["chat"].get("messages"), tree)
     created = common.epoch(item.get("created_at")) or common.epoch(item["chat"].get("timestamp"))
     skipped: Counter[str] = Counter()
     messages: list[ImportedMessage] = []

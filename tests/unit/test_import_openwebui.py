@@ -3,8 +3,12 @@ messages left out; a second import adds nothing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from app.imports import import_export
 from app.imports.common import epoch
 from memory.sqlite.async_store import AsyncSqliteStore
 from tests.support.exports import OPENWEBUI, imported_once, transcript
@@ -34,3 +38,17 @@ async def test_each_chat_keeps_the_branch_to_current_id_with_its_times(
 def test_epoch_times_in_seconds_or_finer_units_are_the_same_moment(stamp: float) -> None:
     moment = epoch(stamp)
     assert moment is not None and moment.isoformat() == "2024-09-01T09:00:10+00:00"
+
+
+async def test_without_current_id_the_branch_chat_messages_shows_is_kept(
+    tmp_path: Path, async_store: AsyncSqliteStore
+) -> None:
+    chats = json.loads(OPENWEBUI.read_text(encoding="utf-8"))
+    del chats[0]["chat"]["history"]["currentId"]
+    export = tmp_path / "chats.json"
+    export.write_text(json.dumps(chats), encoding="utf-8")
+    report = await import_export(async_store, export)
+    assert (report.chats, report.messages) == (2, 6)
+    marathon = [s for s in await async_store.list_sessions() if s.title == "Marathon plan"]
+    said = [m.content for m in await async_store.messages(marathon[0].id)]
+    assert "A first answer the person regenerated." not in said and len(said) == 4
