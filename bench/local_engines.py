@@ -68,7 +68,8 @@ def rates(url: str) -> tuple[float, float]:
 
 def tool_shapes(url: str) -> str:
     """What the server does with the app's native tool-call requests."""
-    streamed, _ = post(url, messages=[ASKED], tools=[WEATHER], tool_choice="auto", stream=True)
+    asked = {"messages": [ASKED], "tools": [WEATHER], "max_tokens": 48}
+    streamed, _ = post(url, **asked, tool_choice="auto", stream=True)
     called = '"tool_calls"' in streamed.text
     history, _ = post(url, messages=ANSWERED, tools=[WEATHER], max_tokens=48)
     return (
