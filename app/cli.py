@@ -241,9 +241,11 @@ def _person_factory(args: argparse.Namespace) -> Any:
 async def _chat(args: argparse.Namespace, factory: Any) -> int:
     from config.settings import require_chat_model
     from graph.builder import checkpointed_graph
+    from graph.setup import warm_local_model
 
     ctx = await factory()  # a bad value from a flag, the environment or the profile: main
     require_chat_model(ctx.settings)
+    await warm_local_model(ctx)  # the bundled model loads while the person types
     if args.checkpoints:
         async with checkpointed_graph(ctx.settings.home / "checkpoints.db") as graph:
             return await _chat_loop(args, ctx, graph)

@@ -172,7 +172,8 @@ def serve(
     database that is down or not made (StoreError) is raised for the CLI to say.
     """
     make_context = ContextFactory(flags)
-    settings = asyncio.run(startup_settings(make_context))
+    # The bundled model starts loading now, beside the page (the first message waits less).
+    settings = asyncio.run(startup_settings(make_context, warm=True))
     problem = exposure_problem(host, settings.password)
     if problem:
         print(f"companion: {problem}", file=sys.stderr)

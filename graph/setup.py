@@ -30,9 +30,11 @@ from memory import (
     open_accounts,
     release_connections,
 )
+from nodes.build_context import system_text
 from providers import (
     Embedder,
     lazy_local_model,
+    local_server,
     make_chat_model,
     make_vision_model,
     open_embedder,
@@ -63,13 +65,30 @@ def open_store(
     return backends.open_store(resolve_home(flags, env), database_url(flags, env), person=person)
 
 
-async def startup_settings(factory: ContextFactory) -> Settings:
+async def startup_settings(factory: ContextFactory, *, warm: bool = False) -> Settings:
     """The settings before the app's own loop starts (``companion``, ``companion doctor``):
-    read on a loop of their own, whose connections then close."""
+    read on a loop of their own, whose connections then close; ``warm``: the bundled
+    model starts loading meanwhile (``warm_local_model``)."""
     try:
-        return (await factory()).settings
+        ctx = await factory()
+        if warm:
+            await warm_local_model(ctx)
+        return ctx.settings
     finally:
         await release_connections()
+
+
+async def warm_local_model(ctx: Context) -> None:
+    """With the bundled model, start its server now in the background and have a new
+    chat's first system message processed, so the first message finds the model loaded
+    and that prompt in its cache (providers.LocalServer.warm); nothing for another model."""
+    if not ctx.settings.is_local:
+        return
+    tools = await ctx.registry.enabled(ctx.tool_context(None))
+    system = system_text(ctx.settings, tools, (ctx.clock or ctx.store.clock)())
+    server = local_server()
+    server.log_dir = ctx.settings.home / "logs"
+    server.warm(system)
 
 
 def context_for(

@@ -18,6 +18,7 @@ import base64
 import mimetypes
 import time
 from collections.abc import Collection, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -30,6 +31,7 @@ from langchain_core.messages import (
 )
 from langgraph.runtime import Runtime
 
+from config.settings import Settings
 from graph.context import Context
 from graph.routing import model_role, vision_missing
 from graph.state import MAX_TOOL_LOOPS, State, TraceEvent
@@ -37,6 +39,7 @@ from memory import Message
 from memory.rules.memories import prompt_block
 from memory.rules.temporal import clock_text
 from prompts.templates import ToolLine, persona_text, system_prompt, tool_result
+from tools.base import ToolSpec
 
 HISTORY_LIMIT = 25
 MEMORY_BUDGET_CHARS = 1500
@@ -179,6 +182,31 @@ def _replay_tools(
     return out
 
 
+def system_text(
+    settings: Settings,
+    tools: list[ToolSpec],
+    now: datetime,
+    *,
+    memories: str = "",
+    style_notes: Iterable[str | None] = (),
+    reason: str | None = None,
+    after_image: bool = False,
+) -> str:
+    """The system message of a model call offering ``tools`` at ``now`` (the local
+    model's warm start builds a new chat's first one with it: graph.setup)."""
+    return system_prompt(
+        identity=settings.identity or persona_text(settings.persona),
+        style_notes=style_notes,
+        now=clock_text(now, settings.timezone),
+        tool_rounds=MAX_TOOL_LOOPS,
+        memories=memories,
+        tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
+        tool_mode=settings.tool_mode,
+        no_tools_reason=reason,
+        after_image=after_image,
+    )
+
+
 async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdate:
     """Read history and this turn's results from the store; offer tools; pick the model."""
     started = time.perf_counter()
@@ -205,15 +233,13 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     else:
         tools = [spec for name in offered if (spec := ctx.registry.get(name))]
     memories = prompt_block(stored.memories, MEMORY_BUDGET_CHARS)
-    system = system_prompt(
-        identity=settings.identity or persona_text(settings.persona),
-        style_notes=(stored.style_note, ctx.style_note),
-        now=clock_text(now, settings.timezone),
-        tool_rounds=MAX_TOOL_LOOPS,
+    system = system_text(
+        settings,
+        tools,
+        now,
         memories=memories,
-        tools=[ToolLine(t.name, t.command or t.name, t.examples, t.use_when) for t in tools],
-        tool_mode=settings.tool_mode,
-        no_tools_reason=reason,
+        style_notes=(stored.style_note, ctx.style_note),
+        reason=reason,
         after_image=bool(state.get("executed")) and role == "vision",
     )
     mode, media = settings.tool_mode, ctx.store.media_dir
