@@ -171,13 +171,18 @@ def serve(
     COMPANION_ALLOWED_HOSTS, or a ``password`` flag). A bad setting (ConfigError) or a
     database that is down or not made (StoreError) is raised for the CLI to say.
     """
+    # SIGTERM stops like Ctrl+C, so exit handlers run (they stop the local model server),
+    # from the start: the warm start below may have started that server already.
+    signal.signal(signal.SIGTERM, _interrupt)
     make_context = ContextFactory(flags)
-    # The bundled model starts loading now, beside the page (the first message waits less).
-    settings = asyncio.run(startup_settings(make_context, warm=True))
+    settings = asyncio.run(startup_settings(make_context))
     problem = exposure_problem(host, settings.password)
     if problem:
         print(f"companion: {problem}", file=sys.stderr)
         return 2
+    # The bundled model starts loading now, beside the page (the first message waits
+    # less); not before a refusal, whose exit would leave the starting server behind.
+    asyncio.run(startup_settings(make_context, warm=True))
     try:
         demo, url = launch_app(
             make_context,
@@ -193,8 +198,6 @@ def serve(
     print(f"Companion is running at {url}{login} — press Ctrl+C to stop.", flush=True)
     names = ", ".join(trusted_hosts(host, settings.allowed_hosts))
     print(f"It answers to the host names {names} (more: COMPANION_ALLOWED_HOSTS).", flush=True)
-    # SIGTERM stops like Ctrl+C, so exit handlers run (they stop the local model server).
-    signal.signal(signal.SIGTERM, _interrupt)
     demo.block_thread()
     return 0
 

@@ -166,6 +166,8 @@ def test_serving_beyond_loopback_without_a_password_is_refused(tmp_path: Path) -
     done = companion(tmp_path, "--host", "0.0.0.0", "--port", "9")
     assert done.returncode == 2
     assert "refusing to serve on 0.0.0.0 without a password" in done.stderr
+    # Refused before the bundled model's warm start: no server was started to outlive it.
+    assert not list((tmp_path / "logs").glob("llama-server-*.log"))
 
 
 @pytest.mark.parametrize("flag", ["--password=x", "--password="])
