@@ -168,7 +168,7 @@ def _people_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         leaf.add_argument("--home", default=argparse.SUPPRESS, help="the home of the people")
         _database_flag(leaf)
 
-    db = sub.add_parser("db", help="the shared Postgres database of a hosted Companion")
+    db = sub.add_parser("db", help="the shared Postgres database of a Companion with accounts")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     migrate = db_sub.add_parser(
         "migrate",
@@ -223,7 +223,7 @@ def _person_factory(args: argparse.Namespace) -> Any:
 
     people = People(_flags(args))
     if args.user is None:
-        if not people.hosted:
+        if not people.accounts_on:
             return people.default  # one person, no login: the home is theirs
         names = ", ".join(person.name for person in people.accounts.people())
         print(
@@ -231,7 +231,7 @@ def _person_factory(args: argparse.Namespace) -> Any:
             file=sys.stderr,
         )
         return None
-    if not people.hosted or people.accounts.get(args.user) is None:
+    if not people.accounts_on or people.accounts.get(args.user) is None:
         hint = f"add one with `companion user add {args.user}`"
         print(f"companion: no user {args.user} ({hint})", file=sys.stderr)
         return None

@@ -210,7 +210,7 @@ def verify_target(
         return dataclasses.replace(current, chat_model=_blank(form.get("chat_model")))
     typed = _blank(form.get("api_key"))
     same = origin(str(url)) is not None and origin(str(url)) == origin(current.base_url)
-    mine = {"base_url"} if current.hosted else set()
+    mine = {"base_url"} if current.accounts_on else set()
     personal = current.personal_endpoints | mine
     return dataclasses.replace(
         current,
@@ -245,7 +245,7 @@ class SettingsHandlers:
 
     def __init__(self, people: People) -> None:
         self.people = people
-        self.fixed = fixed_fields(people.flags, people.env, hosted=people.hosted)
+        self.fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
 
     async def settings(self, request: gr.Request) -> Settings:
         return (await self.people.factory(request.username)()).settings

@@ -104,11 +104,11 @@ def launch_app(
     if password is not None and not password:
         raise ValueError("an empty password would turn the login off")
     people = make_context if isinstance(make_context, People) else People.single(make_context)
-    problem = exposure_problem(host, "accounts" if people.hosted else password)
+    problem = exposure_problem(host, "accounts" if people.accounts_on else password)
     if problem:
         raise ValueError(problem)
     check: Callable[[str, str], bool] | None = None
-    if people.hosted:
+    if people.accounts_on:
         check = people.check
     elif password:
         check = single_password(USER, password)

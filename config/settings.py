@@ -85,7 +85,7 @@ class Settings:
     allow_private_urls: bool = False
     # With accounts on, may each person choose their own endpoints (CONNECTION_KEYS)?
     allow_personal_endpoints: bool = False
-    hosted: bool = False  # accounts are on: several people, each a stranger to the operator
+    accounts_on: bool = False  # accounts are on: several people, each a stranger to the operator
     # The endpoint fields whose URL a person chose in Settings while accounts are on: the
     # address guard trusts them nowhere (tools.net).
     personal_endpoints: frozenset[str] = frozenset()
@@ -271,13 +271,13 @@ def fixed_fields(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     *,
-    hosted: bool = False,
+    accounts_on: bool = False,
 ) -> dict[str, str]:
     """The settings a flag or the environment fixes, each with what fixes it (a
     variable's name or a flag), so Settings can show them disabled and never save them.
 
     A key from the environment fixes the endpoint too: it goes only to the endpoint the
-    environment names (see load_settings). With accounts on (``hosted``) the connection
+    environment names (see load_settings). With accounts on (``accounts_on``) the connection
     is the operator's (OPERATOR_ONLY) unless the operator allows personal endpoints.
     """
     env = os.environ if env is None else env
@@ -293,7 +293,7 @@ def fixed_fields(
         fixed.setdefault("base_url", fixed.get("api_key", ""))
         fixed.setdefault("api_key", fixed["base_url"])
     allowed = flags.get("allow_personal_endpoints", env.get(_ENV["allow_personal_endpoints"]))
-    if hosted and not _coerce("allow_personal_endpoints", allowed):
+    if accounts_on and not _coerce("allow_personal_endpoints", allowed):
         for name in CONNECTION_KEYS:
             fixed.setdefault(name, OPERATOR_ONLY)
     return fixed
@@ -353,11 +353,11 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     profile: Mapping[str, str] | None = None,
     *,
-    hosted: bool = False,
+    accounts_on: bool = False,
 ) -> Settings:
     """Resolve settings from flags > environment > profile > defaults.
 
-    ``hosted``: accounts are on and ``profile`` is one person's. Their connection
+    ``accounts_on``: accounts are on and ``profile`` is one person's. Their connection
     (CONNECTION_KEYS) is then ignored unless the operator allows personal endpoints, and
     an endpoint they chose is named in ``personal_endpoints``. Without accounts the one
     person is the operator, and the profile's endpoints are theirs.
@@ -379,7 +379,7 @@ def load_settings(
             values[name] = _coerce(name, profile[name])
             from_profile.add(name)
     values = {k: v for k, v in values.items() if v is not None}
-    if hosted and not values.get("allow_personal_endpoints"):
+    if accounts_on and not values.get("allow_personal_endpoints"):
         for name in from_profile.intersection(CONNECTION_KEYS):
             values.pop(name, None)
         from_profile.difference_update(CONNECTION_KEYS)
@@ -398,11 +398,11 @@ def load_settings(
         api_key = outside_key
     else:
         api_key = profile_key if "base_url" in from_profile else None
-    # A person's endpoint: from their profile (hosted), and not replaced by the operator's.
+    # A person's endpoint: from their profile (accounts_on), and not replaced by the operator's.
     personal = frozenset(
         name
         for name in PERSONAL_ENDPOINT_KEYS
-        if hosted and name in from_profile and name in values
+        if accounts_on and name in from_profile and name in values
     )
     base_url = values.get("base_url")
     if base_url is None and env.get("OPENROUTER_API_KEY") and not env.get("COMPANION_API_KEY"):
@@ -420,7 +420,7 @@ def load_settings(
         values.setdefault("tool_mode", "native")
         values.setdefault("chat_model", None)  # no hidden default: the person chooses
     values["image_api_key"] = image_key(values, from_profile, api_key)
-    return Settings(**values, hosted=hosted, personal_endpoints=personal)
+    return Settings(**values, accounts_on=accounts_on, personal_endpoints=personal)
 
 
 def database_url(

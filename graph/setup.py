@@ -142,11 +142,11 @@ class ContextFactory:
         vision_model: Any = None,
         registry: ToolRegistry | None = None,
         person: str = OWNER,
-        hosted: bool = False,
+        accounts_on: bool = False,
     ) -> None:
         self.flags, self.env = flags, os.environ if env is None else env
         self.person = person
-        self.hosted = hosted  # accounts are on: the profile is a person's, not the operator's
+        self.accounts_on = accounts_on  # the profile is a person's, not the operator's
         self.models = {"chat_model": chat_model, "vision_model": vision_model}
         self.registry = registry
         self._built: tuple[tuple[bool, tuple[tuple[str, str], ...]], Context] | None = None
@@ -158,9 +158,9 @@ class ContextFactory:
 
     async def __call__(self) -> Context:
         profile = await self.store.profile()
-        key = (self.hosted, tuple(sorted(profile.items())))
+        key = (self.accounts_on, tuple(sorted(profile.items())))
         if self._built is None or self._built[0] != key:
-            settings = load_settings(self.flags, self.env, profile, hosted=self.hosted)
+            settings = load_settings(self.flags, self.env, profile, accounts_on=self.accounts_on)
             context = context_for(settings, self.store, registry=self.registry, **self.models)
             self._built = (key, context)
         return self._built[1]
@@ -201,8 +201,8 @@ class People:
         self.default = default or ContextFactory(flags, self.env, **models)
         self.url = database_url(flags, self.env)
         self.accounts = open_accounts(self.root, self.url)
-        self.hosted = self.accounts.enabled()
-        self.default.hosted = self.hosted  # before its first call: settings follow from it
+        self.accounts_on = self.accounts.enabled()
+        self.default.accounts_on = self.accounts_on  # before its first call: settings follow
         self._people: dict[str, Person] = {}  # by login name: a request asks the registry once
         self._factories: dict[int, ContextFactory] = {}
 
@@ -223,7 +223,7 @@ class People:
 
     def check(self, name: str, password: str) -> bool:
         """Gradio's login: is this a person of this Companion, with this password?"""
-        if not self.hosted:
+        if not self.accounts_on:
             return False
         try:
             return self.accounts.check(name, password) is not None
@@ -241,7 +241,7 @@ class People:
         Raises UnknownPerson when accounts are on and ``name`` is no one's: a request
         without a login never falls back to someone's data.
         """
-        if not self.hosted:
+        if not self.accounts_on:
             return self.default
         person = self._people.get(name or "")
         if person is None:
@@ -255,13 +255,13 @@ class People:
         if factory is None:
             flags = {**self.flags, "home": str(person.home(self.root))}
             key = self.accounts.person_key(person)
-            factory = ContextFactory(flags, self.env, person=key, hosted=True, **self.models)
+            factory = ContextFactory(flags, self.env, person=key, accounts_on=True, **self.models)
             self._factories[person.id] = factory
         return factory
 
     def media_owners(self) -> dict[str, Path]:
         """Each person's media folder by their name in lower case (empty without accounts)."""
-        if not self.hosted:
+        if not self.accounts_on:
             return {}
         people = self.accounts.people()
         return {person.name.lower(): self._home(person) / "media" for person in people}
@@ -269,7 +269,7 @@ class People:
     def media_dirs(self) -> list[Path]:
         """Every person's media folder (the app may serve images from these only)."""
         folders = [self.default.store.media_dir]
-        for person in self.accounts.people() if self.hosted else []:
+        for person in self.accounts.people() if self.accounts_on else []:
             folders.append(self._home(person) / "media")
         return list(dict.fromkeys(folders))
 

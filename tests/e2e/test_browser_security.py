@@ -81,9 +81,9 @@ SECRET = "PIN-4321-diabetic"  # ann's memory
 
 
 @pytest.fixture(scope="module")
-def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def with_accounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An app with accounts (ann, bob); ann has a memory. Its URL."""
-    home = tmp_path_factory.mktemp("hosted") / "home"
+    home = tmp_path_factory.mktemp("accounts") / "home"
     accounts = SqliteAccounts.open_home(home)
     for name, password in PASSWORDS.items():
         accounts.add(name, password)
@@ -154,17 +154,17 @@ def other_origin() -> Iterator[str]:
 
 
 def test_another_origins_page_cannot_read_a_logged_in_persons_memories(
-    browser: Any, hosted: str, other_origin: str
+    browser: Any, with_accounts: str, other_origin: str
 ) -> None:
     """Issue 19's H1 in chromium: ann is logged in; a page of another origin (another
     port of the same host: the same site, so her Lax cookie goes along) tries the API."""
     context = browser.new_context()
     try:
         page = context.new_page()
-        log_in(page, hosted, "ann")
-        assert SECRET in page.evaluate(READ_MEMORIES, hosted)  # her own page reads them
+        log_in(page, with_accounts, "ann")
+        assert SECRET in page.evaluate(READ_MEMORIES, with_accounts)  # her own page reads them
         page.goto(other_origin)
-        answer = page.evaluate(READ_MEMORIES, hosted)
+        answer = page.evaluate(READ_MEMORIES, with_accounts)
         assert answer.startswith("blocked: TypeError") and SECRET not in answer
         cookies = {c["name"]: c["sameSite"] for c in context.cookies()}
         assert set(cookies.values()) == {"Lax"} and len(cookies) == 2
@@ -172,7 +172,9 @@ def test_another_origins_page_cannot_read_a_logged_in_persons_memories(
         context.close()
 
 
-def test_no_other_page_may_frame_the_app(browser: Any, hosted: str, other_origin: str) -> None:
+def test_no_other_page_may_frame_the_app(
+    browser: Any, with_accounts: str, other_origin: str
+) -> None:
     context = browser.new_context()
     try:
         page = context.new_page()
@@ -184,7 +186,7 @@ def test_no_other_page_may_frame_the_app(browser: Any, hosted: str, other_origin
                 frame.src = app;
                 document.body.appendChild(frame);
             })""",
-            hosted,
+            with_accounts,
         )
         assert page.frames[-1].url == "chrome-error://chromewebdata/"
     finally:

@@ -1,5 +1,5 @@
 """Integration fixtures: the app launched on a free port around a scripted policy (one
-person, or ``hosted``: accounts on, ann the first and bob)."""
+person, or ``with_accounts``: accounts on, ann the first and bob)."""
 
 from __future__ import annotations
 
@@ -99,18 +99,18 @@ def launch(tmp_path: Path, open_meteo: OpenMeteoFixture) -> Iterator[Callable[..
         demo.close()
 
 
-HOSTED_PASSWORDS = {"ann": "ann's long password", "bob": "bob's long password"}
+PASSWORDS = {"ann": "ann's long password", "bob": "bob's long password"}
 
 
 @dataclass
-class Hosted:
+class WithAccounts:
     """A running app with accounts (ann, the first, and bob) and their stores."""
 
     url: str
     people: People
 
     def client(self, name: str) -> Client:
-        auth = (name, HOSTED_PASSWORDS[name])
+        auth = (name, PASSWORDS[name])
         return Client(self.url, auth=auth, analytics_enabled=False, verbose=False)
 
     def profile(self, name: str) -> dict[str, str]:
@@ -121,20 +121,20 @@ class Hosted:
 
 
 @pytest.fixture
-def hosted(tmp_path: Path) -> Iterator[Callable[..., Hosted]]:
+def with_accounts(tmp_path: Path) -> Iterator[Callable[..., WithAccounts]]:
     """Start the app with accounts on, with the given flags and environment."""
     demos: list[Any] = []
 
-    def start(env: dict[str, str] | None = None, **flags: Any) -> Hosted:
+    def start(env: dict[str, str] | None = None, **flags: Any) -> WithAccounts:
         root = tmp_path / "home"
         accounts = SqliteAccounts.open_home(root)
-        for name, password in HOSTED_PASSWORDS.items():
+        for name, password in PASSWORDS.items():
             accounts.add(name, password)
         model = ScriptedChatModel(script=policy, name_="scripted-chat")
         people = People({"home": root, **flags}, env=env or {}, chat_model=model)
         demo, url = launch_app(people, port=free_port())
         demos.append(demo)
-        return Hosted(url, people)
+        return WithAccounts(url, people)
 
     yield start
     for demo in demos:

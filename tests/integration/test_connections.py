@@ -122,8 +122,8 @@ def test_the_cli_names_the_variable_and_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["ann", "bob"])
-def test_with_accounts_a_person_cannot_set_a_base_url(hosted, name) -> None:
-    app = hosted()
+def test_with_accounts_a_person_cannot_set_a_base_url(with_accounts, name) -> None:
+    app = with_accounts()
     client = app.client(name)
     status, _ = client.predict(
         *form(base_url="http://127.0.0.1:5432/v1", api_key=SECRET),
@@ -138,8 +138,8 @@ def test_with_accounts_a_person_cannot_set_a_base_url(hosted, name) -> None:
     assert status.startswith("✅ Saved"), "the rest of Settings stays each person's"
 
 
-def test_the_operator_can_let_each_person_choose_an_endpoint(hosted, server) -> None:
-    app = hosted(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
+def test_the_operator_can_let_each_person_choose_an_endpoint(with_accounts, server) -> None:
+    app = with_accounts(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
     status, _ = app.client("bob").predict(
         *form(base_url="https://models.example/v1", tool_mode="native"),
         "",

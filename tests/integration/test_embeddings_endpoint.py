@@ -122,7 +122,7 @@ def test_the_key_never_follows_a_redirect(server: FakeOpenAIServer) -> None:
 
 
 def test_a_persons_loopback_endpoint_is_refused(server: FakeOpenAIServer) -> None:
-    embedder = endpoint(server.url, hosted=True, personal_endpoints=frozenset({"base_url"}))
+    embedder = endpoint(server.url, accounts_on=True, personal_endpoints=frozenset({"base_url"}))
     with pytest.raises(EmbeddingUnavailable, match="refused"):
         embedder.query("hello")
     assert server.requests == []

@@ -53,7 +53,7 @@ class HeldPeople(People):
 
 
 @dataclass
-class Hosted:
+class WithAccounts:
     url: str
     demo: gr.Blocks
     people: HeldPeople
@@ -65,7 +65,7 @@ class Hosted:
 
 
 @pytest.fixture
-def hosted(tmp_path: Path) -> Iterator[Hosted]:
+def with_accounts(tmp_path: Path) -> Iterator[WithAccounts]:
     home = tmp_path / "home"
     accounts = SqliteAccounts.open_home(home)
     for name, password in PASSWORDS.items():
@@ -74,31 +74,31 @@ def hosted(tmp_path: Path) -> Iterator[Hosted]:
     people = HeldPeople(flags, env={}, chat_model=ScriptedChatModel(script=["hi"]))
     demo, url = launch_app(people, port=free_port())
     try:
-        yield Hosted(url.rstrip("/"), demo, people, home)
+        yield WithAccounts(url.rstrip("/"), demo, people, home)
     finally:
         demo.close()
 
 
-def answered_meanwhile(hosted: Hosted, hold: Hold) -> int:
+def answered_meanwhile(with_accounts: WithAccounts, hold: Hold) -> int:
     """While ``hold`` holds a call inside the app, the status of an unrelated request."""
     assert hold.entered.wait(WAIT), "the held call never started"
     try:
-        with httpx.Client(base_url=hosted.url, timeout=3) as other:
+        with httpx.Client(base_url=with_accounts.url, timeout=3) as other:
             return other.get("/theme.css").status_code
     finally:
         hold.release.set()
 
 
-def test_a_password_check_holds_up_no_other_request(hosted: Hosted) -> None:
-    hosted.people.hold = hold = Hold()
+def test_a_password_check_holds_up_no_other_request(with_accounts: WithAccounts) -> None:
+    with_accounts.people.hold = hold = Hold()
     with ThreadPoolExecutor(1) as pool:
-        login = pool.submit(hosted.login, "held", "a guess")
-        assert answered_meanwhile(hosted, hold) == 200
+        login = pool.submit(with_accounts.login, "held", "a guess")
+        assert answered_meanwhile(with_accounts, hold) == 200
         assert login.result() == 400
 
 
-def test_a_token_lookup_holds_up_no_other_request(hosted: Hosted) -> None:
-    hold, registry = Hold(), hosted.people.accounts
+def test_a_token_lookup_holds_up_no_other_request(with_accounts: WithAccounts) -> None:
+    hold, registry = Hold(), with_accounts.people.accounts
     real = registry.login_name
 
     def slow(token: str) -> str | None:
@@ -106,30 +106,30 @@ def test_a_token_lookup_holds_up_no_other_request(hosted: Hosted) -> None:
         return real(token)
 
     registry.login_name = slow  # type: ignore[method-assign]
-    cookie = {f"access-token-unsecure-{hosted.demo.server_app.cookie_id}": "made-up"}
+    cookie = {f"access-token-unsecure-{with_accounts.demo.server_app.cookie_id}": "made-up"}
     with (
         ThreadPoolExecutor(1) as pool,
-        httpx.Client(base_url=hosted.url, cookies=cookie, timeout=WAIT * 2) as forged,
+        httpx.Client(base_url=with_accounts.url, cookies=cookie, timeout=WAIT * 2) as forged,
     ):
         check = pool.submit(forged.get, "/gradio_api/login_check")
-        assert answered_meanwhile(hosted, hold) == 200
+        assert answered_meanwhile(with_accounts, hold) == 200
         assert check.result().status_code == 401
 
 
-def test_guesses_at_ann_between_bobs_logins_are_held_back(hosted: Hosted) -> None:
+def test_guesses_at_ann_between_bobs_logins_are_held_back(with_accounts: WithAccounts) -> None:
     """The attack of issue 19: a success of bob's used to wipe the address's failures."""
     guesses = []
     for _ in range(2 * LOGIN_FREE_FAILURES):
-        guesses.append(hosted.login("ann", "a guess"))
-        assert hosted.login("bob", PASSWORDS["bob"]) == 200
+        guesses.append(with_accounts.login("ann", "a guess"))
+        assert with_accounts.login("bob", PASSWORDS["bob"]) == 200
     assert guesses == [400] * LOGIN_FREE_FAILURES + [429] * LOGIN_FREE_FAILURES
-    assert hosted.login("ann", PASSWORDS["ann"]) == 429
+    assert with_accounts.login("ann", PASSWORDS["ann"]) == 429
 
 
-def test_a_persons_logins_are_capped(hosted: Hosted) -> None:
+def test_a_persons_logins_are_capped(with_accounts: WithAccounts) -> None:
     for _ in range(MAX_LOGINS_PER_PERSON + 5):
-        assert hosted.login("bob", PASSWORDS["bob"]) == 200
-    assert hosted.login("ann", PASSWORDS["ann"]) == 200
-    with closing(sqlite3.connect(hosted.home / "accounts.db")) as conn:
+        assert with_accounts.login("bob", PASSWORDS["bob"]) == 200
+    assert with_accounts.login("ann", PASSWORDS["ann"]) == 200
+    with closing(sqlite3.connect(with_accounts.home / "accounts.db")) as conn:
         rows = dict(conn.execute("SELECT name, COUNT(*) FROM logins GROUP BY name").fetchall())
     assert rows == {"bob": MAX_LOGINS_PER_PERSON, "ann": 1}

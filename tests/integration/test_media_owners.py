@@ -34,7 +34,7 @@ PNG = bytes.fromhex(
 
 
 @dataclass
-class Hosted:
+class WithAccounts:
     url: str
     images: dict[str, Path]  # one image in each person's media folder
 
@@ -46,12 +46,12 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def hosted(
+def with_accounts(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Hosted]:
+) -> Iterator[WithAccounts]:
     backend = request.param
     server = request.getfixturevalue("postgres") if backend == "postgres" else None
-    home = tmp_path_factory.mktemp(f"hosted-{backend}") / "home"
+    home = tmp_path_factory.mktemp(f"accounts-{backend}") / "home"
     env, accounts = open_accounts(backend, home, server)
     for name, password in PASSWORDS.items():
         accounts.add(name, password)
@@ -64,13 +64,13 @@ def hosted(
     assert images == {"ann": home / "media" / "ann.png", "bob": home / "people/2/media/bob.png"}
     demo, url = launch_app(people, port=free_port())
     try:
-        yield Hosted(url.rstrip("/"), images)
+        yield WithAccounts(url.rstrip("/"), images)
     finally:
         demo.close()
 
 
-def logged_in(hosted: Hosted, name: str) -> httpx.Client:
-    client = httpx.Client(base_url=hosted.url, timeout=10)
+def logged_in(with_accounts: WithAccounts, name: str) -> httpx.Client:
+    client = httpx.Client(base_url=with_accounts.url, timeout=10)
     answer = client.post("/login", data={"username": name, "password": PASSWORDS[name]})
     assert answer.status_code == 200, answer.text
     return client
@@ -80,30 +80,36 @@ def fetch(client: httpx.Client, image: Path) -> int:
     return client.get(f"/gradio_api/file={image}").status_code
 
 
-def test_a_person_gets_their_own_image(hosted: Hosted) -> None:
-    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
-        assert fetch(ann, hosted.images["ann"]) == 200
-        assert fetch(bob, hosted.images["bob"]) == 200
+def test_a_person_gets_their_own_image(with_accounts: WithAccounts) -> None:
+    with (
+        closing(logged_in(with_accounts, "ann")) as ann,
+        closing(logged_in(with_accounts, "bob")) as bob,
+    ):
+        assert fetch(ann, with_accounts.images["ann"]) == 200
+        assert fetch(bob, with_accounts.images["bob"]) == 200
 
 
-def test_nobody_gets_another_persons_image(hosted: Hosted) -> None:
-    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
-        assert fetch(bob, hosted.images["ann"]) == 404
-        assert fetch(ann, hosted.images["bob"]) == 404
-        sneaky = hosted.images["bob"].parent / ".." / ".." / ".." / "media" / "ann.png"
+def test_nobody_gets_another_persons_image(with_accounts: WithAccounts) -> None:
+    with (
+        closing(logged_in(with_accounts, "ann")) as ann,
+        closing(logged_in(with_accounts, "bob")) as bob,
+    ):
+        assert fetch(bob, with_accounts.images["ann"]) == 404
+        assert fetch(ann, with_accounts.images["bob"]) == 404
+        sneaky = with_accounts.images["bob"].parent / ".." / ".." / ".." / "media" / "ann.png"
         assert fetch(bob, sneaky) == 404
 
 
-def test_no_image_without_a_login(hosted: Hosted) -> None:
-    with httpx.Client(base_url=hosted.url, timeout=10) as stranger:
-        assert fetch(stranger, hosted.images["ann"]) in (401, 403, 404)
+def test_no_image_without_a_login(with_accounts: WithAccounts) -> None:
+    with httpx.Client(base_url=with_accounts.url, timeout=10) as stranger:
+        assert fetch(stranger, with_accounts.images["ann"]) in (401, 403, 404)
 
 
-def test_neither_file_route_serves_another_persons_image(hosted: Hosted) -> None:
-    with closing(logged_in(hosted, "bob")) as bob:
+def test_neither_file_route_serves_another_persons_image(with_accounts: WithAccounts) -> None:
+    with closing(logged_in(with_accounts, "bob")) as bob:
         for route in ("file=", "file/"):
-            assert bob.get(f"/gradio_api/{route}{hosted.images['ann']}").status_code == 404
-            assert bob.get(f"/gradio_api/{route}{hosted.images['bob']}").status_code == 200
+            assert bob.get(f"/gradio_api/{route}{with_accounts.images['ann']}").status_code == 404
+            assert bob.get(f"/gradio_api/{route}{with_accounts.images['bob']}").status_code == 200
         assert bob.get("/gradio_api/file=http://127.0.0.1:9/x.png").status_code == 404
 
 
@@ -115,8 +121,11 @@ def upload(client: httpx.Client, data: bytes = PNG) -> str:
     return path
 
 
-def test_an_upload_is_served_to_whoever_uploaded_it_only(hosted: Hosted) -> None:
-    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
+def test_an_upload_is_served_to_whoever_uploaded_it_only(with_accounts: WithAccounts) -> None:
+    with (
+        closing(logged_in(with_accounts, "ann")) as ann,
+        closing(logged_in(with_accounts, "bob")) as bob,
+    ):
         kept = upload(ann)
         assert ann.get(f"/gradio_api/file={kept}").status_code == 200
         for route in ("file=", "file/"):
@@ -125,20 +134,23 @@ def test_an_upload_is_served_to_whoever_uploaded_it_only(hosted: Hosted) -> None
         assert bob.get(f"/gradio_api/file={kept}").status_code == 200
 
 
-def test_nobody_may_send_another_persons_file_as_their_own(hosted: Hosted) -> None:
-    with closing(logged_in(hosted, "ann")) as ann, closing(logged_in(hosted, "bob")) as bob:
-        for theirs in (upload(ann, PNG + b"ann's alone"), str(hosted.images["ann"])):
+def test_nobody_may_send_another_persons_file_as_their_own(with_accounts: WithAccounts) -> None:
+    with (
+        closing(logged_in(with_accounts, "ann")) as ann,
+        closing(logged_in(with_accounts, "bob")) as bob,
+    ):
+        for theirs in (upload(ann, PNG + b"ann's alone"), str(with_accounts.images["ann"])):
             message = {"text": "what is this?", "files": [{"path": theirs, "meta": {}}]}
             join = {"data": [message], "fn_index": 0, "session_hash": "bob-session"}
             assert bob.post("/gradio_api/queue/join", json=join).status_code == 403
 
 
 def test_an_image_shown_is_served_from_its_owners_folder_not_gradios_cache(
-    hosted: Hosted,
+    with_accounts: WithAccounts,
 ) -> None:
     """Gradio copies a shown file into its cache (served to anyone logged in) unless its
     folder is a static path: the media folders are."""
     chatbot = gr.Chatbot()
-    shown = {"path": str(hosted.images["ann"]), "meta": {"_type": "gradio.FileData"}}
+    shown = {"path": str(with_accounts.images["ann"]), "meta": {"_type": "gradio.FileData"}}
     moved = processing_utils.move_files_to_cache(shown, chatbot, postprocess=True)
-    assert moved["path"] == str(hosted.images["ann"])
+    assert moved["path"] == str(with_accounts.images["ann"])

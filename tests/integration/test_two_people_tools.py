@@ -107,7 +107,7 @@ async def home(registered: Registered) -> AsyncIterator[Home]:
         "base_url": "http://127.0.0.1:9/v1",
     }
     people = People(flags, env=registered.env, chat_model=ScriptedChatModel(name_="scripted-chat"))
-    assert people.hosted
+    assert people.accounts_on
     ann_store, bob_store = people.factory("ann").store, people.factory("bob").store
     ann_session = (await ann_store.create_session("Ann's plans")).id
     for text in ("good morning", "hello Ann", "what is new?", "not much"):

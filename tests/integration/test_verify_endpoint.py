@@ -101,7 +101,7 @@ def test_a_persons_url_on_a_local_address_is_refused_before_any_request(internal
         provider="openai-compatible",
         base_url=url,
         chat_model="fake-model",
-        hosted=True,
+        accounts_on=True,
         personal_endpoints=frozenset({"base_url"}),
     )
     verified = run(persons)
@@ -113,24 +113,24 @@ def test_a_persons_url_on_a_local_address_is_refused_before_any_request(internal
 
 def test_the_operators_loopback_endpoint_still_verifies_with_accounts_on(server) -> None:
     operators = Settings(
-        provider="openai-compatible", base_url=server.url, chat_model="fake-model", hosted=True
+        provider="openai-compatible", base_url=server.url, chat_model="fake-model", accounts_on=True
     )
     verified = run(operators)
     assert verified.ok and verified.text.startswith("✅")
 
 
 def test_verify_in_the_app_checks_the_operators_endpoint_whatever_is_sent(
-    hosted, server, internal
+    with_accounts, server, internal
 ) -> None:
-    app = hosted(provider="openai-compatible", base_url=server.url)
+    app = with_accounts(provider="openai-compatible", base_url=server.url)
     sent = form(base_url=admin_url(internal), chat_model="fake-model")
     verified = app.client("bob").predict(*sent, api_name="/verify")
     assert verified[0] == f"**Endpoint:** ✅ {server.url}: OK, chat model `fake-model` (listed)"
     assert internal.requests == [], "the internal service was never asked"
 
 
-def test_verify_in_the_app_refuses_a_persons_local_url(hosted, internal) -> None:
-    app = hosted(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
+def test_verify_in_the_app_refuses_a_persons_local_url(with_accounts, internal) -> None:
+    app = with_accounts(env={"COMPANION_ALLOW_PERSONAL_ENDPOINTS": "1"})
     verified = app.client("bob").predict(*form(base_url=admin_url(internal)), api_name="/verify")
     assert "was not contacted: refused: 127.0.0.1 resolves to a private" in verified[0]
     assert internal.requests == []

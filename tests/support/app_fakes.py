@@ -34,7 +34,7 @@ class OnePerson:
         self.one = factory
         self.flags: dict[str, Any] = dict(factory.flags or {})
         self.env: dict[str, str] = {}
-        self.hosted = False
+        self.accounts_on = False
 
     def factory(self, username: str | None) -> ContextFactory:
         return self.one

@@ -430,7 +430,7 @@ class TwoPeople(OnePerson):
     def __init__(self, ann: Any, bob: Any) -> None:
         super().__init__(ann)
         self.bob = bob
-        self.hosted = True
+        self.accounts_on = True
 
     def factory(self, username: str | None) -> Any:
         return self.one if username == "ann" else self.bob

@@ -275,7 +275,9 @@ async def test_a_redirect_off_the_backend_is_refused_at_the_hop(tmp_path, images
 
 
 async def test_a_backend_a_person_chose_is_not_contacted(tmp_path, images):
-    ctx = make_ctx(tmp_path, images, hosted=True, personal_endpoints=frozenset({"image_base_url"}))
+    ctx = make_ctx(
+        tmp_path, images, accounts_on=True, personal_endpoints=frozenset({"image_base_url"})
+    )
     result = await image_generate({"prompt": "a cat"}, ctx)
     assert result["error"].startswith("refused: 127.0.0.1 resolves to a private or local address")
     assert images.requests == []

@@ -17,7 +17,7 @@ def people(home: Path) -> People:
 
 def test_without_accounts_everyone_is_the_one_person(tmp_path: Path) -> None:
     single = people(tmp_path)
-    assert not single.hosted
+    assert not single.accounts_on
     assert single.factory(None) is single.default
     assert single.factory("companion") is single.default  # COMPANION_PASSWORD's user
     assert single.media_owners() == {}
@@ -28,19 +28,19 @@ def test_each_person_gets_their_own_database(tmp_path: Path) -> None:
     accounts = SqliteAccounts.open_home(tmp_path)
     accounts.add("ann", "ann-password-1")
     accounts.add("bob", "bob-password-2")
-    hosted = people(tmp_path)
-    assert hosted.hosted
-    ann, bob = hosted.factory("ann"), hosted.factory("Bob")
-    assert ann is hosted.default  # the first person keeps the home's own database
+    with_accounts = people(tmp_path)
+    assert with_accounts.accounts_on
+    ann, bob = with_accounts.factory("ann"), with_accounts.factory("Bob")
+    assert ann is with_accounts.default  # the first person keeps the home's own database
     assert ann.store.location != bob.store.location
     assert Path(bob.store.location).parent == tmp_path / "people" / "2"
-    assert hosted.factory("bob") is bob  # one factory per person
-    assert hosted.media_owners() == {
+    assert with_accounts.factory("bob") is bob  # one factory per person
+    assert with_accounts.media_owners() == {
         "ann": tmp_path / "media",
         "bob": tmp_path / "people" / "2" / "media",
     }
-    assert hosted.check("ann", "ann-password-1")
-    assert not hosted.check("ann", "bob-password-2")
+    assert with_accounts.check("ann", "ann-password-1")
+    assert not with_accounts.check("ann", "bob-password-2")
 
 
 @pytest.mark.parametrize("name", [None, "", "companion", "carol"])
