@@ -121,13 +121,6 @@ class AsyncStore(Protocol):
         covered them (regenerate, edit and resend); how many messages went."""
         ...
 
-    async def delete_everything(self) -> dict[str, int]:
-        """Forget this person: every session, message, memory, segment, vector, import
-        key, journal entry, setting and lease of theirs, leaving no trace of their text in
-        the database (memory.sqlite.erase, docs/storage.md); the rows deleted per table.
-        Their images are files: ``app.deleting`` removes those."""
-        ...
-
     async def import_chat(self, chat: ImportedChat) -> Session | None:
         """Keep a conversation brought from another app as a new session, with its title,
         its times and every message, in one transaction; None when a chat with the same
