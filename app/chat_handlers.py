@@ -44,6 +44,7 @@ from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
 from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused
 from prompts.templates import persona_greeting
+from providers import local_server
 
 log = logging.getLogger("companion.app")
 
@@ -57,6 +58,7 @@ EXAMPLES = (
     "Remember that my favourite tea is jasmine.",
 )
 DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
+STARTING_MODEL = "Starting the local model…"
 STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
 NOT_WAITING = "That question was already answered, or it is no longer waiting."
 GONE = "That conversation is gone (deleted in another tab?)."
@@ -184,6 +186,15 @@ def example_message(example: gr.SelectData) -> dict[str, Any]:
     return {"text": str(example.value.get("text") or ""), "files": []}
 
 
+def starting_status(settings: Settings) -> list[Any]:
+    """The "Starting the local model…" step shown under a message sent while the bundled
+    model is still loading (or a warm start still reads its prompt); none otherwise."""
+    if not settings.is_local or local_server().ready:
+        return []
+    step = {"title": STARTING_MODEL, "status": "pending"}
+    return [gr.ChatMessage(role="assistant", content="", metadata=step)]  # type: ignore[arg-type]
+
+
 def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> str | None:
     """The no-vision-model notice when this turn's trace has it and the session was not
     told yet (once per session), else None."""
@@ -284,8 +295,13 @@ class ChatTab:
                 if view is None:
                     continue
                 view.apply(event)
+                # Until the model's first words, a message to the bundled model says so
+                # while it loads; the next event (text, a step, an error) replaces it.
+                status = []
+                if isinstance(event, UserStored):
+                    status = starting_status(await self.settings())
                 if not isinstance(event, ModelDone):
-                    yield view.chat(*notices, *waiting), trace
+                    yield view.chat(*status, *notices, *waiting), trace
             if view is not None and view.answer is not None:
                 trace = view.trace
                 notice = vision_notice(view.trace, session_id, told)

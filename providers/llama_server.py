@@ -117,8 +117,16 @@ class LocalServer:
         self.log_path: Path | None = None
         self.log_dir: Path | None = None  # COMPANION_HOME/logs once settings are known
         self.loading = False  # True while a start waits for the model to answer
+        self.warming = False  # True while a warm start's system prompt is processed
         self._lock = threading.Lock()
         self._atexit = False
+
+    @property
+    def ready(self) -> bool:
+        """True when the server is up and no warm start is still processing its prompt:
+        a message now is answered without waiting for the model to load."""
+        alive = self.process is not None and self.process.poll() is None
+        return alive and self.url is not None and not self.loading and not self.warming
 
     def ensure(self, timeout: float = 180.0) -> str:
         """Start the server if needed and return its base URL (``.../v1``).
@@ -148,6 +156,7 @@ class LocalServer:
         thread = threading.Thread(
             target=self._warm, args=(system_prompt, timeout), name="local-model-warm", daemon=True
         )
+        self.warming = True  # before the thread runs: a message sent now sees it
         thread.start()
         return thread
 
@@ -160,6 +169,8 @@ class LocalServer:
         except (ProviderError, httpx.HTTPError) as exc:
             log.warning("warming the local model failed: %s", exc)
             return
+        finally:
+            self.warming = False
         log.info("local model warm in %.1f s", time.perf_counter() - started)
 
     @staticmethod
