@@ -381,15 +381,19 @@ class Wiring:
         shows(parts.api_delete.click, h.on_delete, named, deleted, api_name="delete_session")
 
 
-def build(people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr.Tabs) -> None:
+def build(
+    people: People, trace: gr.Markdown, load: Any, side: Sidebar, tabs: gr.Tabs
+) -> ChatComponents:
     """Lay out the tab inside the current Blocks and fill the chats sidebar ``side``;
     ``load`` is the page's load event, ``trace`` is where the last turn's path goes, and
     ``tabs`` are the page's tabs (choosing a chat in the sidebar opens the Chat tab). Every
     handler works on the logged-in person's ``ChatTab`` (``Chats.of``). The model line and
-    the local banner are filled in when the page loads."""
+    the local banner are filled in when the page loads. Returns the tab's components (the
+    Memories tab's imports update its sidebar)."""
     parts = layout(trace, side)
     wiring = Wiring(ChatHandlers(Chats(people, trace), parts.ui), parts, side, tabs)
     wiring.turns(load)
     wiring.persona(load)
     wiring.controls()
     wiring.switches()
+    return parts.ui

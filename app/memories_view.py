@@ -6,7 +6,8 @@ each was added and last recalled (on the person's clock) and how well it is reme
 is written to the store at once, so the next turn's system message ("Your current
 memories") has it. Deleting asks for a confirmation first and clears the form. "Undo last
 SQL edit" puts back what the newest memory_sql UPDATE replaced (its journal),
-unless those rows changed since.
+unless those rows changed since. Under them, "Your data" (``app.data_view``): import a
+history from another app.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import gradio as gr
 
+from app import data_view
+from app.chat_handlers import ChatComponents
 from app.chat_view import local_time
 from graph.setup import ContextFactory, People
 from memory import EditConflict, Memory, MemoryExists, MemoryRecordError, Segment
@@ -172,9 +175,10 @@ def listing(headers: list[str], label: str, elem_id: str) -> gr.Dataframe:
     return gr.Dataframe(headers=headers, interactive=False, wrap=True, label=label, elem_id=elem_id)
 
 
-def build(people: People, refresh: list[Any]) -> None:
+def build(people: People, refresh: list[Any], chat: ChatComponents, upload_limit: int) -> None:
     """Lay out the tab inside the current Blocks and wire it to ``MemoriesHandlers``;
-    ``refresh`` triggers reload the table."""
+    ``refresh`` triggers reload the table. Under it, "Your data" (``app.data_view``: its
+    imports fill ``chat``'s sidebar; ``upload_limit`` is the app's, in bytes)."""
     handlers = MemoriesHandlers(people)
     table = listing(
         COLUMNS,
@@ -217,3 +221,6 @@ def build(people: People, refresh: list[Any]) -> None:
     )
     undo_sql.click(handlers.on_undo_sql, None, [table, status], api_name="undo_sql_edit")
     cancel.click(keep_memory, None, [confirm, cancel, status], api_visibility="private")
+    for changed in data_view.build(people, chat, refresh, upload_limit):
+        changed.then(handlers.rows, None, [table, status], api_visibility="private")
+        changed.then(handlers.segments_now, None, segments, api_visibility="private")

@@ -67,11 +67,12 @@ def build_app(people: People) -> gr.Blocks:
         side = chat_tab.sidebar()
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                chat_tab.build(people, trace, demo.load, side, tabs)
+                chat = chat_tab.build(people, trace, demo.load, side, tabs)
             with gr.Tab("Settings", id="settings", elem_id="tab-settings") as settings_tab:
                 settings_view.build(people, demo.load, settings_tab.select)
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:
-                memories_view.build(people, [demo.load, memories_tab.select])
+                shown = [demo.load, memories_tab.select]
+                memories_view.build(people, shown, chat, MAX_UPLOAD_BYTES)
             with gr.Tab("Graph", id="graph", elem_id="tab-graph"):
                 graph_tab(trace)
     return demo
