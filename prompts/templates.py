@@ -3,11 +3,13 @@
 ``system_prompt`` builds the system message in one order: the persona's identity block
 verbatim; the style notes if any (the session's kept note, then this turn's: "For this
 reply: …", after the identity, never in its place); the identity-free procedural block
-(the date and time, the reply language, the tool budget per message);
+(the reply language, the tool budget per message);
 "Your current memories"; then the tool-awareness section for the tools enabled this turn
 (with memory keeping when create_memory is enabled, and the command protocol in commands
-mode) or why there are none; last, the image rules when image_generate is enabled or the
-vision model answers after a tool. ``fill`` refuses to leave a field unfilled, so a
+mode) or why there are none; the image rules when image_generate is enabled or the
+vision model answers after a tool; last, the date and time (``CLOCK``): it changes every
+minute, and what follows a change is processed again, so everything before it stays in
+a local server's prefix cache. ``fill`` refuses to leave a field unfilled, so a
 missing value is a bug caught by the tests, not a prompt with a literal ``{name}`` in it.
 """
 
@@ -33,9 +35,10 @@ For this reply: {note}
 (Where this differs from the above, follow it for this reply; otherwise stay as you are.)"""
 
 PROCEDURAL = """\
-Current date and time: {now}. Reply in the user's language.
-For each message of the user you have at most {tool_rounds} rounds of tool use; after \
-that, answer from what you have."""
+Reply in the user's language. For each message of the user you have at most \
+{tool_rounds} rounds of tool use; after that, answer from what you have."""
+# Last in the system message (see the module's docstring): the minute changes, the rest not.
+CLOCK = "Current date and time: {now}."
 
 MEMORIES_SECTION = """\
 {memories}
@@ -302,7 +305,7 @@ def system_prompt(
     style = style_paragraph(style_notes)
     if style:
         parts.append(style)
-    parts.append(fill(PROCEDURAL, now=now, tool_rounds=tool_rounds))
+    parts.append(fill(PROCEDURAL, tool_rounds=tool_rounds))
     if memories:
         parts.append(fill(MEMORIES_SECTION, memories=memories))
     if no_tools_reason:
@@ -317,4 +320,5 @@ def system_prompt(
             parts.append(command_protocol(tools))
     if after_image or any(t.name == "image_generate" for t in tools):
         parts.append(IMAGE_RULES)
+    parts.append(fill(CLOCK, now=now))
     return "\n\n".join(parts)

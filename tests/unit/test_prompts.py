@@ -34,7 +34,7 @@ def lines(*names: str) -> list[ToolLine]:
 
 def test_fill_refuses_missing_fields() -> None:
     with pytest.raises(PromptError, match="unfilled prompt field"):
-        fill(templates.PROCEDURAL)
+        fill(templates.CLOCK)
 
 
 def test_personas_are_bundled() -> None:
@@ -67,9 +67,11 @@ def test_system_prompt_has_no_unfilled_field_and_keeps_order(mode: str, reason) 
     )
     assert not FIELD.search(text), FIELD.search(text)
     identity = text.index("You are Yuzuki")
-    procedural = text.index("Current date and time")
+    procedural = text.index("Reply in the user's language")
     memories = text.index("Your current memories")
     assert identity < procedural < memories
+    # The clock is last: a new minute leaves the rest in a local server's prefix cache.
+    assert text.endswith("\n\nCurrent date and time: Wed.")
     if reason:
         assert "Do not call any tool" in text and "/weather" not in text
     elif mode == "commands":
@@ -148,7 +150,7 @@ def test_a_style_note_follows_the_identity_block_as_its_own_paragraph() -> None:
     paragraphs = text.split("\n\n")
     assert text.startswith(identity + "\n\nFor this reply: Answer in haiku.\n")
     assert sum(p.startswith("For this reply:") for p in paragraphs) == 1  # blank, repeat: out
-    assert text.index("For this reply") < text.index("Current date and time")
+    assert text.index("For this reply") < text.index("Reply in the user's language")
     plain = system_prompt(
         tool_rounds=ROUNDS, identity=identity, now="Wed", memories="", tools=[], tool_mode="native"
     )
@@ -210,5 +212,25 @@ def test_the_procedural_block_states_the_tool_budget(mode: str) -> None:
         tool_rounds=2, identity="I.", now="Wed", memories="", tools=lines("weather"), tool_mode=mode
     )
     procedural = text.split("\n\n")[1]
-    assert procedural.startswith("Current date and time: Wed.")
+    assert procedural.startswith("Reply in the user's language.")
     assert "at most 2 rounds of tool use" in procedural
+
+
+@pytest.mark.parametrize("mode", ["native", "commands"])
+def test_a_new_minute_changes_only_the_end_of_the_system_prompt(mode: str) -> None:
+    """Everything before the clock line is the same from one minute to the next, so a
+    local server keeps it in its prefix cache."""
+    first, second = (
+        system_prompt(
+            tool_rounds=ROUNDS,
+            identity=persona_text("yuzuki"),
+            now=f"Wednesday 25 November 2026, 18:{minute} (UTC)",
+            memories="Your current memories\nIdentity:\n- name: Rina",
+            tools=lines("web_search", "weather", "create_memory"),
+            tool_mode=mode,
+        )
+        for minute in (30, 31)
+    )
+    before, _, clock = first.rpartition("\n\n")
+    assert clock == "Current date and time: Wednesday 25 November 2026, 18:30 (UTC)."
+    assert "Tools you can use" in before and second.startswith(f"{before}\n\n")
