@@ -12,6 +12,7 @@ Blocking work: async callers run it in a reader thread. Design: docs/storage.md.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
 import numpy
@@ -42,6 +43,9 @@ _ROLES_SQL = "role IN ('user', 'assistant')"
 # A window's (or a "last time" question's) newest turns when no word or meaning matched:
 # all equal, so the named speaker's come first, then the newer.
 FALLBACK_SCORE = 0.5
+# The dense search runs here, beside the lexical one in the reader thread: it waits for the
+# question's vector and reads the index on a connection of its own.
+_DENSE = ThreadPoolExecutor(2, thread_name_prefix="recall-dense")
 
 
 def recall(
@@ -59,8 +63,8 @@ def recall(
 ) -> Recollection:
     """Facts, the ``turns`` best turns before ``question_id`` and the matching segments
     for ``query``; ``session_id`` is the current session. Marks the returned facts as
-    recalled. A ``vector`` still being made is waited for only when the dense search
-    runs, after the lexical one."""
+    recalled. The dense search runs beside the lexical one, in a thread of its own: a
+    ``vector`` still being made is waited for there."""
     cue = parse_temporal(query, now, tz)
 
     found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
@@ -122,6 +126,9 @@ class TurnSearch:
             self.query, vector = anchor.rest, None  # the span's turns, by what is asked
         if self.high < self.low:
             return [], "lexical"
+        dense: Future[dict[int, float]] | None = None
+        if mode != "lexical" and model and vector is not None:
+            dense = _DENSE.submit(self._dense, vector, model)
         words = {}
         if mode != "dense":
             words = lexical(
@@ -133,7 +140,7 @@ class TurnSearch:
                 newest_first=self.recent,
                 limit=CANDIDATES,
             )
-        meaning = self._dense(vector, model) if mode != "lexical" else {}
+        meaning = dense.result() if dense is not None else {}
         searched: RecallMode = "lexical" if not meaning else mode
         scores = fuse(words, meaning)
         if not scores and (self.window or self.recent):
