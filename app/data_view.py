@@ -199,7 +199,11 @@ def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) ->
     )
     status = gr.Markdown(elem_id="data-status")
     imported = upload.upload(
-        handlers.on_import, upload, [status, upload, chat.listing], api_name="import_history"
+        handlers.on_import,
+        upload,
+        [status, upload, chat.listing],
+        api_name="import_history",
+        show_progress="hidden",  # the status line is the progress
     )
     gr.on(shown, handlers.on_show, None, status, api_visibility="private")
     return [imported]
