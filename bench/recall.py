@@ -18,8 +18,8 @@ Timed, p50/p95 over ``--queries`` runs each:
   message (a brute-force-then-rerank search costs the same whatever the vectors mean, so
   the history need not be embedded for real: at 1M that would take half an hour); and,
   as the baseline of the same run, the path before either search ran beside another: the
-  query embedded first, then the tool with that vector ready and the dense search run
-  after the lexical one in the same thread;
+  query embedded first, then the tool with that vector ready and its searches (lexical,
+  dense, segments) run one after the other in the same thread;
 - the dense search alone (``memory.sqlite.vectors.nearest``) for a random unit vector;
 - the raw message search alone (``memory.sqlite.retrieval.search_messages``), all sessions
   (the whole history, or every message of the window), the asked session winning ties;
@@ -213,12 +213,12 @@ class Ready:
 
 
 class InOneThread:
-    """An executor that runs each call at once in the caller's thread: the baseline's dense
-    search after its lexical one."""
+    """An executor that runs each call at once in the caller's thread: the baseline's
+    searches one after the other."""
 
-    def submit(self, call: Callable[..., Any], *args: Any) -> Future[Any]:
+    def submit(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
         done: Future[Any] = Future()
-        done.set_result(call(*args))
+        done.set_result(call(*args, **kwargs))
         return done
 
 
@@ -295,11 +295,11 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
         def run() -> Any:
             ready = Ready(embedder, embedder.query(query))
             ctx = replace(hybrid_ctx, embedder=ready)  # type: ignore[arg-type]
-            beside, sqlite_recall._DENSE = sqlite_recall._DENSE, InOneThread()  # type: ignore[assignment]
+            beside, sqlite_recall._BESIDE = sqlite_recall._BESIDE, InOneThread()  # type: ignore[assignment]
             try:
                 return loop.run_until_complete(memory_search({"query": query}, ctx))
             finally:
-                sqlite_recall._DENSE = beside
+                sqlite_recall._BESIDE = beside
 
         return run
 

@@ -43,9 +43,9 @@ _ROLES_SQL = "role IN ('user', 'assistant')"
 # A window's (or a "last time" question's) newest turns when no word or meaning matched:
 # all equal, so the named speaker's come first, then the newer.
 FALLBACK_SCORE = 0.5
-# The dense search runs here, beside the lexical one in the reader thread: it waits for the
-# question's vector and reads the index on a connection of its own.
-_DENSE = ThreadPoolExecutor(2, thread_name_prefix="recall-dense")
+# The dense and the segment searches run here, beside the lexical one in the reader thread,
+# each on a connection of its own (the dense one waits here for the question's vector).
+_BESIDE = ThreadPoolExecutor(2, thread_name_prefix="recall-beside")
 
 
 def recall(
@@ -63,9 +63,10 @@ def recall(
 ) -> Recollection:
     """Facts, the ``turns`` best turns before ``question_id`` and the matching segments
     for ``query``; ``session_id`` is the current session. Marks the returned facts as
-    recalled. The dense search runs beside the lexical one, in a thread of its own: a
-    ``vector`` still being made is waited for there."""
+    recalled. The dense and segment searches run beside the lexical one, in threads of
+    their own: a ``vector`` still being made is waited for there."""
     cue = parse_temporal(query, now, tz)
+    segments = _BESIDE.submit(search_segments, store, query, cue=cue, limit=SEGMENT_LIMIT)
 
     found = search_memories(store, query, now, limit=SEMANTIC_LIMIT)
     facts = [memory for memory, _ in found]
@@ -73,7 +74,7 @@ def recall(
 
     search = TurnSearch(store, query, cue, session_id, question_id)
     best, searched = search.run(vector, vector_model, mode, turns)
-    found_segments = search_segments(store, query, cue=cue, limit=SEGMENT_LIMIT)
+    found_segments = segments.result()
     titles = store.session_titles(
         [s.session_id for s in found_segments] + [t.message.session_id for t in best]
     )
@@ -128,7 +129,7 @@ class TurnSearch:
             return [], "lexical"
         dense: Future[dict[int, float]] | None = None
         if mode != "lexical" and model and vector is not None:
-            dense = _DENSE.submit(self._dense, vector, model)
+            dense = _BESIDE.submit(self._dense, vector, model)
         words = {}
         if mode != "dense":
             words = lexical(
