@@ -1,8 +1,9 @@
 """Recall and segments on Postgres: memory_search's recall, and cutting segments.
 
 The same behaviour as SQLite (tests/memory/contract/test_recall.py): every pure step
-is ``memory.rules``'; only the queries differ (a ``tsvector`` with ``companion_words``,
-``ts_rank`` where SQLite has BM25). Each function works through one person's store's
+is ``memory.rules``'; only the queries differ (turns: BM25 over the search table,
+memory.postgres.lexical; segments: a ``tsvector`` with ``companion_words`` and
+``ts_rank``). Each function works through one person's store's
 transactions, so row-level security keeps it to that person. Design: docs/postgres.md.
 """
 
@@ -18,6 +19,7 @@ import numpy
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
+from memory.postgres import lexical as pg_lexical
 from memory.postgres import rows as pg_rows
 from memory.postgres import vectors as pg_vectors
 from memory.query_vector import QueryVector, vector_awaited
@@ -73,9 +75,6 @@ _ROLES_SQL = "m.role IN ('user', 'assistant')"
 # SQLite's all_memories order (BINARY collation: code point order): ties keep it.
 _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 _LENGTH_NORMALISED = 1  # ts_rank's normalisation: divide by 1 + log(document length)
-# The newest turns lexical search reads (their ids: the person's index); older turns are
-# found by meaning (the vector index covers the whole history).
-LEXICAL_SCOPE = 20_000
 # A window's (or a "last time" question's) newest turns when no word or meaning matched.
 FALLBACK_SCORE = 0.5
 # A query's words, accents folded like the stored text's (schema migration 6).
@@ -278,32 +277,13 @@ class TurnSearch:
         return where, params
 
     async def _lexical(self, text: str, newest_first: bool) -> dict[int, float]:
-        """Message id -> ts_rank of the turns matching ``text`` among the newest
-        LEXICAL_SCOPE messages of the range (row security keeps Postgres from using the
-        full-text index: see docs/postgres.md); ``newest_first`` (a "last time I…"
-        question): the newest matches, scored by recency."""
-        match = tsquery(text)
-        if not match:
-            return {}
-        where = _ROLES_SQL
-        params: list[object] = [self.low, self.high, LEXICAL_SCOPE, match]
-        if self.window:
-            where += " AND m.created_at >= %s AND m.created_at < %s"
-            params += self.window
-        order = "m.id DESC" if newest_first else "score DESC, m.id DESC"
-        # One backward scan of the person's (person, id) index, newest first.
-        await self.cursor.execute(
-            f"""SELECT m.id, ts_rank(m.tsv, q, {_LENGTH_NORMALISED}) AS score
-                FROM (SELECT id, role, created_at, tsv FROM messages
-                      WHERE id BETWEEN %s AND %s ORDER BY id DESC LIMIT %s) m,
-                     {_TSQUERY} q
-                WHERE m.tsv @@ q AND {where} ORDER BY {order} LIMIT %s""",
-            [*params, CANDIDATES],
+        """Message id -> BM25 of the turns of the range matching ``text``, over the whole
+        history (memory.postgres.lexical); ``newest_first`` (a "last time I…" question):
+        the newest matches, scored by recency."""
+        span = (self.low, self.high)
+        return await pg_lexical.lexical(
+            self.cursor, text, span, self.window, newest_first=newest_first, limit=CANDIDATES
         )
-        rows = await self.cursor.fetchall()
-        if newest_first:
-            return {int(row["id"]): 1.0 - n / len(rows) for n, row in enumerate(rows)}
-        return {int(row["id"]): float(row["score"]) for row in rows}
 
     async def _newest(self, limit: int) -> list[int]:
         """Ids of the range's newest ``limit`` turns, newest first."""

@@ -60,12 +60,13 @@ _TABLES_1 = ("sessions", "messages", "running_turns", "profile")
 _TABLES_2 = ("memories", "segments")
 _TABLES_3 = ("job_leases", "sql_edits")
 _TABLES_7 = ("chat_imports",)
+_TABLES_8 = ("message_terms", "message_term_totals")
 
 
 # The tables the app role may read and write (schema_version is the admin's alone; the
 # journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
 # trigger, memory.postgres.sql_guard, writes new entries).
-APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3 + _TABLES_7
+APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3 + _TABLES_7 + _TABLES_8
 APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
 JOURNAL = "sql_edits"
 _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
@@ -83,7 +84,7 @@ FOLD = "companion_fold"
 _FOLDED_WORDS = _WORDS % f"{FOLD}(%s)"
 
 
-def _accent_map() -> tuple[str, str]:
+def accent_map() -> tuple[str, str]:
     """Latin letters with accents (U+00C0-U+024F) and their plain letters, for translate()."""
     accented, plain = "", ""
     for code in range(0xC0, 0x250):
@@ -104,6 +105,97 @@ def _scoped(table: str) -> str:
         USING (person = current_setting('app.person', true))
         WITH CHECK (person = current_setting('app.person', true));
     """
+
+
+# The search table (migration 8, memory.postgres.lexical): each user/assistant message's
+# words (its tsvector's lexemes) with their counts, and per person the documents and
+# words indexed (summed over TERM_SHARDS rows, so two transactions of one person never
+# wait for each other's count). ``{rows}`` is a relation of messages (id, person, role,
+# tsv) whose person is app.person's: a trigger's transition table or a backfill batch.
+TERMS = "message_terms"
+TERMS_BACKFILL = "message_terms_backfill"
+TERM_SHARDS = 16
+_COUNT_TERMS = f"""
+    INSERT INTO public.message_term_totals AS t (shard, documents, tokens)
+    SELECT mod(pg_catalog.pg_backend_pid(), {TERM_SHARDS}), {{sign}}count(*),
+           {{sign}}coalesce(sum(d.length), 0)
+    FROM (SELECT DISTINCT message_id, length FROM counted) d HAVING count(*) > 0
+    ON CONFLICT (person, shard) DO UPDATE
+        SET documents = t.documents + excluded.documents, tokens = t.tokens + excluded.tokens"""
+POST_TERMS = """
+    WITH counted AS (
+        INSERT INTO public.message_terms (term, message_id, frequency, length)
+        SELECT w.lexeme, r.id, coalesce(pg_catalog.cardinality(w.positions), 1), d.length
+        FROM {rows} r
+        CROSS JOIN LATERAL (
+            SELECT sum(coalesce(pg_catalog.cardinality(u.positions), 1))::integer AS length
+            FROM pg_catalog.unnest(r.tsv) u) d
+        CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) w
+        WHERE r.role IN ('user', 'assistant')
+          AND r.person = pg_catalog.current_setting('app.person')
+        ON CONFLICT DO NOTHING
+        RETURNING message_id, length)""" + _COUNT_TERMS.format(sign="")
+_UNPOST_TERMS = """
+    WITH counted AS (
+        DELETE FROM public.message_terms t
+        USING {rows} r CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) w
+        WHERE r.person = pg_catalog.current_setting('app.person')
+          AND t.term = w.lexeme AND t.message_id = r.id
+        RETURNING t.message_id, t.length)""" + _COUNT_TERMS.format(sign="-")
+# A changed message's old and new versions (an edit of its text or role), for UPDATE.
+_CHANGED = """(SELECT {side}.* FROM gone o JOIN added n ON n.id = o.id
+             WHERE (o.role, o.tsv) IS DISTINCT FROM (n.role, n.tsv))"""
+
+
+def _terms_trigger(name: str, event: str, body: str, rows: str) -> str:
+    """A statement-level trigger ``name`` on messages (``event``: its kind and transition
+    tables) keeping the search table in step: ``body`` for the persons of ``rows``, each
+    under its own app.person (as the admin, SECURITY DEFINER: memory_sql's role edits
+    messages but may not touch the search table; row security, forced, still holds, so
+    app.person is set to the rows' person, which is the transaction's own: row security
+    let it change them)."""
+    return f"""
+    CREATE FUNCTION public.{name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog, pg_temp AS $terms$
+    DECLARE
+        v_was text := current_setting('app.person', true);
+        v_person text;
+    BEGIN
+        FOR v_person IN SELECT DISTINCT r.person FROM {rows} r LOOP
+            PERFORM set_config('app.person', v_person, true);
+            {body};
+        END LOOP;
+        PERFORM set_config('app.person', coalesce(v_was, ''), true);
+        RETURN NULL;
+    END $terms$;
+    CREATE TRIGGER {name} AFTER {event} FOR EACH STATEMENT EXECUTE FUNCTION public.{name}();
+    REVOKE ALL ON FUNCTION public.{name}() FROM PUBLIC;"""
+
+
+_TERMS_TRIGGERS = "".join(
+    (
+        _terms_trigger(
+            "message_terms_added",
+            "INSERT ON messages REFERENCING NEW TABLE AS added",
+            POST_TERMS.format(rows="added"),
+            "added",
+        ),
+        _terms_trigger(
+            "message_terms_gone",
+            "DELETE ON messages REFERENCING OLD TABLE AS gone",
+            _UNPOST_TERMS.format(rows="gone"),
+            "gone",
+        ),
+        _terms_trigger(
+            "message_terms_changed",
+            "UPDATE ON messages REFERENCING OLD TABLE AS gone NEW TABLE AS added",
+            _UNPOST_TERMS.format(rows=_CHANGED.format(side="o"))
+            + ";\n"
+            + POST_TERMS.format(rows=_CHANGED.format(side="n")),
+            _CHANGED.format(side="n"),
+        ),
+    )
+)
 
 
 # Each entry upgrades the schema by one version. Never edit a shipped entry: append.
@@ -295,7 +387,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
     f"""
     CREATE OR REPLACE FUNCTION {FOLD}(words text) RETURNS text
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-        AS $$ SELECT translate(words, '{_accent_map()[0]}', '{_accent_map()[1]}') $$;
+        AS $$ SELECT translate(words, '{accent_map()[0]}', '{accent_map()[1]}') $$;
     ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH}
         ALTER MAPPING FOR word, hword, hword_part WITH simple;
     ALTER TABLE messages DROP COLUMN tsv;
@@ -324,6 +416,44 @@ PG_MIGRATIONS: tuple[str, ...] = (
     );
     """
     + "".join(_scoped(table) for table in _TABLES_7),
+    # 8: lexical search over the whole history under row security (docs/postgres.md,
+    # memory.postgres.lexical). The tsvector's GIN index is useless to the app role (``@@``
+    # is not leakproof, so row security keeps it from the index), but text comparison
+    # is: each user/assistant message's words go into message_terms, a btree by (person,
+    # term, message) that row security can use, kept in step by triggers on messages.
+    # ``term`` compares byte by byte ("C"), so a prefix is one range of the index. The
+    # messages there before are indexed by ``backfill_terms`` (resumable, run by migrate
+    # after the migrations): message_terms_backfill holds, per person, the id below
+    # which their messages still wait (the trigger covers every id above the sequence's).
+    # Sessions are read past row security once, for the persons (a non-superuser owner
+    # is held by FORCE).
+    f"""
+    CREATE TABLE message_terms (
+        {_PERSON},
+        term       text COLLATE "C" NOT NULL,
+        message_id bigint NOT NULL,
+        frequency  integer NOT NULL,
+        length     integer NOT NULL,
+        PRIMARY KEY (person, term, message_id) INCLUDE (frequency, length)
+    );
+    CREATE TABLE message_term_totals (
+        {_PERSON},
+        shard     integer NOT NULL,
+        documents bigint NOT NULL,
+        tokens    bigint NOT NULL,
+        PRIMARY KEY (person, shard)
+    );
+    CREATE TABLE {TERMS_BACKFILL} (
+        person text PRIMARY KEY,
+        below  bigint NOT NULL
+    );
+    {_TERMS_TRIGGERS}
+    ALTER TABLE sessions NO FORCE ROW LEVEL SECURITY;
+    INSERT INTO {TERMS_BACKFILL} (person, below)
+        SELECT DISTINCT person, (SELECT last_value + 1 FROM messages_id_seq) FROM sessions;
+    ALTER TABLE sessions FORCE ROW LEVEL SECURITY;
+    """
+    + "".join(_scoped(table) for table in _TABLES_8),
 )
 
 
@@ -394,7 +524,63 @@ async def migrate(admin_url: str, app_role: str) -> int:
                     sql.Identifier(VECTORS), role
                 )
             )
+    await backfill_terms(admin_url)
     return len(PG_MIGRATIONS)
+
+
+# Messages one backfill transaction indexes (a few seconds at most; none is held longer).
+BACKFILL_BATCH = 20_000
+_BACKFILL_ROWS = """(SELECT id, person, role, tsv FROM public.messages
+                     WHERE id >= %(lowest)s AND id < %(below)s)"""
+
+
+async def backfill_terms(admin_url: str, batch: int = BACKFILL_BATCH) -> int:
+    """Index the messages that were stored before the search table (migration 8), newest
+    first, ``batch`` at a time, each batch one transaction that records how far it got:
+    interrupted, the next migrate goes on from there (and two at once share the work).
+    How many messages were indexed."""
+    indexed = 0
+    connecting = AsyncConnection.connect(admin_url, autocommit=True)
+    async with await connecting as conn:
+        while True:
+            async with conn.transaction():
+                done = await _backfill_batch(conn, batch)
+            if done is None:
+                return indexed
+            indexed += done
+            if indexed and indexed % (10 * batch) == 0:
+                log.info("search table: %d older messages indexed", indexed)
+
+
+async def _backfill_batch(conn: AsyncConnection[Any], batch: int) -> int | None:
+    """One person's next ``batch`` messages still to index; None when nobody waits."""
+    cursor = await conn.execute(
+        SQL("SELECT person, below FROM {} ORDER BY person LIMIT 1 FOR UPDATE SKIP LOCKED").format(
+            Identifier(TERMS_BACKFILL)
+        )
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    person, below = row
+    await conn.execute("SELECT set_config('app.person', %s, true)", (person,))
+    cursor = await conn.execute(
+        """SELECT min(id), count(*) FROM (SELECT id FROM messages WHERE id < %s
+                                          ORDER BY id DESC LIMIT %s) b""",
+        (below, batch),
+    )
+    lowest, count = await cursor.fetchone() or (None, 0)
+    if lowest is None:
+        await conn.execute(
+            SQL("DELETE FROM {} WHERE person = %s").format(Identifier(TERMS_BACKFILL)), (person,)
+        )
+        return 0
+    await conn.execute(POST_TERMS.format(rows=_BACKFILL_ROWS), {"lowest": lowest, "below": below})
+    await conn.execute(
+        SQL("UPDATE {} SET below = %s WHERE person = %s").format(Identifier(TERMS_BACKFILL)),
+        (lowest, person),
+    )
+    return int(count)
 
 
 async def _has_pgvector(conn: AsyncConnection[Any]) -> bool:
@@ -446,6 +632,14 @@ ACCOUNTS_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX login_failures_address ON login_failures (address);
     """,
+    # 4: the ids of removed people (``PgAccounts.remove``): while anyone is left, a
+    # removed first person stays the first (the smallest id), so no one else takes over
+    # the rows from before accounts. Emptied when the last person goes.
+    """
+    CREATE TABLE removed_users (
+        id bigint PRIMARY KEY
+    );
+    """,
 )
 
 
@@ -467,15 +661,19 @@ def migrate_accounts(admin_url: str, app_role: str) -> int:
         # Exactly these privileges: take back anything granted before (to anyone), then
         # grant. Not UPDATE of id or name: a person's key and name never change.
         conn.execute(
-            sql.SQL("REVOKE ALL ON users, logins, login_failures FROM PUBLIC, {}").format(role)
+            sql.SQL(
+                "REVOKE ALL ON users, logins, login_failures, removed_users FROM PUBLIC, {}"
+            ).format(role)
         )
         conn.execute(sql.SQL("GRANT SELECT, INSERT, DELETE ON logins TO {}").format(role))
+        conn.execute(sql.SQL("GRANT SELECT, INSERT, DELETE ON removed_users TO {}").format(role))
         conn.execute(
             sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON login_failures TO {}").format(role)
         )
         conn.execute(
             sql.SQL(
-                "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash) ON users TO {}"
+                "GRANT SELECT, INSERT (name, password_hash), UPDATE (password_hash), DELETE "
+                "ON users TO {}"
             ).format(role)
         )
     return len(ACCOUNTS_MIGRATIONS)

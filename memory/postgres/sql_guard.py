@@ -48,6 +48,9 @@ UNREADABLE: tuple[str, ...] = (
     "sql_login",
     "sql_bindings",
     "chat_imports",
+    "message_terms",
+    "message_term_totals",
+    "message_terms_backfill",
 )
 EDITABLE: dict[str, str] = dict(EDITABLE_COLUMNS)  # messages.content, memories.value, …
 JOURNAL_TRIGGER = "companion_sql_journal"  # also the name of its function

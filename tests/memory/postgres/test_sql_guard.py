@@ -328,6 +328,9 @@ REFUSED_ON_POSTGRES = [
     ("SELECT * FROM sql_bindings", "reading sql_bindings"),
     ("SELECT password FROM sql_login", "reading sql_login"),
     ("SELECT * FROM job_leases", "reading job_leases"),
+    ("SELECT * FROM message_terms", "reading message_terms"),
+    ("SELECT count(*) FROM message_term_totals", "reading message_term_totals"),
+    ("SELECT * FROM message_terms_backfill", "reading message_terms_backfill"),
     ("UPDATE memories SET key = 'x'", "updating memories.key"),
     ("UPDATE profile SET value = 'x'", "updating profile.value"),
     ("UPDATE sessions SET title = ' '", "sessions.title cannot be empty"),
@@ -426,6 +429,9 @@ def test_past_the_parse_a_do_block_cannot_become_the_app(pg: Seeded, sql: str) -
             "SELECT * FROM sql_bindings",
             "UPDATE sql_bindings SET person = 'ann'",
             "SELECT password FROM sql_login",
+            "SELECT term FROM message_terms",
+            "SELECT * FROM message_term_totals",
+            "DELETE FROM message_terms",
         ):
             with pytest.raises(errors.InsufficientPrivilege):
                 conn.execute(attempt)
