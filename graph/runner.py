@@ -117,6 +117,7 @@ async def stream_turn(
     graph: Any = None,
     user_meta: dict[str, Any] | None = None,
     stored: Message | None = None,
+    config: dict[str, Any] | None = None,
 ) -> AsyncIterator[TurnEvent]:
     """Store the user's message, run the graph, and yield events as they come.
 
@@ -125,7 +126,9 @@ async def stream_turn(
     A message over ``max_message_chars`` is refused before anything is stored: a
     ``TurnError``, then an ``Answer`` whose text says why.
     With ``ctx.stream_tokens`` off only ``UserStored``, ``ToolEnd``, ``TurnError`` and
-    ``Answer`` come.
+    ``Answer`` come. ``config`` replaces the turn's own (its thread id names the turn): a
+    served graph's step passes one without ``configurable``, so the turn runs as its
+    subgraph, streamed and checkpointed inside the served thread (app.studio).
     """
     refusal = None if stored else too_long(text, ctx.settings.max_message_chars)
     if refusal:
@@ -141,7 +144,7 @@ async def stream_turn(
     shown = LIVE_EVENTS if ctx.stream_tokens else QUIET_EVENTS
     async for mode, chunk in graph.astream(
         _initial_state(session_id, user.id),
-        config=_config(session_id, user.id),
+        config=config or _config(session_id, user.id),
         context=ctx,
         stream_mode=STREAM_MODES,
     ):
