@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from graph.events import ConfirmationAsked, Decision
     from memory import Accounts, AsyncStore
 
-BANNER_LOCAL = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
+BANNER_LOCAL = (
+    "the small bundled model: it chats, does sums and plays the persona, but can't search the "
+    "web, check the weather, remember you or draw — choose a capable model in Settings (run "
+    "`companion`), which offers a model server running here (Ollama, LM Studio, llama.cpp)"
+)
 USAGE, FAILED = 2, 1  # the exit codes of a known failure (the module's docstring)
 
 log = logging.getLogger("companion.cli")
