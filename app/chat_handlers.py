@@ -34,8 +34,9 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
+from app.settings_view import Connections
 from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
-from config.settings import Settings
+from config.settings import Settings, fixed_fields
 from graph.context import Context
 from graph.events import ModelDone, UserStored
 from graph.jobs import catch_up_once, schedule_segments
@@ -44,7 +45,7 @@ from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
 from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused
 from prompts.templates import persona_greeting
-from providers import local_server
+from providers import FoundServer, local_server, local_servers
 
 log = logging.getLogger("companion.app")
 
@@ -58,6 +59,25 @@ EXAMPLES = (
     "Remember that my favourite tea is jasmine.",
 )
 DRAW_EXAMPLE = "Draw a cat napping on a sunny windowsill."
+# The bundled model's: it chats, does sums and plays the persona; it calls no tool.
+LOCAL_EXAMPLES = (
+    "Hi! Tell me a little about yourself.",
+    "What is 17 + 25?",
+    "I had a long day. Cheer me up?",
+)
+# The bundled model's banner: what it can't do, in one sentence, and where to fix it.
+LOCAL_LIMITS = (
+    "⚠️ This is the small bundled model: it chats, does sums and plays the persona, but it "
+    "can't search the web, check the weather, remember you or draw — connect a capable "
+    "model in **Settings**."
+)
+FOUND_OFFER = "💡 {offer}"
+FOUND_BUTTON = "Use {kind}'s {model}"
+USING_FOUND = "Chatting with `{model}` on {kind} at {address}, on this machine."
+NOT_ANSWERING = (
+    "{kind} at {address} did not answer, or no longer has {model}: start it again (or "
+    "get the model back), or press “Back to the bundled model” above the chat."
+)
 STARTING_MODEL = "Starting the local model…"
 STILL_ANSWERING = "Companion is still answering: stop it first, or wait."
 NOT_WAITING = "That question was already answered, or it is no longer waiting."
@@ -99,7 +119,10 @@ def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None)
 def welcome(settings: Settings) -> dict[str, Any]:
     """The empty chat's placeholder (the persona's name and greeting) and example prompts,
     as Chatbot properties; shown only, never stored."""
-    prompts = [*EXAMPLES, DRAW_EXAMPLE] if settings.image_backend else list(EXAMPLES)
+    if settings.is_local:
+        prompts = list(LOCAL_EXAMPLES)
+    else:
+        prompts = [*EXAMPLES, DRAW_EXAMPLE] if settings.image_backend else list(EXAMPLES)
     greeting = persona_greeting(settings.persona)
     return {
         "placeholder": f"### {settings.persona.capitalize()}\n\n{greeting}",
@@ -193,6 +216,38 @@ def starting_status(settings: Settings) -> list[Any]:
         return []
     step = {"title": STARTING_MODEL, "status": "pending"}
     return [gr.ChatMessage(role="assistant", content="", metadata=step)]  # type: ignore[arg-type]
+
+
+def found_notice(settings: Settings) -> str | None:
+    """What to say when a turn failed on a model server found on this machine (it
+    stopped, or its model went), with the way back; None for any other connection."""
+    kind = local_servers().kind_at(settings.base_url)
+    if kind is None:
+        return None
+    address = (settings.base_url or "").removeprefix("http://").split("/")[0]
+    return NOT_ANSWERING.format(kind=kind, address=address, model=settings.chat_model)
+
+
+def banner(settings: Settings, found: FoundServer | None, back: bool) -> list[Any]:
+    """Above the chat: the bundled model's limits, and the found server's offer with its
+    button; or, on a found server, which one answers and the way back; else nothing.
+    (Updates of the banner, the offer's button, the way back, the Settings button.)"""
+    kind = local_servers().kind_at(settings.base_url)
+    if settings.is_local:
+        offer = f" {FOUND_OFFER.format(offer=found.offer)}" if found else ""
+        text = f"{LOCAL_LIMITS}{offer}"
+    elif kind is not None and back:
+        address = (settings.base_url or "").removeprefix("http://").split("/")[0]
+        text = USING_FOUND.format(model=settings.chat_model, kind=kind, address=address)
+    else:
+        text = ""
+    label = FOUND_BUTTON.format(kind=found.kind, model=found.model) if found else ""
+    return [
+        gr.update(value=text, visible=bool(text)),
+        gr.update(value=label, visible=settings.is_local and found is not None),
+        gr.update(visible=bool(text) and not settings.is_local),
+        gr.update(visible=settings.is_local),
+    ]
 
 
 def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> str | None:
@@ -308,6 +363,10 @@ class ChatTab:
                 if notice:
                     notices.append(notice_bubble(notice))
                     told.append(session_id)
+            if view is not None and view.error is not None:
+                failed_on = found_notice(await self.settings())
+                if failed_on:
+                    notices.append(notice_bubble(failed_on))
             if turn.failure is not None:
                 notices.append(failure_bubble(turn.failure, logged=True))
             live = self.turns.live(session_id)
@@ -363,6 +422,33 @@ class ChatHandlers:
 
     def __init__(self, chats: Chats, ui: ChatComponents) -> None:
         self.chats, self.ui = chats, ui
+        people = chats.people
+        fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
+        self.connections = Connections(people, fixed)
+
+    async def on_banner(self, request: gr.Request) -> list[Any]:
+        """The banner above the chat (after the page load: a model server on this machine
+        is looked for meanwhile, never delaying the page)."""
+        settings = await self.chats.of(request).settings()
+        found = await self.connections.offered(settings) if settings.is_local else None
+        return banner(settings, found, self.connections.switchable(settings))
+
+    async def on_use_found(self, request: gr.Request) -> list[Any]:
+        """The banner's one click: the found server's model answers from now on (Verify,
+        then saved as Settings' Save does); the banner says what happened."""
+        return await self._switched(request, self.connections.use_found)
+
+    async def on_use_bundled(self, request: gr.Request) -> list[Any]:
+        """Back to the bundled model (a found server stopped, or the person chose so)."""
+        return await self._switched(request, self.connections.use_bundled)
+
+    async def _switched(self, request: gr.Request, switch: Any) -> list[Any]:
+        tab = self.chats.of(request)
+        said, _ = await switch(tab.make_context)
+        settings = await tab.settings()
+        shown = await self.on_banner(request)
+        note = f"{said}\n\n{shown[0]['value']}" if shown[0]["value"] else said
+        return [gr.update(value=note, visible=True), *shown[1:], model_line(settings)]
 
     async def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """A page load: the newest chat, the sidebar, the model line and the local banner."""

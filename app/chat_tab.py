@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from app.chat_handlers import (
+    LOCAL_LIMITS,
     ChatComponents,
     ChatHandlers,
     Chats,
@@ -27,7 +28,6 @@ from app.chat_handlers import (
     list_rows,
 )
 from graph.setup import People
-from providers import LOCAL_BANNER
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
 CHAT_HEIGHT = "calc(100dvh - 270px)"
@@ -125,7 +125,8 @@ class ChatLayout:
     # The window's width in CSS pixels, set by the page itself (a State never leaves the
     # server, so it could not carry it): 0 until known.
     width: gr.Number
-    banner: gr.Markdown
+    banner: gr.Markdown  # the bundled model's limits, or the found server in use
+    offers: tuple[gr.Button, gr.Button, gr.Button]  # use the found server, back, Settings
     edit_words: gr.Markdown
     resend: gr.Button
     cancel_edit: gr.Button
@@ -158,7 +159,19 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
     api_delete = gr.Button(visible=False, elem_id="target-delete")
     api_send = gr.Button(visible=False, elem_id="api-send")
     width = gr.Number(0, visible=False, elem_id="window-width")
-    banner = gr.Markdown(f"⚠️ {LOCAL_BANNER}", visible=False, elem_id="local-banner")
+    with gr.Row(equal_height=True):
+        banner = gr.Markdown(LOCAL_LIMITS, visible=False, elem_id="local-banner")
+        offers = (
+            gr.Button(visible=False, variant="primary", size="sm", scale=0, elem_id="banner-use"),
+            gr.Button(
+                "Back to the bundled model",
+                visible=False,
+                size="sm",
+                scale=0,
+                elem_id="banner-back",
+            ),
+            gr.Button("Settings", visible=False, size="sm", scale=0, elem_id="banner-settings"),
+        )
     persona = gr.HTML(elem_id="persona-chip", js_on_load=None)
     chatbot = gr.Chatbot(
         elem_id="chatbot",
@@ -218,6 +231,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         api_send,
         width,
         banner,
+        offers,
         edit_words,
         resend,
         cancel_edit,
@@ -235,6 +249,7 @@ class Wiring:
         self.handlers, self.parts, self.side, self.tabs = handlers, parts, side, tabs
         ui = parts.ui
         self.followers: list[Any] = []
+        self.loaded: Any = None  # the page load's event, once ``turns`` has wired it
         self.followed = [ui.chatbot, ui.stop, ui.told, ui.listing, ui.line, ui.trace]
         self.noted = [ui.note_line, ui.remove_note]
 
@@ -258,6 +273,7 @@ class Wiring:
         h, parts, ui = self.handlers, self.parts, self.parts.ui
         width, shown = parts.width, [ui.session, ui.listing, ui.chatbot, ui.line, parts.banner]
         loaded = load(h.on_load, None, shown, api_name="load")
+        self.loaded = loaded
         load(lambda seen: seen, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
             fit_sidebar, width, [self.side.panel, self.tabs], api_visibility="private"
         )
@@ -303,6 +319,20 @@ class Wiring:
         edited = [ui.chatbot, ui.edit, ui.confirm_edit, parts.edit_words]
         ui.chatbot.edit(h.on_edit, ui.session, edited, api_visibility="private")
         parts.cancel_edit.click(h.on_cancel_edit, ui.session, edited[:3], api_visibility="private")
+
+    def banner(self) -> None:
+        """The banner above the chat, once the page has loaded (a model server on this
+        machine is looked for then); its buttons switch the connection or open Settings."""
+        h, parts, ui = self.handlers, self.parts, self.parts.ui
+        use, back, settings = parts.offers
+        shown = [parts.banner, *parts.offers]
+        private: dict[str, Any] = {"api_visibility": "private"}
+        self.loaded.then(h.on_banner, None, shown, **private)
+        for button, switch in ((use, h.on_use_found), (back, h.on_use_bundled)):
+            button.click(switch, None, [*shown, ui.line], **private).then(
+                h.greet, None, ui.chatbot, **private
+            )
+        settings.click(lambda: gr.Tabs(selected="settings"), None, self.tabs, **private)
 
     def persona(self, load: Any) -> None:
         """The persona chip, on the page load and whenever a tab is chosen (back from
@@ -388,11 +418,12 @@ def build(
     ``load`` is the page's load event, ``trace`` is where the last turn's path goes, and
     ``tabs`` are the page's tabs (choosing a chat in the sidebar opens the Chat tab). Every
     handler works on the logged-in person's ``ChatTab`` (``Chats.of``). The model line and
-    the local banner are filled in when the page loads. Returns the tab's components (the
-    Memories tab's imports update its sidebar)."""
+    the banner (``Wiring.banner``) are filled in when the page loads. Returns the tab's
+    components (the Memories tab's imports update its sidebar)."""
     parts = layout(trace, side)
     wiring = Wiring(ChatHandlers(Chats(people, trace), parts.ui), parts, side, tabs)
     wiring.turns(load)
+    wiring.banner()
     wiring.persona(load)
     wiring.controls()
     wiring.switches()

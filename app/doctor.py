@@ -23,7 +23,14 @@ import httpx
 from app.logs import FILE_ONLY, one_line
 from config.settings import NO_CHAT_MODEL, Settings
 from memory.backends import postgres_vector_index, sqlite_health
-from providers import PLACEHOLDER_KEY, EmbeddingUnavailable, local_server, open_embedder
+from providers import (
+    PLACEHOLDER_KEY,
+    EmbeddingUnavailable,
+    find_local_servers,
+    local_server,
+    local_servers,
+    open_embedder,
+)
 
 Status = Literal["ok", "fail", "info"]
 MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
@@ -226,6 +233,25 @@ def _model_ids(response: httpx.Response) -> set[str]:
         return set()
 
 
+def model_servers() -> Check:
+    """The model servers running on this machine (Ollama, LM Studio, llama.cpp), which the
+    app's Settings offers with one click."""
+    import asyncio
+
+    probes = local_servers().probes
+    found = asyncio.run(find_local_servers(probes))
+    if not found:
+        looked = ", ".join(f"{p.kind} on 127.0.0.1:{p.port}" for p in probes)
+        return Check("info", "model servers here", f"none answering ({looked})")
+    listed = "; ".join(f"{f.kind} at {f.address} with {', '.join(f.models[:5])}" for f in found)
+    first = found[0]
+    use = (
+        f"use one in the app's Settings (one click), or set COMPANION_BASE_URL={first.base_url} "
+        f"and COMPANION_CHAT_MODEL={first.model}"
+    )
+    return Check("ok", "model servers here", f"{listed} — {use}")
+
+
 def embeddings(settings: Settings) -> Check:
     """Recall's embedder: which model, and whether it embeds a text now (without it,
     recall finds words only: not a failure of the chat path)."""
@@ -309,6 +335,7 @@ def run_checks(settings: Settings, database_url: str | None = None) -> Iterator[
         versions,
         lambda: database(settings) if database_url is None else postgres(database_url, settings),
         lambda: chat_provider(settings),
+        model_servers,
         lambda: embeddings(settings),
         lambda: vision(settings),
         lambda: image_backend(settings),

@@ -8,6 +8,9 @@ write-only: the box is always empty, an empty box keeps the stored key. Verify c
 the form's endpoint without saving it (``verify_target``: the endpoint in effect whenever
 the base URL is fixed). An edited identity block is saved as the profile's ``identity``;
 under it, one sentence says how a style note combines with it (``WITH_A_STYLE_NOTE``).
+A model server found running on this machine is offered by name above the form, and one
+click switches to it through Verify and Save's own checks; another goes back to the
+bundled model (``Connections``, which the chat's banner uses too).
 ``build`` only lays out and wires. The rules: docs/app.md.
 """
 
@@ -32,9 +35,9 @@ from config.settings import (
 )
 from config.settings import validate_profile as validate
 from graph.routing import NO_VISION_NOTICE
-from graph.setup import People
+from graph.setup import ContextFactory, People
 from prompts.templates import PERSONAS, STYLE_NOTE, persona_text
-from providers import Verified, endpoint_status, verify_endpoint
+from providers import FoundServer, Verified, endpoint_status, local_servers, verify_endpoint
 
 NO_BACKEND = "none"
 NOTE_OPENING = STYLE_NOTE.split("{note}")[0].strip()  # "For this reply:", as the model reads it
@@ -222,6 +225,60 @@ def verify_target(
     )
 
 
+class Connections:
+    """The one-click connections: a model server found on this machine (offered by name,
+    switched to as Save does, after Verify) and back to the bundled model."""
+
+    def __init__(self, people: People, fixed: Mapping[str, str]) -> None:
+        self.people, self.fixed = people, fixed
+
+    async def offered(self, settings: Settings) -> FoundServer | None:
+        """The found server to offer: none while accounts are on (nobody reaches the
+        operator's loopback through it) or a flag or the environment fixes the base URL;
+        never the one already in use."""
+        if settings.accounts_on or "base_url" in self.fixed:
+            return None
+        found = await local_servers().current()
+        return next((f for f in found if origin(f.base_url) != origin(settings.base_url)), None)
+
+    def switchable(self, settings: Settings) -> bool:
+        """Whether the bundled model can be chosen back (the base URL is the profile's)."""
+        return not settings.is_local and "base_url" not in self.fixed
+
+    async def use_found(self, make_context: ContextFactory) -> tuple[str, bool]:
+        """Switch to the offered server's first chat model, through Verify and Save's own
+        checks; (what the person reads, whether it switched)."""
+        current = (await make_context()).settings
+        found = await self.offered(current)
+        if found is None:
+            return "❌ No model server is running on this machine now.", False
+        form = {**form_values(current), "base_url": found.base_url, "chat_model": found.model}
+        verified = await verify_endpoint(verify_target(form, current, self.fixed))
+        if not verified.ok:
+            return f"❌ Not switched: {verified.text}", False
+        try:
+            update = profile_update(form, identity_text(current), current, self.fixed)
+        except ConfigError as exc:
+            return f"❌ Not switched: {exc}", False
+        await make_context.store.set_profile(update)
+        settings = (await make_context()).settings
+        return f"{saved_message(update, settings)}\n\n**Endpoint:** {verified.text}", True
+
+    async def use_bundled(self, make_context: ContextFactory) -> tuple[str, bool]:
+        """Back to the bundled model: the profile's endpoint, its key, chat model and tool
+        mode go (the bundled model's defaults apply)."""
+        current = (await make_context()).settings
+        if current.is_local:
+            return f"✅ The bundled model answers already ({current.chat_model}).", False
+        if "base_url" in self.fixed:
+            return f"❌ The base URL is fixed by {self.fixed['base_url']}.", False
+        await make_context.store.set_profile(
+            validate({"base_url": None, "chat_model": None, "tool_mode": None})
+        )
+        settings = (await make_context()).settings
+        return f"✅ Back to the bundled model ({settings.chat_model}).", True
+
+
 def provider_line(settings: Settings) -> str:
     """Which provider and endpoint are configured (never the key)."""
     where = "embedded llama.cpp" if settings.is_local else (settings.base_url or "no base URL")
@@ -246,9 +303,46 @@ class SettingsHandlers:
     def __init__(self, people: People) -> None:
         self.people = people
         self.fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
+        self.connections = Connections(people, self.fixed)
 
     async def settings(self, request: gr.Request) -> Settings:
         return (await self.people.factory(request.username)()).settings
+
+    async def offer(self, request: gr.Request) -> list[Any]:
+        """The found server's offer and its button, and the way back to the bundled model
+        (page load, the tab opened)."""
+        settings = await self.settings(request)
+        found = await self.connections.offered(settings)
+        back = self.connections.switchable(settings)
+        return [
+            gr.update(value=f"💡 {found.offer}" if found else "", visible=found is not None),
+            gr.update(visible=found is not None),
+            gr.update(visible=back),
+        ]
+
+    async def on_use_found(self, request: gr.Request) -> tuple[str, bool]:
+        """One click: the found server's model is the connection (Verify, then Save)."""
+        return await self.connections.use_found(self.people.factory(request.username))
+
+    async def on_use_bundled(self, request: gr.Request) -> tuple[str, bool]:
+        return await self.connections.use_bundled(self.people.factory(request.username))
+
+    async def shown(self, request: gr.Request) -> dict[str, Any]:
+        """The settings the form was just filled with (``refill`` compares them)."""
+        return form_values(await self.settings(request))
+
+    async def refill(self, filled: dict[str, Any], request: gr.Request) -> list[Any]:
+        """The tab opened: the form again when the settings changed since it was filled
+        (switched from the chat's banner, saved in another tab), else as the person left it."""
+        settings = await self.settings(request)
+        if form_values(settings) == filled:
+            return [gr.skip() for _ in range(len(FORM_KEYS) + 3)]
+        return [
+            settings_notice(settings),
+            *self.fields(settings),
+            gr.update(**vision_warning(settings)),
+            form_values(settings),
+        ]
 
     def fields(self, settings: Settings) -> list[Any]:
         """Each form field's update (value, label, editable), in ``FORM_KEYS`` order."""
@@ -318,6 +412,14 @@ def build(people: People, load: Any, opened: Any) -> None:
     """
     handlers = SettingsHandlers(people)
     provider = gr.Markdown(elem_id="provider-line")
+    with gr.Row(equal_height=True):
+        offer = gr.Markdown(visible=False, elem_id="found-server")
+        use_found = gr.Button(
+            "Use it", variant="primary", size="sm", scale=0, visible=False, elem_id="use-found"
+        )
+        use_bundled = gr.Button(
+            "Back to the bundled model", size="sm", scale=0, visible=False, elem_id="use-bundled"
+        )
     with gr.Row():
         base_url = gr.Textbox(label=LABELS["base_url"], elem_id="set-base-url")
         api_key = gr.Textbox(label=LABELS["api_key"], type="password", elem_id="set-api-key")
@@ -377,10 +479,30 @@ def build(people: People, load: Any, opened: Any) -> None:
     }
     form = [components[key] for key in FORM_KEYS]
     saved = gr.State(False)
+    filled = gr.State({})  # the settings the form shows (SettingsHandlers.refill)
+    refreshed = [provider, *form, no_vision]
+    offered = [offer, use_found, use_bundled]
+    private: dict[str, Any] = {"api_visibility": "private"}
     save.click(
         handlers.on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
-    ).then(handlers.refresh, saved, [provider, *form, no_vision], api_visibility="private")
+    ).then(handlers.refresh, saved, refreshed, **private).then(
+        handlers.shown, None, filled, **private
+    )
+    for button, switch, name in (
+        (use_found, handlers.on_use_found, "use_found_server"),
+        (use_bundled, handlers.on_use_bundled, "use_bundled_model"),
+    ):
+        switched = button.click(switch, None, [status, saved], api_name=name)
+        switched.then(handlers.refresh, saved, refreshed, **private).then(
+            handlers.shown, None, filled, **private
+        )
+        switched.then(handlers.offer, None, offered, **private)
+        switched.then(handlers.on_check, None, endpoint, **private)
     check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     persona.input(persona_text, persona, identity, api_visibility="private")
-    load(handlers.fill, None, [provider, *form, identity, no_vision], api_visibility="private")
+    load(handlers.fill, None, [provider, *form, identity, no_vision], **private).then(
+        handlers.shown, None, filled, **private
+    )
+    opened(handlers.refill, filled, [*refreshed, filled], **private)
+    gr.on([load, opened], handlers.offer, None, offered, **private)
     gr.on([load, opened], handlers.on_check, None, endpoint, api_name="endpoint_status")

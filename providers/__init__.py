@@ -5,12 +5,12 @@ from the modules behind it (``tests/unit/test_layers.py``), except the install-t
 test, run as ``python -m providers.local_smoke``. ``chat`` makes the models (an
 OpenAI-compatible endpoint or the bundled llama.cpp model), ``failures`` classifies what
 went wrong on the provider's side, ``verify`` checks an endpoint for the Settings tab,
-``llama_server`` supervises the bundled model's server, and ``embeddings`` turns texts into
-vectors for recall. Imports config and tools.net.
+``llama_server`` supervises the bundled model's server, ``discovery`` finds a model server
+already running on this machine, and ``embeddings`` turns texts into vectors for recall.
+Imports config and tools.net.
 """
 
 from providers.chat import (
-    LOCAL_BANNER,
     LOCAL_MAX_TOKENS,
     PLACEHOLDER_KEY,
     lazy_local_model,
@@ -18,6 +18,7 @@ from providers.chat import (
     make_vision_model,
     unchosen_model,
 )
+from providers.discovery import FoundServer, LocalServers, find_local_servers, local_servers
 from providers.embeddings import Embedder, EmbeddingUnavailable, open_embedder
 from providers.errors import ProviderError
 from providers.failures import (
@@ -30,21 +31,24 @@ from providers.llama_server import LocalServer, local_model_path, local_server
 from providers.verify import Verified, endpoint_status, verify_endpoint
 
 __all__ = [
-    "LOCAL_BANNER",
     "LOCAL_MAX_TOKENS",
     "PLACEHOLDER_KEY",
     "Embedder",
     "EmbeddingUnavailable",
     "ErrorKind",
+    "FoundServer",
     "LocalServer",
+    "LocalServers",
     "ProviderError",
     "Verified",
     "describe_provider_error",
     "endpoint_status",
+    "find_local_servers",
     "is_provider_error",
     "lazy_local_model",
     "local_model_path",
     "local_server",
+    "local_servers",
     "make_chat_model",
     "make_vision_model",
     "open_embedder",

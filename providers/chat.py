@@ -19,7 +19,6 @@ from tools.net import model_clients
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-LOCAL_BANNER = "local model — set OPENROUTER_API_KEY or COMPANION_BASE_URL for a capable one"
 LOCAL_MAX_TOKENS = 512
 PLACEHOLDER_KEY = "not-needed"  # ChatOpenAI refuses to start without a key, even locally
 

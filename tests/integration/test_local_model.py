@@ -20,13 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.cli import BANNER_LOCAL
 from config.settings import load_settings
 from graph.runner import run_turn
 from graph.setup import context_for
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import SqliteStore
 from providers import (
-    LOCAL_BANNER,
     LocalServer,
     ProviderError,
     lazy_local_model,
@@ -83,7 +83,7 @@ def test_cli_one_shot_prints_banner_and_answer(tmp_path: Path) -> None:
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert LOCAL_BANNER in done.stderr
+    assert BANNER_LOCAL in done.stderr
     assert done.stdout.strip()
     store = SqliteStore.open_home(tmp_path)
     session = store.list_sessions()[0]

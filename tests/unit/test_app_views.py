@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,7 @@ def test_an_empty_chat_greets_as_the_persona_with_examples() -> None:
     shown = welcome(REMOTE)
     assert shown["placeholder"] == f"### Yuzuki\n\n{persona_greeting('yuzuki')}"
     assert [e["text"] for e in shown["examples"]] == list(EXAMPLES)
-    journal = welcome(Settings(persona="journal", image_backend="openai"))
+    journal = welcome(dataclasses.replace(REMOTE, persona="journal", image_backend="openai"))
     assert journal["placeholder"].startswith("### Journal\n\n")
     assert persona_greeting("journal") in journal["placeholder"]
     assert [e["text"] for e in journal["examples"]] == [*EXAMPLES, DRAW_EXAMPLE]
