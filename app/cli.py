@@ -103,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_argument("path", metavar="PATH", help="the export file")
     _common(imports)
     _person_option(imports)
+    forget = sub.add_parser(
+        "forget",
+        help="delete all the data of this home's one person (no accounts): chats, memories, "
+        "segments, images and settings; asks first",
+    )
+    forget.add_argument("--all", action="store_true", required=True, help="everything")
+    _yes_option(forget)
+    _common(forget)
     return parser
 
 
@@ -159,7 +167,9 @@ def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def _people_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``companion user`` (add, list, passwd) and ``companion db migrate``."""
-    user = sub.add_parser("user", help="add and list the people of this home, set passwords")
+    user = sub.add_parser(
+        "user", help="add, list and delete the people of this home, set passwords"
+    )
     user_sub = user.add_subparsers(dest="user_command", required=True)
     add = user_sub.add_parser(
         "add", help="add a person (the first one owns the existing conversations)"
@@ -168,7 +178,14 @@ def _people_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing = user_sub.add_parser("list", help="the people and their folders")
     passwd = user_sub.add_parser("passwd", help="set a person's password")
     passwd.add_argument("name", metavar="NAME")
-    for leaf in (add, listing, passwd):
+    delete = user_sub.add_parser(
+        "delete",
+        help="delete a person and all their data: chats, memories, segments, images, "
+        "settings and login; asks first",
+    )
+    delete.add_argument("name", metavar="NAME")
+    _yes_option(delete)
+    for leaf in (add, listing, passwd, delete):
         leaf.add_argument("--home", default=argparse.SUPPRESS, help="the home of the people")
         _database_flag(leaf)
 
@@ -201,6 +218,13 @@ def _person_option(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="this person's own data: their conversations and memories "
         "(needed once accounts are on)",
+    )
+
+
+def _yes_option(parser: argparse.ArgumentParser) -> None:
+    """``--yes``: a delete without asking (scripts); without it the person types to confirm."""
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask (for scripts): without it, type to confirm"
     )
 
 
@@ -397,10 +421,78 @@ def _user(args: argparse.Namespace) -> int:
     root = resolve_home(_flags(args), os.environ)
     url = database_url(_database_flags(args), os.environ)
     try:
+        if args.user_command == "delete":
+            return _user_delete(args)
         return _user_command(args, open_accounts(root, url), postgres=url is not None)
     except ImportError:
         print(f"companion: {NO_PSYCOPG}", file=sys.stderr)
         return 2
+
+
+def _confirmed(args: argparse.Namespace, what: str, answer: str) -> bool:
+    """The person's yes to deleting ``what``: ``--yes``, or ``answer`` typed at a
+    terminal; without a terminal and without --yes, no (said why)."""
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        print("companion: nobody at a terminal to confirm: add --yes", file=sys.stderr)
+        return False
+    print(f"This deletes {what}. It cannot be undone.", file=sys.stderr)
+    try:
+        typed = input(f"Type {answer} to go on: ")
+    except EOFError:
+        typed = ""
+    if typed.strip() != answer:
+        print("companion: not confirmed; nothing was deleted", file=sys.stderr)
+        return False
+    return True
+
+
+async def _delete(store: AsyncStore, accounts: Accounts | None, name: str | None) -> int:
+    """Delete the person's data (``app.deleting``) and say what went."""
+    from app.deleting import delete_person
+    from memory import release_connections
+
+    try:
+        deleted = await delete_person(store, accounts=accounts, name=name)
+    finally:
+        await release_connections()
+    print(deleted.line())
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    """``companion forget --all``: everything of the home's one person (exit 2 with
+    accounts: each person is deleted by name)."""
+    from graph.setup import People
+
+    people = People(_flags(args))
+    if people.accounts.people():
+        print(
+            "companion: this home has accounts: delete a person with `companion user delete NAME`",
+            file=sys.stderr,
+        )
+        return USAGE
+    what = f"every chat, memory, segment, image and setting in {people.root}"
+    if not _confirmed(args, what, "yes"):
+        return USAGE
+    return asyncio.run(_delete(people.default.store, None, None))
+
+
+def _user_delete(args: argparse.Namespace) -> int:
+    """``companion user delete NAME``: the person's data, folder and login."""
+    from graph.setup import People
+
+    people = People({**_flags(args), **_database_flags(args)})
+    person = people.accounts.get(args.name)
+    if person is None:
+        print(f"companion: no user {args.name}", file=sys.stderr)
+        return USAGE
+    what = f"{person.name} and all their chats, memories, segments, images and settings"
+    if not _confirmed(args, what, person.name):
+        return USAGE
+    store = people.factory(person.name).store
+    return asyncio.run(_delete(store, people.accounts, person.name))
 
 
 def _user_command(args: argparse.Namespace, accounts: Accounts, *, postgres: bool) -> int:
@@ -653,6 +745,8 @@ def _command(args: argparse.Namespace) -> int:
         return _db_migrate(args)
     if args.command == "import":
         return _for_person(args, lambda factory: _import(args.path, factory))
+    if args.command == "forget":
+        return _forget(args)
     if args.command == "chat":
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)

@@ -121,6 +121,13 @@ class AsyncStore(Protocol):
         covered them (regenerate, edit and resend); how many messages went."""
         ...
 
+    async def delete_everything(self) -> dict[str, int]:
+        """Forget this person: every session, message, memory, segment, vector, import
+        key, journal entry, setting and lease of theirs, leaving no trace of their text in
+        the database (memory.sqlite.erase, docs/storage.md); the rows deleted per table.
+        Their images are files: ``app.deleting`` removes those."""
+        ...
+
     async def import_chat(self, chat: ImportedChat) -> Session | None:
         """Keep a conversation brought from another app as a new session, with its title,
         its times and every message, in one transaction; None when a chat with the same
@@ -300,6 +307,12 @@ class Accounts(Protocol):
 
     def add(self, name: str, password: str) -> Person:
         """Register a person and make their folder (AccountError: bad or taken name)."""
+        ...
+
+    def remove(self, name: str) -> Person:
+        """Forget a person's account, logins and failed logins, and delete their own
+        folder (never the home); their id is never given to anyone else (AccountError: no
+        such person). Their data goes first: ``app.deleting.delete_person``."""
         ...
 
     def check(self, name: str, password: str) -> Person | None:

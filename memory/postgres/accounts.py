@@ -32,6 +32,7 @@ from memory.rules.passwords import (
     hash_password,
     login_record,
     make_folder,
+    remove_folder,
     throttle_key,
     token_hash,
 )
@@ -82,6 +83,24 @@ class PgAccounts(PasswordRegistry):
             assert row is not None  # INSERT … RETURNING returns the row it added
             person = _person(row)
             make_folder(person.home(self.root))  # before COMMIT: no person without one
+        return person
+
+    def remove(self, name: str) -> Person:
+        """Forget a person's login: their account, logins, failed logins and their media
+        folder (AccountError: no such person). A removed first person stays the first
+        while anyone is left (``is_first``)."""
+        with self._connection() as conn, conn.transaction():
+            row = conn.execute(
+                "DELETE FROM users WHERE lower(name) = lower(%s) RETURNING id, name", (name,)
+            ).fetchone()
+            if row is None:
+                raise AccountError(f"no user {name!r}")
+            conn.execute("INSERT INTO removed_users (id) VALUES (%s)", (row["id"],))
+            conn.execute("DELETE FROM logins WHERE lower(name) = lower(%s)", (name,))
+            conn.execute("DELETE FROM login_failures WHERE name = %s", (throttle_key(name),))
+            conn.execute("DELETE FROM removed_users WHERE NOT EXISTS (SELECT 1 FROM users)")
+        person = _person(row)
+        remove_folder(self.root, person)
         return person
 
     def people(self) -> list[Person]:
@@ -212,10 +231,15 @@ class PgAccounts(PasswordRegistry):
         )
 
     def is_first(self, person: Person) -> bool:
-        """The first person (the smallest id: ids are never reused) owns the rows from
-        before accounts."""
+        """The first person (the smallest id, a removed person's included while anyone is
+        left: ids are never reused) owns the rows from before accounts."""
         if self._first_id is None:
-            self._first_id = min(p.id for p in self.people())
+            with self._connection() as conn:
+                row = conn.execute(
+                    "SELECT MIN(id) AS first FROM "
+                    "(SELECT id FROM users UNION ALL SELECT id FROM removed_users) AS ids"
+                ).fetchone()
+            self._first_id = None if row is None else row["first"]
         return person.id == self._first_id
 
     def person_key(self, person: Person) -> str:

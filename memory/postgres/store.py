@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from memory.errors import MemoryExists, MemoryNotFound, StoreError, WriteRefused
+from memory.postgres import erase as pg_erase
 from memory.postgres import recall as pg_recall
 from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
@@ -464,6 +465,11 @@ class PgStore:
                 ],
             )
         return session
+
+    async def delete_everything(self) -> dict[str, int]:
+        """Forget this person: every row of theirs, in one transaction (memory.postgres.erase)."""
+        async with self._transaction() as cursor:
+            return await pg_erase.delete_everything(cursor)
 
     async def messages(self, session_id: str) -> list[Message]:
         """Every message of a session, oldest first."""

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -174,6 +175,14 @@ def make_folder(path: Path) -> None:
     path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
     path.mkdir(mode=FOLDER_MODE, exist_ok=True)
     path.chmod(FOLDER_MODE)  # mkdir's mode yields to the umask, and the folder may exist
+
+
+def remove_folder(root: Path, person: Person) -> None:
+    """Delete a removed person's own folder and everything in it (the first person's is
+    the home itself: that stays, and ``app.deleting`` empties what of it is theirs)."""
+    folder = person.home(root)
+    if person.folder and folder.exists():
+        shutil.rmtree(folder)
 
 
 class PasswordRegistry(ABC):

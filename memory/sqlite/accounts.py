@@ -30,6 +30,7 @@ from memory.rules.passwords import (
     hash_password,
     login_record,
     make_folder,
+    remove_folder,
     throttle_key,
     token_hash,
 )
@@ -76,6 +77,13 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX login_failures_address ON login_failures (address);
     """,
+    # 4: the ids of removed people (``remove``), never given again: a new person never
+    # gets a removed one's folder, nor the store an app process may still hold open on it.
+    """
+    CREATE TABLE removed_users (
+        id INTEGER PRIMARY KEY
+    );
+    """,
 )
 
 
@@ -118,7 +126,10 @@ class SqliteAccounts(PasswordRegistry):
             try:
                 if self._row(conn, name) is not None:
                     raise AccountError(f"the name {name!r} is taken")
-                count, last = conn.execute("SELECT COUNT(*), MAX(id) FROM users").fetchone()
+                count, last = conn.execute(
+                    "SELECT (SELECT COUNT(*) FROM users), MAX(id) FROM "
+                    "(SELECT id FROM users UNION ALL SELECT id FROM removed_users)"
+                ).fetchone()
                 person_id = (last or 0) + 1
                 folder = "" if count == 0 else f"people/{person_id}"
                 conn.execute(
@@ -134,6 +145,29 @@ class SqliteAccounts(PasswordRegistry):
                 conn.execute("ROLLBACK")
                 raise
         return person
+
+    def remove(self, name: str) -> Person:
+        """Forget a person's login: their account, logins, failed logins and (a folder of
+        their own, not the home) their folder with everything in it (AccountError: no
+        such person). Their id is never given again."""
+        found = self.get(name)
+        if found is None:
+            raise AccountError(f"no user {name!r}")
+        with self._connection() as conn:
+            conn.execute("PRAGMA secure_delete=ON")  # the name and hash are zeroed
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM users WHERE id = ?", (found.id,))
+                conn.execute("INSERT OR IGNORE INTO removed_users (id) VALUES (?)", (found.id,))
+                conn.execute("DELETE FROM logins WHERE name = ?", (found.name,))
+                conn.execute("DELETE FROM login_failures WHERE name = ?", (throttle_key(name),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the log's older copies go
+        remove_folder(self.root, found)
+        return found
 
     def people(self) -> list[Person]:
         """Everyone, in the order they were added."""

@@ -25,6 +25,7 @@ from memory.errors import WriteRefused
 from memory.protocol import TurnReads
 from memory.sqlite import memories
 from memory.sqlite.db import is_busy
+from memory.sqlite.erase import delete_everything
 from memory.sqlite.journal import undo_last_edit
 from memory.sqlite.memories import create_memory, delete_memory, ranked, update_memory
 from memory.sqlite.recall import recall
@@ -203,6 +204,7 @@ class AsyncSqliteStore:
     set_style_note = _writes(SqliteStore.set_style_note)
     add_message = _writes(SqliteStore.add_message, inline=True)
     import_chat = _writes(SqliteStore.import_chat)
+    delete_everything = _writes(delete_everything)
     messages = _reads(SqliteStore.messages)
     count_messages = _reads(SqliteStore.count_messages)
     read_turn = _reads(read_turn, inline=True)
