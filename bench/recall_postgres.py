@@ -2,7 +2,8 @@
 
 A throwaway server (tests/support/postgres.py) is loaded inside the database: ``--size``
 messages of one person (chats of 20 over six months, small talk over a few foods and
-places plus two of 50,000 rare words each) and a random unit vector of the bundled
+places plus two of 50,000 rare words each; the oldest also says ``OLD_QUERY``, a word
+said nowhere else) and a random unit vector of the bundled
 embedder's model and dimension for every user/assistant message (random vectors are
 HNSW's worst case: no real history is slower). The dimension's partial HNSW index is
 built after the load; its build time is printed. Then p50/p95 over ``--queries`` runs
@@ -13,8 +14,12 @@ each:
   time window; on a database loaded before with another model (``--model``,
   ``--dimensions``) the query is still embedded by the bundled embedder, then searched
   with a random vector of that model and dimension;
-- the query embedding alone, recall alone per mode (lexical, dense, hybrid) and the
-  nearest 50 alone.
+- the query embedding alone, recall alone per mode (lexical, dense, hybrid), lexical
+  recall of the oldest message's word (and whether it is found: lexical search covers
+  the whole history since the search table, memory.postgres.lexical) and the nearest 50
+  alone;
+- last, storing one message (``add_message``, as a turn stores each of its two or more),
+  the search table's triggers included.
 
     python -m bench.recall_postgres --size 100000
     python -m bench.recall_postgres --url postgresql://companion@…  # loaded before: no load
@@ -56,6 +61,7 @@ BURST = 20  # messages per chat
 COMMON_QUERY = "nasi goreng recipe"
 RARE_QUERY = "w31337"
 WINDOW_QUERY = "what did I cook last Thursday"
+OLD_QUERY = "quokkaberry"
 _LINES = (
     "ARRAY['I cooked', 'we went to the market for', 'can we talk about',"
     " 'I am a bit tired of', 'thinking about making', 'remind me what I said about']"
@@ -93,7 +99,8 @@ def load(server: PostgresServer, size: int, model: str, dimensions: int) -> floa
             f"""INSERT INTO messages (person, session_id, role, content, created_at)
                 SELECT %s, 's' || (g / {BURST}),
                        CASE WHEN g %% 2 = 0 THEN 'user' ELSE 'assistant' END,
-                       ({_LINES})[1 + (g * 7) %% 6] || ' ' || ({_FOODS})[1 + (g * 13) %% 8]
+                       CASE WHEN g = 0 THEN '{OLD_QUERY} jam, ' ELSE '' END
+                         || ({_LINES})[1 + (g * 7) %% 6] || ' ' || ({_FOODS})[1 + (g * 13) %% 8]
                          || ' w' || (g::bigint * 7919) %% 50000
                          || ' w' || (g::bigint * 104729) %% 50000,
                        %s::timestamptz - interval '182 days' + g * %s * interval '1 second'
@@ -161,11 +168,18 @@ async def measure(
         def tool(query: str) -> Callable[[], Awaitable[Any]]:
             return lambda: memory_search({"query": query}, ctx)
 
-        def recall(mode: RecallMode) -> Callable[[], Awaitable[Any]]:
+        def recall(mode: RecallMode, query: str = COMMON_QUERY) -> Callable[[], Awaitable[Any]]:
             return lambda: store.recall(
-                COMMON_QUERY, now=NOW, tz="UTC", session_id=session, question_id=question,
+                query, now=NOW, tz="UTC", session_id=session, question_id=question,
                 vector=probe.vector, vector_model=model, mode=mode,
             )  # fmt: skip
+
+        async def store_message() -> Any:
+            return await store.add_message(session, "user", "one more note about ramen w7")
+
+        oldest = await recall("lexical", OLD_QUERY)()
+        found = any(OLD_QUERY in turn.message.content for turn in oldest.turns)
+        print(f"the oldest message's word ({OLD_QUERY}): {'found' if found else 'NOT found'}")
 
         async def nearest() -> Any:
             async with store._transaction() as cursor:
@@ -182,7 +196,11 @@ async def measure(
             "recall lexical": await percentiles(recall("lexical"), queries),
             "recall dense": await percentiles(recall("dense"), queries),
             "recall hybrid": await percentiles(recall("hybrid"), queries),
+            "recall lexical, the oldest message's word": await percentiles(
+                recall("lexical", OLD_QUERY), queries
+            ),
             "nearest 50 alone": await percentiles(nearest, queries),
+            "add_message (storing one message)": await percentiles(store_message, queries),
         }
     finally:
         await store.close()

@@ -89,19 +89,32 @@ async def lexical(
     if not ranges or ids[1] < ids[0]:
         return {}
     totals, counts = await _counts(cursor, ranges)
-    rare = [n for n, count in enumerate(counts) if count <= DOC_BUDGET]
+    rare = _rare(counts)
     specs = [Spec(n, *ranges[n], ids[0]) for n in rare]
-    documents = {n: float(counts[n]) for n in rare}
+    documents = {n: float(count) for n, count in enumerate(counts)}
     common = [n for n in range(len(ranges)) if n not in rare]
     if common:
         more, estimates = await _slice(cursor, ranges, common, ids, totals)
         specs += more
-        documents |= estimates
+        documents |= {n: df for n, df in estimates.items() if counts[n] > DOC_BUDGET}
     useful = {n: totals.idf(df) for n, df in documents.items() if _useful(df, totals)}
     specs = [spec for spec in specs if spec.term in useful]
     if newest_first:
         return await _newest(cursor, specs, ids[1], window, limit)
     return await _scored(cursor, specs, useful, totals, ids[1], window, limit)
+
+
+def _rare(counts: list[int]) -> list[int]:
+    """The terms scored over the whole history: the rarest, together in at most
+    DOC_BUDGET messages (the rest are scored over the newest slice)."""
+    rare: list[int] = []
+    spent = 0
+    for n in sorted(range(len(counts)), key=lambda n: counts[n]):
+        if spent + counts[n] > DOC_BUDGET:
+            break
+        rare.append(n)
+        spent += counts[n]
+    return rare
 
 
 def _useful(documents: float, totals: Totals) -> bool:
@@ -111,12 +124,13 @@ def _useful(documents: float, totals: Totals) -> bool:
 
 
 async def _counts(cursor: Cursor, ranges: list[tuple[str, str]]) -> tuple[Totals, list[int]]:
-    """The person's totals, and each range's documents (counted up to DOC_BUDGET + 1)."""
+    """The person's totals, and each range's documents (its rows, counted up to
+    DOC_BUDGET + 1: a message holding two words of a prefix counts twice)."""
     await cursor.execute(
         """SELECT (SELECT coalesce(sum(documents), 0) FROM message_term_totals) AS documents,
                   (SELECT coalesce(sum(tokens), 0) FROM message_term_totals) AS tokens,
-                  ARRAY(SELECT (SELECT count(DISTINCT t.message_id) FROM (
-                                    SELECT message_id FROM message_terms
+                  ARRAY(SELECT (SELECT count(*) FROM (
+                                    SELECT 1 FROM message_terms
                                     WHERE term >= r.low AND term < r.high LIMIT %s) t)
                         FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY r (low, high, n)
                         ORDER BY r.n) AS counts""",
@@ -216,10 +230,11 @@ async def _scored(
         return {}
     join, window_params = _window_join(window)
     await cursor.execute(
-        f"""SELECT id, sum(w.idf * f * {K1 + 1} / (f + {K1} * (1 - {B} + {B} * length / %s)))
+        f"""SELECT id, sum(w.idf * f * {K1 + 1}::float8
+                           / (f + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * length / %s)))
                        AS score
-            FROM (SELECT t.message_id AS id, s.term, sum(t.frequency) AS f,
-                         max(t.length) AS length
+            FROM (SELECT t.message_id AS id, s.term, sum(t.frequency)::float8 AS f,
+                         max(t.length)::float8 AS length
                   FROM unnest(%s::int[], %s::text[], %s::text[], %s::bigint[])
                            AS s (term, low, high, floor)
                   CROSS JOIN LATERAL (
