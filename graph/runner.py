@@ -98,6 +98,18 @@ def _config(session_id: str, user_message_id: int) -> dict[str, Any]:
     }
 
 
+def trace_names(ctx: Context, session_id: str, user_message_id: int) -> dict[str, Any]:
+    """The run name, tags and metadata every traced run of a turn carries (its nodes,
+    model calls and tools inherit them): the chat by id, never its text, and the tool
+    mode."""
+    mode = ctx.settings.tool_mode
+    return {
+        "run_name": "companion turn",
+        "tags": ["companion", f"chat:{session_id}", f"tool_mode:{mode}"],
+        "metadata": {"chat_id": session_id, "user_message_id": user_message_id, "tool_mode": mode},
+    }
+
+
 def too_long(text: str, limit: int) -> str | None:
     """Why a message cannot be sent (it is longer than ``limit`` characters), or None."""
     if len(text) <= limit:
@@ -144,7 +156,10 @@ async def stream_turn(
     shown = LIVE_EVENTS if ctx.stream_tokens else QUIET_EVENTS
     async for mode, chunk in graph.astream(
         _initial_state(session_id, user.id),
-        config=config or _config(session_id, user.id),
+        config={
+            **(config or _config(session_id, user.id)),
+            **trace_names(ctx, session_id, user.id),
+        },
         context=ctx,
         stream_mode=STREAM_MODES,
     ):

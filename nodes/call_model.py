@@ -261,6 +261,8 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     if settings.tool_mode == "native" and state.get("tools"):
         schemas = [s.schema() for n in state["tools"] if (s := ctx.registry.get(n))]
         runnable = model.bind_tools(schemas, tool_choice="auto")
+    role = "vision" if vision else "chat"
+    runnable = runnable.with_config(run_name=f"{role} model", tags=[f"model:{role}"])
     started = time.perf_counter()
     session_id = state["session_id"]
     if not settings.chat_model:  # no hidden default: say what to choose, call nothing

@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict
 
+from langchain_core.callbacks import AsyncCallbackManager
+from langchain_core.runnables import ensure_config
 from langgraph.runtime import Runtime
 
 from graph.commands import call_signature
@@ -209,8 +211,31 @@ async def _run(outcome: Outcome, ctx: Context, state: State) -> Outcome:
         }
         log_tool_error(call["name"], tools, "malformed_arguments", result["error"])
     else:
-        result = await ctx.registry.execute(call["name"], call["args"], tools)
+        result = await _traced(call["name"], call["args"], ctx, tools)
     return replace(outcome, result=result, ms=(time.perf_counter() - started) * 1000)
+
+
+async def _traced(name: str, args: dict[str, Any], ctx: Context, tools: Any) -> dict[str, Any]:
+    """Run one tool of the registry as a LangChain tool run named after it and tagged
+    ``tool:<name>``, under this node's run: a tracer (LANGSMITH_TRACING) shows each call
+    with its arguments and result. Nothing more happens when nothing traces."""
+    config = ensure_config()  # this node's: its callbacks, tags and metadata
+    manager = AsyncCallbackManager.configure(
+        config.get("callbacks"),
+        inheritable_tags=config.get("tags"),
+        local_tags=[f"tool:{name}"],
+        inheritable_metadata=config.get("metadata"),
+    )
+    if not manager.handlers:
+        return await ctx.registry.execute(name, args, tools)
+    run = await manager.on_tool_start({"name": name}, json.dumps(args), name=name, inputs=args)
+    try:
+        result = await ctx.registry.execute(name, args, tools)
+    except BaseException as error:
+        await run.on_tool_error(error)
+        raise
+    await run.on_tool_end(result)
+    return result
 
 
 async def _store(ctx: Context, session_id: str, outcome: Outcome, group: str) -> Message:
