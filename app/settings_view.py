@@ -333,9 +333,10 @@ class SettingsHandlers:
 
     async def refill(self, filled: dict[str, Any], request: gr.Request) -> list[Any]:
         """The tab opened: the form again when the settings changed since it was filled
-        (switched from the chat's banner, saved in another tab), else as the person left it."""
+        (switched from the chat's banner, saved in another tab), else as the person left it
+        (and before the page's own fill has landed: it fills the form as it is now)."""
         settings = await self.settings(request)
-        if form_values(settings) == filled:
+        if not filled or form_values(settings) == filled:
             return [gr.skip() for _ in range(len(FORM_KEYS) + 3)]
         return [
             settings_notice(settings),
