@@ -1,4 +1,4 @@
-"""The Memories tab's "Your data": bring a history from another app.
+"""The Memories tab's "Your data": bring a history from another app, or delete it all.
 
 An import runs as a job the server owns (``Job``: an asyncio task per person, one at a
 time), never inside the browser's request: the page follows its progress while the
@@ -8,11 +8,16 @@ it again when it is chosen). The file is one Gradio upload, capped by the app's
 import itself is ``app.imports.import_export`` (checked whole first, then a transaction
 per chat), then each new chat's episodes are cut (extractive, as ``companion import``
 does) and its vectors made in the background. The new chats go into the sidebar.
+
+"Delete all my data" asks for a typed word first, stops the person's job and running
+turns, then calls ``app.deleting.delete_person`` (with accounts, their login goes too and
+the page logs out); the sidebar, the chat and the tab's tables are left empty.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -22,13 +27,16 @@ from typing import Any
 import gradio as gr
 
 from app.chat_handlers import ChatComponents, session_rows
+from app.deleting import delete_person
 from app.imports import BadExport, import_export
 from graph.jobs import schedule_embedding
 from graph.setup import ContextFactory, People
+from memory import AccountError, AsyncStore, StoreError
 
 log = logging.getLogger("companion.app")
 
 POLL_SECONDS = 0.25  # how often a page following a job looks at its progress
+STOP_SECONDS = 5.0  # how long a deletion waits for the person's running turns to stop
 BAR_CELLS = 20
 CHECKING = "Checking {name}"
 IMPORTING = "Importing conversations"
@@ -40,6 +48,16 @@ IMPORT_HELP = (
     "JSON). Up to {limit} per file; for a bigger export run `companion import PATH`. "
     "Importing the same file again adds nothing."
 )
+CONFIRM_WORD = "delete"
+DELETE_WARNING = (
+    f'Type "{CONFIRM_WORD}" (or your login name) to delete all your data: chats, memories, '
+    "episodes, images and settings (and, with accounts, your login). It cannot be undone."
+)
+NOT_CONFIRMED = f'Not deleted: type "{CONFIRM_WORD}" (or your login name) to confirm.'
+NOT_DELETED = "Not deleted."
+DELETE_STOPPED = "Stopped: all your data was deleted."
+# After a deletion with accounts, the page goes to the login (the login is gone too).
+LOG_OUT = "(gone) => { if (gone) window.location.assign('logout'); }"
 
 
 def megabytes(size: int) -> str:
@@ -125,6 +143,32 @@ async def run_import(make_context: ContextFactory, path: Path, job: Job) -> None
     schedule_embedding(ctx)  # memory_search finds the imported words by meaning too
 
 
+def confirmed(typed: str | None, username: str | None) -> bool:
+    """Did the person type the confirming word (or their login name)?"""
+    return (typed or "").strip().lower() in {CONFIRM_WORD, (username or "").lower()} - {""}
+
+
+async def stop_turns(store: AsyncStore) -> None:
+    """Ask every running turn of the person to stop (the way another process would) and
+    wait, at most ``STOP_SECONDS``, until each has stored what it wrote."""
+    for turn in await store.running_turns():
+        await store.request_stop(turn.session_id)
+    with contextlib.suppress(TimeoutError):  # a dead process's turn never ends: go on
+        async with asyncio.timeout(STOP_SECONDS):
+            while await store.running_turns():
+                await asyncio.sleep(POLL_SECONDS / 5)
+
+
+def asking(shown: bool) -> tuple[Any, str]:
+    """The deletion's confirmation row shown (or hidden), its box emptied."""
+    return gr.update(visible=shown), ""
+
+
+def keep_data() -> tuple[Any, str, str]:
+    """Keep my data: the confirmation goes, nothing is deleted."""
+    return *asking(False), NOT_DELETED
+
+
 class DataHandlers:
     """The section's handlers, each on the logged-in person's store (``people.factory``)."""
 
@@ -172,6 +216,36 @@ class DataHandlers:
             yield shown, gr.skip(), gr.skip()
         yield job.shown(), None, await self.sidebar(make_context)
 
+    async def stop_job(self, make_context: ContextFactory) -> None:
+        """Cancel the person's running job, if any (its status says why)."""
+        job = self.jobs.pop(id(make_context), None)
+        if job is not None and job.task is not None and not job.finished:
+            job.error = DELETE_STOPPED
+            job.task.cancel()
+            await asyncio.gather(job.task, return_exceptions=True)
+
+    async def on_delete_all(self, typed: str, request: gr.Request) -> tuple[Any, ...]:
+        """Delete all my data, once confirmed: the status, the confirmation row and box,
+        whether the page logs out (accounts on), and the chat's sidebar, session and
+        messages, now empty. A failure says so; deleting again finishes the job."""
+        if not confirmed(typed, request.username):
+            return NOT_CONFIRMED, *(gr.skip(),) * 6
+        make_context = self.people.factory(request.username)
+        store, accounts_on = make_context.store, self.people.accounts_on
+        try:
+            await self.stop_job(make_context)
+            await stop_turns(store)
+            deleted = await delete_person(
+                store,
+                accounts=self.people.accounts if accounts_on else None,
+                name=request.username if accounts_on else None,
+            )
+        except (StoreError, AccountError, OSError) as exc:
+            log.exception("deleting a person's data failed")
+            failed = f"❌ Not everything was deleted ({type(exc).__name__}: {exc}). Try again."
+            return failed, *(gr.skip(),) * 6
+        return f"🗑️ {deleted.line()}", *asking(False), accounts_on, [], None, []
+
     async def on_show(self, request: gr.Request) -> AsyncIterator[str]:
         """The tab chosen: the person's job as it is now, followed while it runs."""
         job = self.jobs.get(id(self.people.factory(request.username)))
@@ -206,4 +280,28 @@ def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) ->
         show_progress="hidden",  # the status line is the progress
     )
     gr.on(shown, handlers.on_show, None, status, api_visibility="private")
-    return [imported]
+    return [imported, deleting(handlers, chat, status)]
+
+
+def deleting(handlers: DataHandlers, chat: ChatComponents, status: gr.Markdown) -> Any:
+    """Lay out and wire "Delete all my data…" and its confirmation; the deletion's event."""
+    with gr.Row():
+        ask = gr.Button(
+            "Delete all my data…", variant="stop", scale=0, min_width=220, elem_id="delete-all"
+        )
+    with gr.Row(visible=False, equal_height=True, elem_id="delete-all-confirm") as row:
+        typed = gr.Textbox(label=DELETE_WARNING, max_lines=1, scale=3, elem_id="delete-all-word")
+        yes = gr.Button("Delete everything", variant="stop", scale=1, elem_id="delete-all-yes")
+        no = gr.Button("Keep my data", scale=1, elem_id="delete-all-no")
+    gone = gr.Checkbox(False, visible=False, elem_id="data-gone")
+    ask.click(lambda: asking(True), None, [row, typed], api_visibility="private")
+    no.click(keep_data, None, [row, typed, status], api_visibility="private")
+    deleted = gr.on(
+        [yes.click, typed.submit],
+        handlers.on_delete_all,
+        typed,
+        [status, row, typed, gone, chat.listing, chat.session, chat.chatbot],
+        api_name="delete_all_my_data",
+    )
+    deleted.then(None, gone, None, js=LOG_OUT)
+    return deleted

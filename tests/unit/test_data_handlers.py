@@ -12,10 +12,23 @@ from typing import Any
 import gradio as gr
 import pytest
 
-from app.data_view import BUSY, DataHandlers, bar, megabytes
+from app.data_view import (
+    BUSY,
+    DELETE_STOPPED,
+    NOT_CONFIRMED,
+    NOT_DELETED,
+    DataHandlers,
+    asking,
+    bar,
+    confirmed,
+    keep_data,
+    megabytes,
+)
 from app.imports import BadExport, import_export
-from graph.setup import ContextFactory
-from tests.support.app_fakes import OnePerson, person, request
+from graph.setup import ContextFactory, People
+from memory.sqlite.accounts import SqliteAccounts
+from tests.support.app_fakes import FAKE_MODEL, OnePerson, person, request
+from tests.support.chat_model import ScriptedChatModel
 from tests.support.exports import CHATGPT, CLAUDE
 from tests.unit.test_chat_handlers import Page
 
@@ -204,3 +217,94 @@ def test_the_limit_and_the_bar_in_words() -> None:
     assert megabytes(20 * 1024 * 1024) == "20 MB"
     assert bar(0, 4) == f"`{'▱' * 20}` 0%"
     assert bar(1, 4) == f"`{'▰' * 5}{'▱' * 15}` 25%"
+
+
+async def test_delete_all_asks_for_the_word_then_leaves_nothing_and_an_empty_chat(
+    data: DataHandlers,
+) -> None:
+    store = store_of(data)
+    await drain(data.on_import(str(CHATGPT), request()))
+    await store.create_memory("identity", "name", "Budi")
+    assert asking(True) == (gr.update(visible=True), "")
+    assert keep_data() == (gr.update(visible=False), "", NOT_DELETED)
+    for typed in ("", "yes", "delete it"):
+        refused = await data.on_delete_all(typed, request())
+        assert refused == (NOT_CONFIRMED, *(gr.skip(),) * 6)
+    assert len(await store.list_sessions()) == 2
+    status, row, box, gone, rows, session, chat = await data.on_delete_all(" Delete ", request())
+    assert status.startswith("🗑️ Deleted 2 chats, 9 messages, 1 memories")
+    assert (row, box, gone, rows, session, chat) == (
+        gr.update(visible=False),
+        "",
+        False,
+        [],
+        None,
+        [],
+    )
+    assert await store.list_sessions() == [] and await store.ranked_memories(store.clock()) == []
+    assert await store.recent_segments() == []
+    assert await drain(data.on_show(request())) == [""]  # the finished import is forgotten too
+
+
+async def test_a_turn_running_during_the_deletion_stops_first_and_leaves_nothing(
+    data: DataHandlers,
+) -> None:
+    store = store_of(data)
+    session = await store.create_session("Running")
+    asked = await store.add_message(session.id, "user", "tell me a long story")
+    record = await store.begin_turn(session.id, asked.id, "another-process")
+
+    async def turn_elsewhere() -> None:
+        """Another process's turn: on Stop it stores its text so far, then ends."""
+        while not await store.stop_requested(record):
+            await asyncio.sleep(0.05)
+        await store.add_message(session.id, "assistant", "Once upon a", meta={"stopped": True})
+        await store.end_turn(record)
+
+    running = asyncio.get_running_loop().create_task(turn_elsewhere())
+    async with asyncio.timeout(STEP_SECONDS):
+        status, *_ = await data.on_delete_all("delete", request())
+    assert running.done() and status.startswith("🗑️ Deleted 1 chats, 2 messages")
+    assert await store.list_sessions() == [] and await store.running_turns() == []
+
+
+async def test_deleting_during_an_import_stops_it(data: DataHandlers) -> None:
+    gate = Gate(store_of(data))
+    following = data.on_import(str(CHATGPT), request())
+    async with asyncio.timeout(STEP_SECONDS):
+        await anext(following)
+        await gate.first_in.wait()
+        status, *_ = await data.on_delete_all("delete", request())
+        assert status.startswith("🗑️ Deleted 1 chats")
+        assert (await drain(following))[-1][0] == f"❌ {DELETE_STOPPED}"
+    assert await store_of(data).list_sessions() == []
+
+
+async def test_with_accounts_delete_all_takes_the_login_and_logs_out_and_no_one_else(
+    tmp_path: Path,
+) -> None:
+    accounts = SqliteAccounts.open_home(tmp_path)
+    for name in ("ana", "budi"):
+        accounts.add(name, f"{name}-password-1")
+    people = People(
+        {"home": str(tmp_path), "provider": "openai-compatible", "chat_model": FAKE_MODEL},
+        env={},
+        chat_model=ScriptedChatModel(),
+    )
+    data = DataHandlers(people)
+    for name in ("ana", "budi"):
+        await drain(data.on_import(str(CLAUDE), request(name)))
+    ana = people.factory("ana").store
+    refused, *_ = await data.on_delete_all("ana", request("budi"))  # someone else's name
+    assert refused == NOT_CONFIRMED
+    status, _, _, gone, rows, _, _ = await data.on_delete_all("Budi", request("budi"))
+    assert status.startswith("🗑️ Deleted 2 chats") and status.endswith("the login of budi.")
+    assert gone is True and rows == []  # the page goes to the login
+    assert accounts.get("budi") is None and accounts.get("ana") is not None
+    assert len(await ana.list_sessions()) == 2
+
+
+def test_the_confirming_word() -> None:
+    assert confirmed("delete", None) and confirmed("  DELETE ", "ana")
+    assert confirmed("Ana", "ana") and not confirmed("ana", None)
+    assert not confirmed("", None) and not confirmed(None, "ana")
