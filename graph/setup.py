@@ -40,7 +40,7 @@ from providers import (
     open_embedder,
     unchosen_model,
 )
-from tools.registry import ToolRegistry, default_registry
+from tools.registry import ToolRegistry, home_registry
 
 
 def resolve_home(flags: Mapping[str, Any] | None, env: Mapping[str, str]) -> Path:
@@ -106,7 +106,7 @@ def context_for(
         store=store,
         chat_model=model,
         vision_model=vision_model if vision_model is not None else make_vision_model(settings),
-        registry=registry or default_registry(),
+        registry=registry or home_registry(settings.home),
         # The tiny local model writes poor summaries: it gets the extractive fallback.
         summarize=None if settings.is_local or chat_model is not None else model_summarizer(model),
         embedder=_embedder(settings),

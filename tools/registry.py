@@ -6,6 +6,9 @@ against the schema, runs the tool under a time limit and always returns a
 JSON-serialisable dict — ``{"error": ...}`` on any failure, never an exception. Every
 error result is logged at WARNING on ``companion.tools``: the tool, the session, the
 kind of failure and a one-line reason, with the settings' secrets masked.
+``home_registry(home)`` adds the tools of the MCP servers of the home's mcp.json
+(``tools.mcp``): they ``join`` as each server answers, under their server's prefix, and
+never take a name already in use.
 
 The seed's two plain functions a script calls, ``get_tool_schemas()`` and
 ``execute_tool(tool_name, arguments, session_id=None)``, have async twins named the
@@ -24,6 +27,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
@@ -31,6 +35,7 @@ import jsonschema
 from config.settings import Settings, database_url, load_settings
 from memory import open_store, release_connections
 from tools.base import ToolContext, ToolSpec
+from tools.mcp.config import config_path
 
 log = logging.getLogger("companion.tools")
 
@@ -82,11 +87,24 @@ class ToolRegistry:
 
     def register(self, spec: ToolSpec) -> ToolSpec:
         """Add (or replace) a tool."""
-        jsonschema.Draft202012Validator.check_schema(spec.parameters)
+        self._validators[spec.name] = _validator(spec)
         self._tools[spec.name] = spec
-        validator = jsonschema.validators.validator_for(spec.parameters)
-        self._validators[spec.name] = validator(spec.parameters)
         return spec
+
+    def join(self, specs: Iterable[ToolSpec]) -> list[str]:
+        """Add tools from outside Companion (an MCP server's), never replacing one: the
+        names already taken are refused and returned. Safe from another thread: the
+        tables are swapped for new ones, never changed under a reader."""
+        tools, validators = dict(self._tools), dict(self._validators)
+        refused = []
+        for spec in specs:
+            if spec.name in tools:
+                refused.append(spec.name)
+                continue
+            validators[spec.name] = _validator(spec)
+            tools[spec.name] = spec
+        self._validators, self._tools = validators, tools
+        return refused
 
     def get(self, name: str) -> ToolSpec | None:
         """The tool with that name, or None."""
@@ -204,6 +222,12 @@ class ToolRegistry:
         return spec.role if spec else "web_tool"
 
 
+def _validator(spec: ToolSpec) -> jsonschema.protocols.Validator:
+    """The checked validator of a tool's parameters (SchemaError for a broken schema)."""
+    jsonschema.Draft202012Validator.check_schema(spec.parameters)
+    return jsonschema.validators.validator_for(spec.parameters)(spec.parameters)
+
+
 def parse_arguments(name: str, arguments: Any) -> tuple[dict[str, Any], str | None]:
     """Arguments as a dict, accepting a JSON string; or an error message."""
     if arguments is None or arguments == "":
@@ -255,6 +279,25 @@ def default_registry() -> ToolRegistry:
     if _DEFAULT is None:
         _DEFAULT = ToolRegistry(builtin_specs())
     return _DEFAULT
+
+
+_HOMES: dict[Path, ToolRegistry] = {}
+
+
+def home_registry(home: Path) -> ToolRegistry:
+    """The registry of a home: the built-in tools, and the tools of the MCP servers its
+    mcp.json lists (started once per home, in the background: they join as each server
+    answers). Without the file, ``default_registry()``."""
+    if not config_path(home).is_file():
+        return default_registry()
+    key = home.expanduser().resolve()
+    if key not in _HOMES:
+        from tools.mcp.servers import start_servers  # the MCP SDK loads only when used
+
+        registry = ToolRegistry(builtin_specs())
+        start_servers(home, registry.join)
+        _HOMES[key] = registry
+    return _HOMES[key]
 
 
 @asynccontextmanager

@@ -206,6 +206,27 @@ def test_memory_values_and_errors_sit_at_the_bottom() -> None:
     assert wrong == []
 
 
+# MCP tools (issue 26): the SDK stays inside tools.mcp; graph/ and nodes/ reach MCP tools
+# only through the registry; the modules the registry and the chat read load no SDK.
+MCP = "tools.mcp"
+MCP_LIGHT = ("tools.mcp.config", "tools.mcp.names")
+
+
+def test_the_mcp_sdk_stays_in_its_module_and_the_graph_imports_none_of_it() -> None:
+    modules = product_modules()
+    graph = import_graph()
+    sdk = [name for name, path in modules.items() if "mcp" in drivers_of(path)]
+    assert sdk and all(in_package(name, MCP) for name in sdk)
+    assert not any(name in MCP_LIGHT for name in sdk)
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in graph.items()
+        for target in targets
+        if in_package(target, MCP) and source.split(".")[0] in ("graph", "nodes")
+    ]
+    assert wrong == []
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
