@@ -65,12 +65,24 @@ class Totals:
 
 
 def word_range(root: str, prefix: bool) -> tuple[str, str]:
-    """The words [low, high) a query root stands for, in byte order ("C"), its accents
-    folded as the stored words' are."""
-    root = root.translate(_FOLD)
+    """The words [low, high) a query root stands for, in byte order ("C")."""
     if not prefix:
         return root, root + _EXACT_END
     return root, root[:-1] + chr(ord(root[-1]) + 1)
+
+
+def word_ranges(text: str) -> list[tuple[str, str]]:
+    """The query's word ranges, its roots cut and folded as the stored text was: accents
+    folded, and split at underscores ("q4_budget_final" was stored as q4, budget, final),
+    the last part keeping the root's prefix."""
+    ranges: list[tuple[str, str]] = []
+    for root, prefix in query_terms(text):
+        parts = [part for part in root.translate(_FOLD).split("_") if part]
+        for n, part in enumerate(parts):
+            found = word_range(part, prefix and n == len(parts) - 1)
+            if found not in ranges:
+                ranges.append(found)
+    return ranges
 
 
 async def lexical(
@@ -85,7 +97,7 @@ async def lexical(
     """Message id -> BM25 of the ``limit`` best user/assistant messages with ids in
     ``ids`` (and said inside ``window``) that hold a word of ``text``; with
     ``newest_first`` (a "last time I…" question) the newest of them, scored by recency."""
-    ranges = [word_range(root, prefix) for root, prefix in query_terms(text)]
+    ranges = word_ranges(text)
     if not ranges or ids[1] < ids[0]:
         return {}
     totals, counts = await _counts(cursor, ranges)

@@ -81,6 +81,16 @@ async def test_a_rare_word_outranks_a_common_one(store: PgStore) -> None:
     assert (await _found(store, "arisan masak"))[:1] == [wanted.content]
 
 
+async def test_a_query_is_cut_and_folded_as_the_stored_text(store: PgStore) -> None:
+    session = await store.create_session()
+    sheet = await store.add_message(session.id, "user", "It is in q4_budget_final.xlsx")
+    cafe = await store.add_message(session.id, "assistant", "Meet at Café Batavia?")
+    await store.add_message(session.id, "user", "The final budget talk is on Monday")
+    assert (await _found(store, "where is q4_budget_final"))[:1] == [sheet.content]
+    assert (await _found(store, "cafe"))[:1] == [cafe.content]
+    assert (await _found(store, "CAFÉ"))[:1] == [cafe.content]
+
+
 async def test_the_search_table_follows_every_edit(store: PgStore) -> None:
     session = await store.create_session()
     kept = await store.add_message(session.id, "user", "the wombat ate my sandwich")
