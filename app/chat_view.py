@@ -41,6 +41,7 @@ from graph.events import (
 from graph.state import TraceEvent
 from memory import Message, parse_time
 from memory.rules.temporal import zone_of
+from tools.mcp.names import split_name
 from tools.weather import LOCATION_NOT_SET
 
 ERROR_MARK = "⚠️"
@@ -256,6 +257,16 @@ def _subject(name: str, args: Mapping[str, Any]) -> str:
     return f" · {summary}" if summary else ""
 
 
+def _mcp_words(name: str) -> StepWords | None:
+    """An MCP tool's step words ("Asking notes — search notes"), None for another tool."""
+    parts = split_name(name)
+    if parts is None:
+        return None
+    server, tool = parts
+    shown = f"{server} — {tool.replace('_', ' ')}"
+    return StepWords(f"Asking {shown}", f"Asked {shown}", f"Couldn't ask {shown}")
+
+
 def step_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> str:
     """A tool step's title, written for people: "Searching the web for “USD to JPY”" while
     it runs, "Searched the web for “USD to JPY”" once done, "Couldn't search the web…"
@@ -264,7 +275,7 @@ def step_title(name: str, args: Mapping[str, Any], result: Mapping[str, Any] | N
         return NEEDS_LOCATION
     if name == SQL_TOOL and result is not None and "updated" in result:
         return SQL_CHANGED
-    words = STEP_WORDS.get(name)
+    words = STEP_WORDS.get(name) or _mcp_words(name)
     if words is None:  # a tool with no words of its own (a test tool): its name is all we have
         shown = name.replace("_", " ")
         words = StepWords(f"Using {shown}", f"Used {shown}", f"{shown} failed")
