@@ -98,11 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     imports = sub.add_parser(
         "import",
         help="bring conversations from ChatGPT's or Claude's export (the zip or its "
-        "conversations.json) or Open WebUI's chat export; importing again adds nothing",
+        "conversations.json), Open WebUI's chat export or Companion's own export (its "
+        "memories too); importing again adds nothing",
     )
     imports.add_argument("path", metavar="PATH", help="the export file")
     _common(imports)
     _person_option(imports)
+    export = sub.add_parser(
+        "export",
+        help="write all of a person's data to a new zip: chats (JSON and Markdown), memories, "
+        "segments, images and settings without secrets; `companion import` reads it back",
+    )
+    export.add_argument("path", metavar="PATH", help="the zip to write (a new file)")
+    _common(export)
+    _person_option(export)
     forget = sub.add_parser(
         "forget",
         help="delete all the data of this home's one person (no accounts): chats, memories, "
@@ -156,6 +165,16 @@ def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     evaluate.add_argument("--base-url", dest="base_url")
     evaluate.add_argument("--tool-mode", dest="tool_mode", choices=["native", "commands"])
     evaluate.add_argument("--limit", type=int, help="run only the first N cases")
+    evaluate.add_argument(
+        "--cases", metavar="ID,ID", help="run only these cases (ids as in the suite files)"
+    )
+    evaluate.add_argument(
+        "--summary-model",
+        dest="summary_model",
+        metavar="NAME",
+        help="summarise the cases' seeded histories with this model on the configured "
+        "endpoint (default: extractively, never with the model under test)",
+    )
     evaluate.add_argument(
         "--database-url",
         dest="database_url",
@@ -692,6 +711,35 @@ async def _import(path: str, factory: Any) -> int:
     return 0
 
 
+async def _export(path: str, factory: Any) -> int:
+    """``companion export PATH``: the --user's data into a new zip, with a progress bar
+    and a report. Exit 2, one line, for a path that exists (or has no folder), 1 for a
+    disk error (nothing is left half-written)."""
+    from pathlib import Path
+
+    from app.exports import ExportError, ExportRefused, export_person
+    from memory import release_connections
+
+    store = factory.store
+    try:
+        report = await export_person(
+            store,
+            store.media_dir,
+            await store.profile(),
+            Path(path),
+            lambda done, total: _progress_bar(done, total, "exporting"),
+        )
+    except ExportRefused as exc:
+        print(f"companion: cannot export: {exc}", file=sys.stderr)
+        return USAGE
+    except ExportError as exc:
+        return _failed(exc, FAILED, "the export failed: ")
+    finally:
+        await release_connections()
+    print(report.line())
+    return 0
+
+
 def _memory(args: argparse.Namespace) -> int:
     """``companion memory reindex``; Ctrl-C stops it with what is done kept (exit 130)."""
     try:
@@ -747,6 +795,8 @@ def _command(args: argparse.Namespace) -> int:
         return _for_person(args, lambda factory: _import(args.path, factory))
     if args.command == "forget":
         return _forget(args)
+    if args.command == "export":
+        return _for_person(args, lambda factory: _export(args.path, factory))
     if args.command == "chat":
         if args.amend and args.style is None:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)

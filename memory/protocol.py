@@ -192,6 +192,11 @@ class AsyncStore(Protocol):
         """Add a memory by hand (MemoryRecordError: invalid, or the key is taken)."""
         ...
 
+    async def import_memory(self, memory: Memory) -> bool:
+        """Keep a memory from a Companion export as it was (id, times, strength); False,
+        and nothing added, when its id or key is here already (InvalidMemory: invalid)."""
+        ...
+
     async def update_memory(
         self, memory_id: str, value: str, *, key: str | None, category: str | None
     ) -> Memory:

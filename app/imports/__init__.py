@@ -1,4 +1,5 @@
-"""``companion import``: conversations brought from ChatGPT, Claude and Open WebUI.
+"""``companion import``: conversations brought from ChatGPT, Claude and Open WebUI, and
+Companion's own export (``companion``: its chats and memories, docs/export.md).
 
 ``reading`` opens an export (a zip or a JSON file), refuses what is unsafe or not an
 export, tells the app that made it by its content and streams its conversations; one

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.imports.common import Parsed
-from app.imports.reading import conversations
-from memory import AsyncStore
+from app.imports.reading import COMPANION, companion_memories, conversations
+from memory import AsyncStore, InvalidMemory, Memory
 
 _DONE = None
 
@@ -31,6 +31,7 @@ class Report:
     chats: int = 0
     messages: int = 0
     already: int = 0
+    memories: int = 0  # from Companion's own export
     sessions: list[str] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
 
@@ -42,17 +43,33 @@ class Report:
         ]
         if self.already:
             said.append(f"{self.already:,} chats were imported before: left as they were.")
+        if self.source == COMPANION.name:
+            said.append(f"Imported {self.memories:,} memories.")
         said += [f"skipped {count:,}: {why}" for why, count in sorted(self.skipped.items())]
         return said
 
 
-def _check(path: Path) -> tuple[str, int]:
-    """Read the whole export (BadExport on the first problem): its app and how many
-    conversations it has."""
+def _check(path: Path) -> tuple[str, int, list[Memory]]:
+    """Read the whole export (BadExport on the first problem): its app, how many
+    conversations it has, and its memories (Companion's own export has them)."""
     source, count = "", 0
     for found, _ in conversations(path):
         source, count = found.name, count + 1
-    return source, count
+    return source, count, companion_memories(path) if source == COMPANION.name else []
+
+
+async def _remember(store: AsyncStore, report: Report, memories: list[Memory]) -> None:
+    """Keep each memory of the export that is not here yet, and say so in ``report``."""
+    for memory in memories:
+        try:
+            kept = await store.import_memory(memory)
+        except InvalidMemory:
+            report.skipped["invalid memory"] += 1
+            continue
+        if kept:
+            report.memories += 1
+        else:
+            report.skipped["memory already here"] += 1
 
 
 async def _each(path: Path) -> AsyncIterator[Parsed]:
@@ -86,11 +103,12 @@ async def import_export(
     """Import the export at ``path`` into ``store``: checked whole first (BadExport, and
     nothing is added), then a transaction per chat; ``progress(done, total)`` after each."""
     report = Report()
-    report.source, report.conversations = await asyncio.to_thread(_check, path)
+    report.source, report.conversations, memories = await asyncio.to_thread(_check, path)
     done = 0
     async for parsed in _each(path):
         await _keep(store, report, parsed)
         done += 1
         if progress is not None:
             progress(done, report.conversations)
+    await _remember(store, report, memories)
     return report

@@ -794,6 +794,37 @@ class PgStore:
         assert row is not None
         return pg_rows.memory(row)
 
+    async def import_memory(self, memory: Memory) -> bool:
+        """Keep a memory from a Companion export as it was (id, times, strength); False,
+        and nothing added, when its id or key is here already (InvalidMemory: invalid)."""
+        category, key = check_category(memory.category), check_key(memory.key)
+        value = check_value(memory.value)
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                f"""INSERT INTO memories ({_MEMORY_COLUMNS})
+                    SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s WHERE NOT EXISTS
+                    (SELECT 1 FROM memories WHERE id = %s OR (category = %s AND {_SAME_KEY}))
+                    ON CONFLICT DO NOTHING""",
+                (
+                    memory.id,
+                    category,
+                    key,
+                    value,
+                    datetime.fromisoformat(memory.created_at + "+00:00"),
+                    datetime.fromisoformat(memory.updated_at + "+00:00"),
+                    memory.stability,
+                    memory.difficulty,
+                    None
+                    if memory.last_recalled_at is None
+                    else datetime.fromisoformat(memory.last_recalled_at + "+00:00"),
+                    memory.recall_count,
+                    memory.id,
+                    category,
+                    key,
+                ),
+            )
+            return cursor.rowcount == 1
+
     async def update_memory(
         self,
         memory_id: str,

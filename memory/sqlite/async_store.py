@@ -27,7 +27,13 @@ from memory.sqlite import memories
 from memory.sqlite.db import is_busy
 from memory.sqlite.erase import delete_everything
 from memory.sqlite.journal import undo_last_edit
-from memory.sqlite.memories import create_memory, delete_memory, ranked, update_memory
+from memory.sqlite.memories import (
+    create_memory,
+    delete_memory,
+    import_memory,
+    ranked,
+    update_memory,
+)
 from memory.sqlite.recall import recall
 from memory.sqlite.segments import catch_up_segments, recent_segments, refresh_segments
 from memory.sqlite.sql_guard import run_sql
@@ -220,6 +226,7 @@ class AsyncSqliteStore:
     recent_segments = _reads(recent_segments)
     ranked_memories = _reads(ranked)
     create_memory = _writes(create_memory)
+    import_memory = _writes(import_memory)
     update_memory = _writes(update_memory)
     delete_memory = _writes(delete_memory)
     undo_last_sql_edit = _writes(undo_last_edit)

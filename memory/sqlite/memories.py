@@ -132,6 +132,39 @@ def create_memory(
     return created
 
 
+def import_memory(store: SqliteStore, memory: Memory) -> bool:
+    """Keep a memory brought from a Companion export as it was (its id, times and
+    strength); False, and nothing added, when its id or its key is here already
+    (InvalidMemory: not a valid memory)."""
+    category, key = check_category(memory.category), check_key(memory.key)
+    value = check_value(memory.value)
+    with store.transaction() as conn:
+        known = conn.execute(
+            "SELECT 1 FROM memories WHERE id = ? OR (category = ? AND key = ? COLLATE NOCASE)",
+            (memory.id, category, key),
+        ).fetchone()
+        if known is not None:
+            return False
+        conn.execute(
+            """INSERT INTO memories (id, category, key, value, created_at, updated_at,
+                                     stability, difficulty, last_recalled_at, recall_count)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                memory.id,
+                category,
+                key,
+                value,
+                memory.created_at,
+                memory.updated_at,
+                memory.stability,
+                memory.difficulty,
+                memory.last_recalled_at,
+                memory.recall_count,
+            ),
+        )
+    return True
+
+
 def _rewrite(
     store: SqliteStore,
     memory: Memory,
