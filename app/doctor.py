@@ -31,11 +31,13 @@ from providers import (
     local_servers,
     open_embedder,
 )
+from tools.mcp.config import config_path
 
 Status = Literal["ok", "fail", "info"]
 MARKS: dict[Status, str] = {"ok": "✓", "fail": "✗", "info": "·"}
 PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "gradio", "openai", "httpx")
 PROBE_TIMEOUT = 5.0
+MCP_TIMEOUT = 10.0  # for an MCP server to start and list its tools
 PGVECTOR_MISSING = (
     "not in this database: recall finds words only (an admin's `CREATE EXTENSION vector`, "
     "then `companion db migrate`, adds the vector index)"
@@ -329,6 +331,28 @@ def location(settings: Settings) -> Check:
     return Check("ok", "location", f"{settings.latitude}, {settings.longitude}")
 
 
+def mcp_servers(settings: Settings) -> Iterator[Check]:
+    """Each MCP server of the home's mcp.json: it starts and lists its tools (a failure
+    only takes its tools away)."""
+    if not config_path(settings.home).is_file():
+        yield Check("info", "MCP servers", f"none (list them in {config_path(settings.home)})")
+        return
+    import asyncio
+
+    from tools.mcp.servers import check_servers  # the MCP SDK loads only when used
+
+    for server in asyncio.run(check_servers(settings.home, MCP_TIMEOUT)):
+        name = f"MCP server {server.name}" if server.name else "MCP servers"
+        if server.state == "ready":
+            tools = ", ".join(server.tools) or "no tools"
+            yield Check("ok", name, f"{server.where}: {len(server.tools)} tools ({tools})")
+        else:
+            fix = f"check its entry in {config_path(settings.home)}"
+            if server.state == "failed":
+                fix += f"; what it said is in {settings.home / 'logs' / f'mcp-{server.name}.log'}"
+            yield Check("fail", name, f"{server.where or 'not used'}: {server.reason}", fix)
+
+
 def run_checks(settings: Settings, database_url: str | None = None) -> Iterator[Check]:
     """Every check, in the order a person reads them (``database_url``: Postgres)."""
     steps: list[Callable[[], Check | Iterator[Check]]] = [
@@ -341,6 +365,7 @@ def run_checks(settings: Settings, database_url: str | None = None) -> Iterator[
         lambda: image_backend(settings),
         lambda: web_services(settings),
         lambda: location(settings),
+        lambda: mcp_servers(settings),
     ]
     for step in steps:
         result = step()

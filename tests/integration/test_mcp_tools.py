@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from app.doctor import mcp_servers
+from config.settings import Settings
 from graph.runner import run_turn
 from tests.integration.test_provider_drills import make_ctx
 from tests.support.fake_openai import FakeOpenAIServer, Step
@@ -282,3 +284,23 @@ async def test_the_homes_mcp_json_reaches_the_graph_and_plain_http_is_refused(fa
         assert result.answer == "Oat milk." and result.tool_results[0].ok
     finally:
         servers.stop()
+
+
+def test_doctor_checks_each_server(home) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    assert [c.status for c in mcp_servers(Settings(home=home))] == ["info"]
+    entries = {
+        "notes": stdio(),
+        "broken": stdio("--fail-start"),
+        "remote": {"url": "http://203.0.113.9/mcp"},
+    }
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": entries}))
+    checks = {c.name: c for c in mcp_servers(Settings(home=home))}
+    notes = checks["MCP server notes"]
+    assert notes.status == "ok" and "6 tools" in notes.detail
+    assert "notes__search_notes" in notes.detail
+    broken = checks["MCP server broken"]
+    assert broken.status == "fail" and "cannot open the notes database" in broken.detail
+    assert "mcp-broken.log" in broken.fix and not broken.fatal
+    remote = checks["MCP server remote"]
+    assert remote.status == "fail" and "use https" in remote.detail

@@ -102,8 +102,7 @@ class McpServers:
             )
             for name, connection in self.connections.items()
         ]
-        refused = [ServerStatus(p.name, "", "refused", p.reason) for p in self.config.problems]
-        return shown + refused
+        return shown + refused_entries(self.config)
 
     async def call(self, server: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         """Call ``server``'s ``tool`` from any event loop (run on the servers' loop)."""
@@ -150,9 +149,11 @@ class McpServers:
         await asyncio.gather(*(c.close() for c in self.connections.values()))
 
 
-async def check_server(config: ServerConfig, seconds: float) -> ServerStatus:
+async def check_server(
+    config: ServerConfig, seconds: float, log_dir: Path | None = None
+) -> ServerStatus:
     """Open one server on the caller's loop, list its tools and close it (doctor)."""
-    connection = Connection(config)
+    connection = Connection(config, log_dir)
     try:
         await connection.open(seconds)
     except ConnectFailed as exc:
@@ -162,6 +163,20 @@ async def check_server(config: ServerConfig, seconds: float) -> ServerStatus:
     built = tool_specs(config, connection.tools, _no_call)
     names = tuple(spec.name for spec in built.specs)
     return ServerStatus(config.name, config.where, "ready", "", names, tuple(built.skipped))
+
+
+async def check_servers(home: Path, seconds: float) -> list[ServerStatus]:
+    """Every server of ``home``'s mcp.json checked at once, refused entries last."""
+    config = read_config(home)
+    checked = await asyncio.gather(
+        *(check_server(s, seconds, home / "logs") for s in config.servers)
+    )
+    return [*checked, *refused_entries(config)]
+
+
+def refused_entries(config: McpConfig) -> list[ServerStatus]:
+    """The entries of mcp.json that could not be used, as statuses."""
+    return [ServerStatus(p.name, "", "refused", p.reason) for p in config.problems]
 
 
 async def _no_call(server: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
