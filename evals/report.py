@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evals.evaluators import Observation
 from evals.results import CaseRun, EvalRun
 
 ANSWER_CHARS = 160
@@ -58,6 +59,11 @@ def wording_stats(run: EvalRun) -> dict[str, dict[str, Any]]:
     return {"original": _stats(originals), "paraphrase": _stats(paraphrases)}
 
 
+def model_calls(obs: Observation) -> int:
+    """How many times the turn called a model (the model under test, or the vision one)."""
+    return sum(1 for step in obs.steps if step.kind == "model")
+
+
 def _run_record(case_run: CaseRun) -> dict[str, Any]:
     obs = case_run.observation
     case = case_run.case
@@ -73,6 +79,7 @@ def _run_record(case_run: CaseRun) -> dict[str, Any]:
         "tools_expected": [t.name for t in case.expect.tools],
         "loops": obs.loops,
         "seconds": round(obs.seconds, 3),
+        "model_calls": model_calls(obs),
         "models": [f"{s.name} ({s.role})" for s in obs.steps if s.kind == "model"],
         "answer": obs.answer,
         "error": obs.error,
@@ -147,8 +154,9 @@ def markdown(run: EvalRun) -> str:
         "",
         "## Cases",
         "",
-        "| case | lang | run | result | tools called | expected | loops | seconds | answer |",
-        "|---|---|---:|---|---|---|---:|---:|---|",
+        "| case | lang | run | result | tools called | expected | loops | model calls | seconds "
+        "| answer |",
+        "|---|---|---:|---|---|---|---:|---:|---:|---|",
     ]
     for case_run in run.runs:
         obs = case_run.observation
@@ -158,7 +166,7 @@ def markdown(run: EvalRun) -> str:
         lines.append(
             f"| {case_run.case.id} | {case_run.case.language} | {case_run.run} | "
             f"{'pass' if case_run.passed else 'FAIL'} | {called} | {expected} | {obs.loops} | "
-            f"{obs.seconds:.2f} | {_cell(answer)} |"
+            f"{model_calls(obs)} | {obs.seconds:.2f} | {_cell(answer)} |"
         )
     return "\n".join(lines) + "\n"
 

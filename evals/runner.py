@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,14 +99,19 @@ class ModelUnderTest:
     max_tokens: int | None = None  # reply cap sent to the server (local runs)
 
 
-def configured_models(settings: Settings) -> Models:
-    """The configured provider's models (the local one starts its server on first use)."""
+def configured_models(settings: Settings, summary_model: str | None = None) -> Models:
+    """The configured provider's models (the local one starts its server on first use).
+    Seeded histories are summarised extractively, or by ``summary_model`` on the same
+    endpoint: never by the model under test, whose calls are what a case measures."""
     from providers import lazy_local_model, make_chat_model, make_vision_model
 
+    summarize = None
+    if summary_model:
+        summarizer = make_chat_model(dataclasses.replace(settings, chat_model=summary_model))
+        summarize = model_summarizer(summarizer)
     if settings.is_local:
-        return Models(lazy_local_model(settings))
-    chat = make_chat_model(settings)
-    return Models(chat, make_vision_model(settings), model_summarizer(chat))
+        return Models(lazy_local_model(settings), summarize=summarize)
+    return Models(make_chat_model(settings), make_vision_model(settings), summarize)
 
 
 def configured_profile(env: Mapping[str, str]) -> dict[str, str]:
@@ -121,10 +127,13 @@ def model_under_test(
     base_url: str | None = None,
     env: Mapping[str, str] | None = None,
     profile: Mapping[str, str] | None = None,
+    summary_model: str | None = None,
 ) -> ModelUnderTest:
     """Resolve ``--model`` (raises ConfigError when it cannot run): None = the configured
     model, ``"local"`` = the bundled one, any other name = that model on the configured
-    endpoint. ``profile`` defaults to the configured home's (read for None only)."""
+    endpoint. ``profile`` defaults to the configured home's (read for None only).
+    ``summary_model`` (``--summary-model``) summarises seeded histories, on the configured
+    endpoint; without it they are summarised extractively."""
     env = os.environ if env is None else env
     flags: dict[str, Any] = {
         "home": tempfile.gettempdir(),  # replaced per case
@@ -144,8 +153,14 @@ def model_under_test(
             "COMPANION_BASE_URL (or OPENROUTER_API_KEY for OpenRouter)"
         )
     name = LOCAL if model == LOCAL else require_chat_model(settings).chat_model or ""
+    if summary_model and not settings.base_url:
+        raise ConfigError(
+            f"--summary-model {summary_model!r} needs an endpoint: pass --base-url or set "
+            "COMPANION_BASE_URL"
+        )
     cap = LOCAL_MAX_TOKENS if settings.is_local else None
-    return ModelUnderTest(name, settings, configured_models, cap)
+    build = partial(configured_models, summary_model=summary_model)
+    return ModelUnderTest(name, settings, build, cap)
 
 
 def case_settings(
@@ -286,6 +301,7 @@ async def arun_suites(
     repeat: int = 1,
     judge: bool = False,
     limit: int | None = None,
+    case_ids: Sequence[str] | None = None,
     paraphrases: bool = True,
     env: Mapping[str, str] | None = None,
     progress: bool = True,
@@ -293,6 +309,7 @@ async def arun_suites(
 ) -> EvalRun:
     """Run the suites (all when None) ``repeat`` times each against ``model`` (the
     configured one when None); ``paraphrases=False`` runs the original cases only;
+    ``case_ids``: only those cases (``--cases``; an unknown id is a ValueError);
     ``database_url``: every case run a new person of that migrated Postgres database
     (default: a SQLite file per case run)."""
     if repeat < 1:
@@ -300,6 +317,8 @@ async def arun_suites(
     cases = load_cases(suites, known_tools=default_registry().names)
     if not paraphrases:
         cases = [case for case in cases if case.paraphrase_of is None]
+    if case_ids:
+        cases = chosen(cases, case_ids)
     if limit is not None:
         cases = cases[:limit]
     model = model or model_under_test(env=env)
@@ -347,6 +366,14 @@ async def arun_suites(
     return run
 
 
+def chosen(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
+    """The cases named in ``ids``, in the suites' order; ValueError naming any unknown."""
+    unknown = sorted(set(ids) - {case.id for case in cases})
+    if unknown:
+        raise ValueError(f"no such case in the chosen suites: {', '.join(unknown)}")
+    return [case for case in cases if case.id in set(ids)]
+
+
 def run_suites(suites: Sequence[str] | None = None, **options: Any) -> EvalRun:
     """Run the suites and return the results (see ``arun_suites`` for the options)."""
     return asyncio.run(arun_suites(suites, **options))
@@ -356,7 +383,11 @@ def run_from_cli(args: Any, env: Mapping[str, str] | None = None) -> int:
     """``companion eval``: run, write Markdown + JSON reports to ``--out``, print a summary."""
     try:
         model = model_under_test(
-            args.eval_model, tool_mode=args.tool_mode, base_url=args.base_url, env=env
+            args.eval_model,
+            tool_mode=args.tool_mode,
+            base_url=args.base_url,
+            env=env,
+            summary_model=getattr(args, "summary_model", None),
         )
         # The flag only, never COMPANION_DATABASE_URL: each case run writes a new person's
         # rows, so the app's own database is never chosen without being named.
@@ -367,6 +398,9 @@ def run_from_cli(args: Any, env: Mapping[str, str] | None = None) -> int:
             repeat=args.repeat,
             judge=args.judge,
             limit=getattr(args, "limit", None),
+            case_ids=[
+                i.strip() for i in (getattr(args, "cases", None) or "").split(",") if i.strip()
+            ],
             database_url=url,
         )
     except (CaseError, ConfigError, ValueError) as exc:

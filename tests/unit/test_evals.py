@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -579,6 +580,8 @@ def cli_args(out: Path, **changes: Any) -> argparse.Namespace:
             "base_url": None,
             "tool_mode": None,
             "limit": None,
+            "cases": None,
+            "summary_model": None,
             **changes,
         }
     )
@@ -605,11 +608,12 @@ def test_eval_with_no_flags_evaluates_the_configured_model(tmp_path) -> None:
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert markdown.startswith("# Eval report — configured-model (native tool mode)")
     assert "| refusal | 4 | 8/8 | 100% | 100% |" in markdown
-    # one turn request per case run: the forced statements never reached the endpoint
-    # (the other requests write episode summaries of the seeded history)
+    # one turn request per case run: the forced statements never reached the endpoint,
+    # and the seeded history is summarised extractively, never by the model under test
     identity = persona_text("yuzuki")
-    turns = [r for r in server.requests if r["messages"][0]["content"].startswith(identity)]
-    assert len(turns) == 8
+    chats = [r for r in server.requests if "messages" in r]
+    turns = [r for r in chats if r["messages"][0]["content"].startswith(identity)]
+    assert len(turns) == 8 == len(chats)
 
 
 def test_eval_exit_codes(tmp_path) -> None:
@@ -621,6 +625,55 @@ def test_eval_exit_codes(tmp_path) -> None:
         unknown = cli_args(tmp_path / "out", suite=["nope"])
         assert run_from_cli(unknown, env=env) == 2
     assert run_from_cli(cli_args(tmp_path / "out", eval_model="m"), env={}) == 2  # no endpoint
+
+
+def test_a_memory_case_on_a_slow_endpoint_calls_the_model_once_per_model_turn(tmp_path) -> None:
+    """The seeded history (48 messages over weeks) is summarised extractively: the slow
+    endpoint gets the turn's request and nothing else; --cases picks the one case, and
+    the report says how many model calls it made and how long it took."""
+    with FakeOpenAIServer(latency=0.3, responder=refuse_everything) as server:
+        env = {
+            "COMPANION_HOME": str(tmp_path / "home"),
+            "COMPANION_BASE_URL": server.url,
+            "COMPANION_CHAT_MODEL": "configured-model",
+        }
+        args = cli_args(tmp_path / "out", suite=None, cases="mem-book-last-week-en", repeat=1)
+        assert run_from_cli(args, env=env) == 1  # the refusal fails the case: no matter
+        time.sleep(1.0)  # anything the turn left running in the background has asked by now
+    chats = [r for r in server.requests if "messages" in r]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    [case] = report["runs"]
+    assert case["id"] == "mem-book-last-week-en" and case["model_calls"] == 1
+    assert len(chats) == 1 and case["seconds"] >= 0.3
+    assert "| model calls | seconds |" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_summary_model_writes_the_summaries_and_the_model_under_test_the_turn(
+    tmp_path,
+) -> None:
+    with FakeOpenAIServer(responder=refuse_everything) as server:
+        env = {"COMPANION_HOME": str(tmp_path / "home"), "COMPANION_BASE_URL": server.url}
+        args = cli_args(
+            tmp_path / "out",
+            suite=["memory"],
+            cases="mem-book-last-week-en",
+            eval_model="under-test",
+            summary_model="summariser",
+            repeat=1,
+        )
+        run_from_cli(args, env=env)
+        time.sleep(1.0)
+    models = [r["model"] for r in server.requests if "messages" in r]
+    assert models[0] == "under-test" and models.count("under-test") == 1
+    assert "summariser" in models
+
+
+def test_unknown_cases_and_a_summary_model_without_endpoint_are_refused(tmp_path) -> None:
+    env = {"COMPANION_HOME": str(tmp_path / "home"), "COMPANION_BASE_URL": "http://127.0.0.1:9"}
+    unknown = cli_args(tmp_path / "out", cases="no-such-case,refusal-nope")
+    assert run_from_cli(unknown, env=env) == 2
+    local = cli_args(tmp_path / "out", eval_model="local", summary_model="s")
+    assert run_from_cli(local, env={"COMPANION_HOME": str(tmp_path / "home")}) == 2
 
 
 def test_reports_land_in_the_out_folder(tmp_path, scripted_runs) -> None:
