@@ -176,16 +176,6 @@ def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "endpoint (default: extractively, never with the model under test)",
     )
     evaluate.add_argument(
-        "--cases", metavar="ID,ID", help="run only these cases (ids as in the suite files)"
-    )
-    evaluate.add_argument(
-        "--summary-model",
-        dest="summary_model",
-        metavar="NAME",
-        help="summarise the cases' seeded histories with this model on the configured "
-        "endpoint (default: extractively, never with the model under test)",
-    )
-    evaluate.add_argument(
         "--database-url",
         dest="database_url",
         help="run each case as a new person of this migrated Postgres database "
