@@ -123,7 +123,7 @@ def welcome(settings: Settings) -> dict[str, Any]:
         prompts = list(LOCAL_EXAMPLES)
     else:
         prompts = [*EXAMPLES, DRAW_EXAMPLE] if settings.image_backend else list(EXAMPLES)
-    greeting = persona_greeting(settings.persona)
+    greeting = persona_greeting(settings.persona, tools=not settings.is_local)
     return {
         "placeholder": f"### {settings.persona.capitalize()}\n\n{greeting}",
         "examples": [{"text": text} for text in prompts],

@@ -209,12 +209,15 @@ def persona_text(name: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def persona_greeting(name: str | None) -> str:
-    """What a bundled persona says to an empty chat; a neutral hello for unknown names."""
-    if name in PERSONAS:
-        path = resources.files("prompts") / "personas" / f"{name}.greeting.md"
-        return path.read_text("utf-8").strip()
-    return NEUTRAL_GREETING
+def persona_greeting(name: str | None, *, tools: bool = True) -> str:
+    """What a bundled persona says to an empty chat; a neutral hello for unknown names.
+    A greeting file's second paragraph offers the tools: it is left out (``tools``
+    False) for a model that cannot use them, so the greeting promises nothing it can't do."""
+    if name not in PERSONAS:
+        return NEUTRAL_GREETING
+    path = resources.files("prompts") / "personas" / f"{name}.greeting.md"
+    hello, _, offer = path.read_text("utf-8").strip().partition("\n\n")
+    return f"{hello} {' '.join(offer.split())}" if tools and offer else hello
 
 
 @dataclass(frozen=True)

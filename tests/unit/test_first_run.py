@@ -27,6 +27,18 @@ def test_the_bundled_models_examples_are_chat_sums_and_the_persona() -> None:
     assert any("yourself" in e for e in examples)  # the persona
 
 
+def test_the_bundled_models_greeting_promises_no_tool() -> None:
+    for persona in ("yuzuki", "assistant", "journal"):
+        bundled = welcome(dataclasses.replace(LOCAL, persona=persona))["placeholder"]
+        assert not BEYOND_IT.search(bundled), bundled
+        remote = dataclasses.replace(
+            LOCAL, persona=persona, provider="openai-compatible", chat_model="gpt-x"
+        )
+        capable = welcome(remote)["placeholder"]
+        assert capable.startswith(bundled)  # the same hello, then what it can do
+        assert ("weather" in capable) is (persona != "journal")
+
+
 def test_a_capable_model_keeps_the_tool_examples() -> None:
     remote = dataclasses.replace(LOCAL, provider="openai-compatible", chat_model="gpt-x")
     examples = " ".join(e["text"] for e in welcome(remote)["examples"])
