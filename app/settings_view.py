@@ -22,6 +22,7 @@ from typing import Any
 
 import gradio as gr
 
+from app import mcp_view
 from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
@@ -507,3 +508,4 @@ def build(people: People, load: Any, opened: Any) -> None:
     opened(handlers.refill, filled, [*refreshed, filled], **private)
     gr.on([load, opened], handlers.offer, None, offered, **private)
     gr.on([load, opened], handlers.on_check, None, endpoint, api_name="endpoint_status")
+    mcp_view.build(people, load, opened)  # the MCP servers and their tools, read-only

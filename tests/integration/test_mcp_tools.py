@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from app.doctor import mcp_servers
+from app.mcp_view import mcp_markdown
 from config.settings import Settings
 from graph.runner import run_turn
 from tests.integration.test_provider_drills import make_ctx
@@ -279,6 +280,9 @@ async def test_the_homes_mcp_json_reaches_the_graph_and_plain_http_is_refused(fa
         assert servers.started.wait(60)
         states = {s.name: s for s in servers.statuses()}
         assert states["remote"].state == "refused" and "use https" in states["remote"].reason
+        shown = mcp_markdown(home)  # the Settings tab's section
+        assert "**notes** — ✓ ready" in shown and "notes\\_\\_search\\_notes" in shown
+        assert "**remote** — ✗ not used" in shown
         fake.push(call("notes__search_notes", query="milk"), "Oat milk.")
         result = await run_turn(ctx, "s1", "milk?")
         assert result.answer == "Oat milk." and result.tool_results[0].ok
