@@ -1,4 +1,5 @@
-"""The Memories tab's "Your data": bring a history from another app, or delete it all.
+"""The Memories tab's "Your data": bring a history from another app, take all of it
+away, or delete it all.
 
 An import runs as a job the server owns (``Job``: an asyncio task per person, one at a
 time), never inside the browser's request: the page follows its progress while the
@@ -8,6 +9,10 @@ it again when it is chosen). The file is one Gradio upload, capped by the app's
 import itself is ``app.imports.import_export`` (checked whole first, then a transaction
 per chat), then each new chat's episodes are cut (extractive, as ``companion import``
 does) and its vectors made in the background. The new chats go into the sidebar.
+
+"Export my data" is a job too: ``app.exports.export_person`` writes the zip into the
+person's media folder (``EXPORTS``, the newest one only), which the app serves to them
+alone, and a download button offers it.
 
 "Delete all my data" asks for a typed word first, stops the person's job and running
 turns, then calls ``app.deleting.delete_person`` (with accounts, their login goes too and
@@ -28,6 +33,7 @@ import gradio as gr
 
 from app.chat_handlers import ChatComponents, session_rows
 from app.deleting import delete_person
+from app.exports import ExportReport, export_person
 from app.imports import BadExport, import_export
 from graph.jobs import schedule_embedding
 from graph.setup import ContextFactory, People
@@ -41,6 +47,10 @@ BAR_CELLS = 20
 CHECKING = "Checking {name}"
 IMPORTING = "Importing conversations"
 CUTTING = "Cutting the new chats into episodes"
+PREPARING = "Preparing your export"
+EXPORTING = "Exporting chats"
+DOWNLOAD = "⬇ Download the zip"
+EXPORTS = "exports"  # in the person's media folder: their newest export, served to them only
 BUSY = "⏳ Your data is busy with another job: wait until it has finished."
 IMPORT_HELP = (
     "Import your history from ChatGPT (its data export: the zip, or its "
@@ -82,6 +92,7 @@ class Job:
     total: int = 0
     report: list[str] = field(default_factory=list)
     error: str | None = None
+    file: Path | None = None  # what the job made for the person to download
     task: asyncio.Task[None] | None = None
 
     @property
@@ -141,6 +152,51 @@ async def run_import(make_context: ContextFactory, path: Path, job: Job) -> None
         return
     job.report = report.lines()
     schedule_embedding(ctx)  # memory_search finds the imported words by meaning too
+
+
+def exported(report: ExportReport) -> str:
+    """What went into the export, for the tab (the zip's server path is no one's business)."""
+    return (
+        f"Exported {report.chats:,} chats with {report.messages:,} messages, "
+        f"{report.memories:,} memories, {report.segments:,} episodes and {report.images:,} "
+        "images: the zip is ready to download."
+    )
+
+
+def fresh_folder(folder: Path) -> None:
+    """Make ``folder`` and empty it of earlier exports: only the newest one is kept."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.zip"):
+        old.unlink()
+
+
+async def run_export(make_context: ContextFactory, job: Job) -> None:
+    """Write everything of the person into a zip in their media folder (``EXPORTS``),
+    keeping ``job`` up to date; a failure ends it with one line (no zip is left)."""
+    store = make_context.store
+    folder = store.media_dir / EXPORTS
+    out = folder / f"companion-export-{store.clock():%Y-%m-%d-%H%M%S}.zip"
+    try:
+        await asyncio.to_thread(fresh_folder, folder)
+        report = await export_person(
+            store,
+            store.media_dir,
+            await store.profile(),
+            out,
+            lambda done, total: job.advance(EXPORTING, done, total),
+        )
+    except Exception as exc:  # a disk or store failure, or a bug: said, and logged
+        log.exception("exporting a person's data failed")
+        job.error = f"The export failed ({type(exc).__name__}: {exc})."
+        return
+    job.report, job.file = [exported(report)], out
+
+
+def download(job: Job | None) -> Any:
+    """The download button: the job's zip, or hidden while there is none."""
+    if job is None or job.file is None or not job.finished:
+        return gr.update(visible=False)
+    return gr.update(label=DOWNLOAD, value=str(job.file), visible=True)
 
 
 def confirmed(typed: str | None, username: str | None) -> bool:
@@ -246,14 +302,27 @@ class DataHandlers:
             return failed, *(gr.skip(),) * 6
         return f"🗑️ {deleted.line()}", *asking(False), accounts_on, [], None, []
 
-    async def on_show(self, request: gr.Request) -> AsyncIterator[str]:
-        """The tab chosen: the person's job as it is now, followed while it runs."""
-        job = self.jobs.get(id(self.people.factory(request.username)))
+    async def on_export(self, request: gr.Request) -> AsyncIterator[tuple[str, Any]]:
+        """Export my data: write the zip as a job and follow it (the status, then the
+        download button with the zip)."""
+        make_context = self.people.factory(request.username)
+        job = self.start(make_context, PREPARING, lambda job: run_export(make_context, job))
         if job is None:
-            yield ""
+            yield BUSY, gr.skip()
             return
         async for shown in follow(job):
-            yield shown
+            yield shown, download(None)
+        yield job.shown(), download(job)
+
+    async def on_show(self, request: gr.Request) -> AsyncIterator[tuple[str, Any]]:
+        """The tab chosen: the person's job as it is now, followed while it runs (and an
+        export's download button)."""
+        job = self.jobs.get(id(self.people.factory(request.username)))
+        if job is None:
+            yield "", download(None)
+            return
+        async for shown in follow(job):
+            yield shown, download(job)
 
 
 def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) -> list[Any]:
@@ -271,6 +340,9 @@ def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) ->
         type="filepath",
         elem_id="import-file",
     )
+    with gr.Row():
+        export = gr.Button("Export my data", scale=0, min_width=220, elem_id="export-data")
+        zipped = gr.DownloadButton(visible=False, scale=0, min_width=220, elem_id="export-zip")
     status = gr.Markdown(elem_id="data-status")
     imported = upload.upload(
         handlers.on_import,
@@ -279,7 +351,14 @@ def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) ->
         api_name="import_history",
         show_progress="hidden",  # the status line is the progress
     )
-    gr.on(shown, handlers.on_show, None, status, api_visibility="private")
+    export.click(
+        handlers.on_export,
+        None,
+        [status, zipped],
+        api_name="export_my_data",
+        show_progress="hidden",
+    )
+    gr.on(shown, handlers.on_show, None, [status, zipped], api_visibility="private")
     return [imported, deleting(handlers, chat, status)]
 
 

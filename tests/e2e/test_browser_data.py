@@ -1,16 +1,18 @@
 """The Memories tab's "Your data" in a real headless chromium: an export uploaded shows
 its progress while a message sent meanwhile is answered, then the importer's report, and
 its chats appear in the sidebar; a file over the upload limit is refused by a message
-that names the limit."""
+that names the limit; "Export my data" gives a zip to download."""
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
+from app.exports import MANIFEST
 from tests.e2e.harness import bot_messages, send
 
 TIMEOUT_MS = 30_000
@@ -43,7 +45,7 @@ def claude_export(folder: Path) -> Path:
     return path
 
 
-def test_an_export_is_imported_while_the_chat_goes_on(
+def test_a_history_is_imported_while_the_chat_goes_on_then_all_of_it_exported(
     page: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     page.get_by_role("tab", name="Memories").click()
@@ -76,3 +78,13 @@ def test_an_export_is_imported_while_the_chat_goes_on(
     expect(page.locator("#import-file")).to_contain_text("Drop File Here")  # for the next
     page.screenshot(path=artifacts / "import-report.png")
     expect(page.locator("#chat-list")).to_contain_text("Old chat 599", timeout=TIMEOUT_MS)
+
+    page.locator("#export-data").click()
+    zipped = page.locator("#export-zip")
+    expect(zipped).to_contain_text("Download the zip", timeout=TIMEOUT_MS)
+    expect(status).to_contain_text(f"✅ Exported {CHATS + 1} chats")  # and the one sent
+    page.screenshot(path=artifacts / "export-ready.png")
+    with page.expect_download() as downloading:
+        zipped.click()
+    with zipfile.ZipFile(downloading.value.path()) as archive:
+        assert MANIFEST in archive.namelist()

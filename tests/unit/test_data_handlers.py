@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from app.data_view import (
     BUSY,
     DELETE_STOPPED,
+    EXPORTS,
     NOT_CONFIRMED,
     NOT_DELETED,
     DataHandlers,
@@ -24,6 +26,7 @@ from app.data_view import (
     keep_data,
     megabytes,
 )
+from app.exports import MANIFEST
 from app.imports import BadExport, import_export
 from graph.setup import ContextFactory, People
 from memory.sqlite.accounts import SqliteAccounts
@@ -33,6 +36,7 @@ from tests.support.exports import CHATGPT, CLAUDE
 from tests.unit.test_chat_handlers import Page
 
 STEP_SECONDS = 5.0  # the most any step here may take on a busy machine
+NO_DOWNLOAD = gr.update(visible=False)
 
 
 class TwoPeople:
@@ -80,6 +84,14 @@ def data(tmp_path: Path) -> DataHandlers:
 
 def store_of(handlers: DataHandlers, username: str | None = None) -> Any:
     return handlers.people.factory(username).store
+
+
+async def filled(handlers: DataHandlers) -> Any:
+    """The person's store with ChatGPT's export imported and one memory saved."""
+    store = store_of(handlers)
+    await drain(handlers.on_import(str(CHATGPT), request()))
+    await store.create_memory("identity", "name", "Budi")
+    return store
 
 
 async def test_an_upload_is_imported_with_progress_then_its_report_and_the_new_chats(
@@ -165,17 +177,18 @@ async def test_one_job_at_a_time_and_it_outlives_the_page_that_started_it(
         await gate.first_in.wait()
         assert await drain(data.on_import(str(CLAUDE), request())) == [(BUSY, None, gr.skip())]
         shown = data.on_show(request())  # the tab chosen again while it runs
-        assert (await anext(shown)).startswith("⏳ Importing conversations: 1 of 2")
+        assert (await anext(shown))[0].startswith("⏳ Importing conversations: 1 of 2")
+        assert await drain(data.on_export(request())) == [(BUSY, gr.skip())]
     await first.aclose()  # the page that uploaded it is closed: the import goes on
     gate.opened.set()
     async with asyncio.timeout(STEP_SECONDS):
-        assert (await drain(shown))[-1].startswith("✅ Imported 2 chats")
+        assert (await drain(shown))[-1][0].startswith("✅ Imported 2 chats")
     sessions = await store_of(data).list_sessions()
     assert {s.title for s in sessions} == {"Lisbon trip", "Sourdough starter"}  # not Claude's
 
 
 async def test_nothing_to_show_before_a_job(data: DataHandlers) -> None:
-    assert await drain(data.on_show(request())) == [""]
+    assert await drain(data.on_show(request())) == [("", NO_DOWNLOAD)]
     assert await drain(data.on_import(None, request())) == []
 
 
@@ -187,7 +200,7 @@ async def test_with_accounts_the_history_goes_into_the_logged_in_persons_store(
     assert status.startswith("✅ Imported 2 chats") and len(rows) == 2
     assert len(await store_of(data, "budi").list_sessions()) == 2
     assert await store_of(data, "ana").list_sessions() == []
-    assert await drain(data.on_show(request("ana"))) == [""]  # budi's job is not ana's
+    assert await drain(data.on_show(request("ana"))) == [("", NO_DOWNLOAD)]  # not budi's job
 
 
 async def test_a_store_failure_midway_keeps_the_chats_before_it_and_says_so(
@@ -222,9 +235,7 @@ def test_the_limit_and_the_bar_in_words() -> None:
 async def test_delete_all_asks_for_the_word_then_leaves_nothing_and_an_empty_chat(
     data: DataHandlers,
 ) -> None:
-    store = store_of(data)
-    await drain(data.on_import(str(CHATGPT), request()))
-    await store.create_memory("identity", "name", "Budi")
+    store = await filled(data)
     assert asking(True) == (gr.update(visible=True), "")
     assert keep_data() == (gr.update(visible=False), "", NOT_DELETED)
     for typed in ("", "yes", "delete it"):
@@ -243,7 +254,7 @@ async def test_delete_all_asks_for_the_word_then_leaves_nothing_and_an_empty_cha
     )
     assert await store.list_sessions() == [] and await store.ranked_memories(store.clock()) == []
     assert await store.recent_segments() == []
-    assert await drain(data.on_show(request())) == [""]  # the finished import is forgotten too
+    assert await drain(data.on_show(request())) == [("", NO_DOWNLOAD)]  # the import is forgotten
 
 
 async def test_a_turn_running_during_the_deletion_stops_first_and_leaves_nothing(
@@ -308,3 +319,53 @@ def test_the_confirming_word() -> None:
     assert confirmed("delete", None) and confirmed("  DELETE ", "ana")
     assert confirmed("Ana", "ana") and not confirmed("ana", None)
     assert not confirmed("", None) and not confirmed(None, "ana")
+
+
+async def test_export_writes_one_zip_of_everything_to_download_and_keeps_only_the_newest(
+    data: DataHandlers,
+) -> None:
+    store = await filled(data)
+    updates = await drain(data.on_export(request()))
+    assert updates[0] == ("⏳ Preparing your export…", NO_DOWNLOAD)
+    status, button = updates[-1]
+    assert status.startswith("✅ Exported 2 chats with 9 messages, 1 memories, ")
+    assert status.endswith("images: the zip is ready to download.")
+    zipped = Path(button["value"])
+    assert button["visible"] and zipped.parent == store.media_dir / EXPORTS  # served to them only
+    with zipfile.ZipFile(zipped) as archive:
+        names = archive.namelist()
+    assert MANIFEST in names and "memories.json" in names
+    assert len([name for name in names if name.endswith(".json")]) == 2 + 4  # chats, the rest
+    assert (await drain(data.on_show(request())))[-1] == (status, button)  # shown on coming back
+    _, again = (await drain(data.on_export(request())))[-1]
+    assert list((store.media_dir / EXPORTS).iterdir()) == [Path(again["value"])]
+
+
+async def test_a_failed_export_says_why_and_leaves_no_zip(data: DataHandlers) -> None:
+    store = store_of(data)
+    (store.media_dir / EXPORTS).write_text("a file where the folder goes")
+    status, button = (await drain(data.on_export(request())))[-1]
+    assert status.startswith("❌ The export failed (") and button == NO_DOWNLOAD
+
+
+async def held(store: Any) -> tuple[dict[str, list[tuple[str, str, str]]], set[tuple[str, ...]]]:
+    """A person's chats by title (each message's role, text and time) and memories."""
+    chats = {
+        s.title: [(m.role, m.content, str(m.created_at)) for m in await store.messages(s.id)]
+        for s in await store.list_sessions()
+    }
+    memories = {(m.category, m.key, m.value) for m in await store.ranked_memories(store.clock())}
+    return chats, memories
+
+
+async def test_the_export_uploaded_to_another_person_gives_back_the_chats_and_memories(
+    tmp_path: Path,
+) -> None:
+    data = DataHandlers(TwoPeople(tmp_path))  # type: ignore[arg-type]
+    await drain(data.on_import(str(CHATGPT), request("ana")))
+    await store_of(data, "ana").create_memory("identity", "name", "Ana")
+    _, button = (await drain(data.on_export(request("ana"))))[-1]
+    status, _, rows = (await drain(data.on_import(button["value"], request("budi"))))[-1]
+    assert status.startswith("✅ Imported 2 chats with 9 messages from Companion")
+    assert len(rows) == 2
+    assert await held(store_of(data, "budi")) == await held(store_of(data, "ana"))
