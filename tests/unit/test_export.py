@@ -52,20 +52,26 @@ async def test_the_zip_holds_every_part_in_the_documented_layout(
         names = archive.namelist()
         manifest = json.loads(archive.read("companion-export.json"))
         chats = sorted(n for n in names if n.startswith("chats/"))
-        chat = json.loads(archive.read(chats[2]))
-        markdown = archive.read(chats[3]).decode()
+        plans = [name for name in chats if "-plans-of-quokkaberry-" in name]
+        chat = json.loads(archive.read(plans[0]))
+        markdown = archive.read(plans[1]).decode()
         memories = json.loads(archive.read("memories.json"))
         segments = json.loads(archive.read("segments.json"))
         image = archive.read("images/Quokkaberry.png")
         settings_out = json.loads(archive.read("settings.json"))
     assert manifest["format"] == "companion-export" and manifest["version"] == 1
     assert manifest["counts"] == {"chats": 2, "messages": 16, "memories": 2, "segments": 1}
-    assert [n.rsplit("-", 1)[0] for n in chats] == [
-        "chats/00001-imported-quokkaberry",
-        "chats/00001-imported-quokkaberry",
-        "chats/00002-plans-of-quokkaberry",
-        "chats/00002-plans-of-quokkaberry",
+    # both chats start at the same second here: their order is then by id
+    assert sorted(n.rsplit("-", 1)[0][len("chats/00001") :] for n in chats) == [
+        "-imported-quokkaberry",
+        "-imported-quokkaberry",
+        "-plans-of-quokkaberry",
+        "-plans-of-quokkaberry",
     ]
+    assert (
+        sorted(n[: len("chats/00001")] for n in chats) == ["chats/00001"] * 2 + ["chats/00002"] * 2
+    )
+    assert [n.rsplit(".", 1)[1] for n in plans] == ["json", "md"]
     assert (chat["format"], chat["version"], chat["title"]) == (
         "companion-chat",
         1,
