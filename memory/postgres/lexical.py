@@ -9,9 +9,9 @@ index whatever the history's length. A query is ``memory.rules.search.query_term
 
 Scoring is FTS5's ``bm25`` (k1 1.2, b 0.75, the same IDF), so both backends rank alike:
 the person's documents and words come from ``message_term_totals``, a term's documents
-from its rows. The cost is bounded as memory.sqlite.retrieval bounds it: the terms in
-few messages (together at most ``DOC_BUDGET``) are scored over the whole history; a term
-in more is scored only over the newest ``SLICE`` messages, its document count estimated
+from its rows. The cost is bounded as memory.sqlite.retrieval bounds it: the rarest
+terms (together in at most ``DOC_BUDGET`` messages) are scored over the whole history,
+the others only over the newest ``SLICE`` messages, a count past the budget estimated
 from them (a word said 80,000 times has little to tell apart). Design: docs/postgres.md.
 """
 
