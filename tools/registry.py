@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -286,18 +287,28 @@ _HOMES: dict[Path, ToolRegistry] = {}
 
 def home_registry(home: Path) -> ToolRegistry:
     """The registry of a home: the built-in tools, and the tools of the MCP servers its
-    mcp.json lists (started once per home, in the background: they join as each server
-    answers). Without the file, ``default_registry()``."""
+    mcp.json lists (started once per home, in the background, the SDK's import included:
+    they join as each server answers). Without the file, ``default_registry()``."""
     if not config_path(home).is_file():
         return default_registry()
     key = home.expanduser().resolve()
     if key not in _HOMES:
-        from tools.mcp.servers import start_servers  # the MCP SDK loads only when used
-
         registry = ToolRegistry(builtin_specs())
-        start_servers(home, registry.join)
+        starting = threading.Thread(
+            target=_start_mcp, args=(home, registry), name="companion-mcp-start", daemon=True
+        )
+        starting.start()
         _HOMES[key] = registry
     return _HOMES[key]
+
+
+def _start_mcp(home: Path, registry: ToolRegistry) -> None:
+    try:
+        from tools.mcp.servers import start_servers  # the MCP SDK loads only when used
+
+        start_servers(home, registry.join)
+    except Exception:  # no MCP tools, and the log says why; the built-in tools stay
+        log.exception("the MCP servers of %s could not be started", home)
 
 
 @asynccontextmanager

@@ -17,10 +17,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -35,6 +35,7 @@ from tools.mcp.servers import McpServers, running_servers
 from tools.registry import ToolRegistry, builtin_specs
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 OUTSIDE = "[Outside content fetched by notes__search_notes"
 
 
@@ -54,6 +55,15 @@ def start(
     servers.start(registry.join)
     assert servers.started.wait(60)
     return servers, registry
+
+
+def wait_for(found: Callable[[], T | None], seconds: float = 60) -> T:
+    """What ``found`` returns once it is not None (within ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while (value := found()) is None:
+        assert time.monotonic() < deadline, "never came"
+        time.sleep(0.1)
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -269,20 +279,26 @@ async def test_a_tool_call_end_to_end_over_http(http_server, fake, home, mode) -
         servers.stop()
 
 
-async def test_the_homes_mcp_json_reaches_the_graph_and_plain_http_is_refused(fake, home) -> None:
+async def test_the_homes_mcp_json_reaches_the_graph_and_a_hanging_server_delays_nothing(
+    fake, home
+) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    entries = {"notes": stdio(), "remote": {"url": "http://203.0.113.9/mcp"}}
+    entries = {
+        "notes": stdio(),
+        "stuck": stdio("--hang-start"),  # answers nothing for 20 s (the start's limit)
+        "remote": {"url": "http://203.0.113.9/mcp"},
+    }
     (home / "mcp.json").write_text(json.dumps({"mcpServers": entries}))
     ctx = context(fake, home, None, "native")  # the registry of the home, as the app has
-    servers = running_servers(home)
-    assert servers is not None
+    servers = wait_for(lambda: running_servers(home))
     try:
-        assert servers.started.wait(60)
+        wait_for(lambda: ctx.registry.get("notes__search_notes"))
         states = {s.name: s for s in servers.statuses()}
+        assert states["stuck"].state == "starting" and not servers.started.is_set()
         assert states["remote"].state == "refused" and "use https" in states["remote"].reason
         shown = mcp_markdown(home)  # the Settings tab's section
         assert "**notes** — ✓ ready" in shown and "notes\\_\\_search\\_notes" in shown
-        assert "**remote** — ✗ not used" in shown
+        assert "**stuck** — … starting" in shown and "**remote** — ✗ not used" in shown
         fake.push(call("notes__search_notes", query="milk"), "Oat milk.")
         result = await run_turn(ctx, "s1", "milk?")
         assert result.answer == "Oat milk." and result.tool_results[0].ok
