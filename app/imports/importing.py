@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.imports.common import Parsed
+from app.imports.companion import SOURCE as COMPANION_SOURCE
 from app.imports.reading import COMPANION, companion_memories, conversations
 from memory import AsyncStore, InvalidMemory, Memory
 
@@ -86,6 +87,9 @@ async def _keep(store: AsyncStore, report: Report, parsed: Parsed) -> None:
     """Keep one parsed conversation as a new chat, and say so in ``report``."""
     if not parsed.chat.messages:
         report.skipped["conversation with nothing to keep"] += 1
+        return
+    if parsed.chat.source == COMPANION_SOURCE and await store.get_session(parsed.chat.source_id):
+        report.already += 1  # Companion's export, read back where it came from
         return
     session = await store.import_chat(parsed.chat)
     if session is None:

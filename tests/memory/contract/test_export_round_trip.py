@@ -76,3 +76,15 @@ async def test_an_export_imports_back_exactly(
         assert await empty.count_messages() == 15
     finally:
         await empty.close()
+
+
+async def test_an_export_read_back_where_it_came_from_adds_nothing(
+    store: AsyncStore, tmp_path: Path
+) -> None:
+    await fill(store, "Quokkaberry", image=False)
+    out = tmp_path / "export.zip"
+    await export_person(store, tmp_path, {}, out)
+    before = (await _chats(store), await _memories(store))
+    report = await import_export(store, out)
+    assert (report.chats, report.already, report.memories) == (0, 2, 0)
+    assert (await _chats(store), await _memories(store)) == before
