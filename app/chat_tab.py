@@ -17,6 +17,7 @@ from typing import Any
 
 import gradio as gr
 
+from app import api as script_api
 from app.chat_handlers import (
     LOCAL_LIMITS,
     ChatComponents,
@@ -294,14 +295,15 @@ class Wiring:
             .then(h.on_take, taking, taken, api_visibility="private")
             .then(h.on_taken, following, self.followed, **streamed)
         )
-        # The same send as one streamed event, for API clients (gradio_client's /send).
+        # The same send as one streamed event, for API clients that follow the chat as the
+        # page shows it (/send_streamed; scripts take app.api's /send).
         sent = [ui.chatbot, ui.box, ui.session, ui.listing, ui.stop, ui.line, ui.trace]
         sent += [ui.note, ui.keep, ui.told, *self.noted]
         api_send = parts.api_send.click(
             h.on_send,
             [ui.box, ui.session, ui.note, ui.keep, ui.told],
             sent,
-            api_name="send",
+            api_name="send_streamed",
             trigger_mode="multiple",
         )
         retried = ui.chatbot.retry(
@@ -421,7 +423,9 @@ def build(
     the banner (``Wiring.banner``) are filled in when the page loads. Returns the tab's
     components (the Memories tab's imports update its sidebar)."""
     parts = layout(trace, side)
-    wiring = Wiring(ChatHandlers(Chats(people, trace), parts.ui), parts, side, tabs)
+    chats = Chats(people, trace)
+    wiring = Wiring(ChatHandlers(chats, parts.ui), parts, side, tabs)
+    script_api.register(chats)
     wiring.turns(load)
     wiring.banner()
     wiring.persona(load)

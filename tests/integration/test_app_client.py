@@ -27,7 +27,7 @@ def send(
     """The outputs of the turn's last update (chat, composer, model line, trace, then the
     style-note components) after sending ``text`` with an optional style note."""
     message = {"text": text, "files": [handle_file(f) for f in files or []]}
-    return tuple(client.predict(message, note, keep, api_name="/send"))
+    return tuple(client.predict(message, note, keep, api_name="/send_streamed"))
 
 
 def text_of(message: dict[str, Any]) -> str:
