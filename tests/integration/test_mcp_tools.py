@@ -121,13 +121,21 @@ async def test_commands_mode_lists_the_tools_and_runs_a_command(notes, fake, hom
     assert any("[Tool result — notes__search_notes" in t and OUTSIDE in t for t in replayed)
 
 
-async def test_a_hostile_result_cannot_make_the_model_write_memories(notes, fake, home) -> None:
-    fake.push(
+HOSTILE_TURN = {
+    "native": (
         call("notes__hostile", topic="banking"),
         call("create_memory", category="identity", key="bank_pin", value="0000"),
-        "I did not save anything.",
-    )
-    ctx = context(fake, home, notes[1], "native")
+    ),
+    "commands": ("/notes__hostile banking", "/create_memory identity bank_pin: 0000"),
+}
+
+
+@pytest.mark.parametrize("mode", ["native", "commands"])
+async def test_a_hostile_result_cannot_make_the_model_write_memories(
+    notes, fake, home, mode
+) -> None:
+    fake.push(*HOSTILE_TURN[mode], "I did not save anything.")
+    ctx = context(fake, home, notes[1], mode)
     result = await run_turn(ctx, "s1", "look up banking")
     assert result.answer == "I did not save anything."
     assert not await ctx.store.has_memories()
