@@ -59,6 +59,8 @@ class Sidebar:
     delete_yes: gr.Button
     delete_no: gr.Button
     chats: gr.Dataframe  # one row per chat: title and last activity, ✎, 🗑
+    who: gr.Markdown  # "Signed in as …" when a login is on
+    logout: gr.Button  # ends every login of the person (app.logins answers /logout)
 
 
 def sidebar() -> Sidebar:
@@ -99,6 +101,11 @@ def sidebar() -> Sidebar:
             column_widths=["78%", "11%", "11%"],
             elem_id="chat-list",
         )
+        with gr.Row(equal_height=True, elem_id="who-row"):
+            who = gr.Markdown(visible=False, elem_id="who")
+            logout = gr.Button(
+                "Log out", link="/logout", size="sm", scale=0, visible=False, elem_id="logout"
+            )
     return Sidebar(
         panel,
         new,
@@ -111,7 +118,16 @@ def sidebar() -> Sidebar:
         delete_yes,
         delete_no,
         chats,
+        who,
+        logout,
     )
+
+
+def who_is_here(request: gr.Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The signed-in name and the Log out button, shown only when a login is on."""
+    name = request.username if request else None
+    shown = f"Signed in as **{name}**" if name else ""
+    return gr.update(value=shown, visible=bool(name)), gr.update(visible=bool(name))
 
 
 @dataclass(frozen=True)
@@ -426,6 +442,7 @@ def build(
     chats = Chats(people, trace)
     wiring = Wiring(ChatHandlers(chats, parts.ui), parts, side, tabs)
     script_api.register(chats)
+    load(who_is_here, None, [side.who, side.logout], api_visibility="private")
     wiring.turns(load)
     wiring.banner()
     wiring.persona(load)

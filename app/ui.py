@@ -38,6 +38,8 @@ from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
 
 USER = "companion"
+PASSWORD_LOGIN = f"Sign in with the user name **{USER}** and this Companion's password."
+ACCOUNTS_LOGIN = "Sign in with your name and password (`companion user add` makes an account)."
 CONCURRENCY = 16
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
 UPLOAD_CACHE = (3600, 86400)  # Gradio's delete_cache: (every, older than) in seconds
@@ -130,6 +132,7 @@ def launch_app(
         server_name=host,
         server_port=port,
         auth=check,  # Gradio then asks for a login; LoginGate answers /login itself
+        auth_message=ACCOUNTS_LOGIN if people.accounts_on else PASSWORD_LOGIN,
         prevent_thread_lock=prevent_thread_lock,
         # The media folders only, never the home (it holds the databases).
         allowed_paths=media,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from app.ui import launch_app
@@ -189,5 +190,39 @@ def test_no_other_page_may_frame_the_app(
             with_accounts,
         )
         assert page.frames[-1].url == "chrome-error://chromewebdata/"
+    finally:
+        context.close()
+
+
+def open_sidebar(page: Any) -> None:
+    """Open the chats sidebar (a phone's starts closed, and the page's load closes it
+    again once it knows the width: toggle until it stays open)."""
+    on_screen = "() => document.querySelector('#logout').getBoundingClientRect().x >= 0"
+    for _ in range(3):
+        try:
+            page.wait_for_function(on_screen, timeout=3000)
+            return
+        except PlaywrightTimeout:
+            page.get_by_role("button", name="Toggle Sidebar").click()
+    page.wait_for_function(on_screen, timeout=TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_the_sidebar_says_who_is_signed_in_and_logs_out(
+    browser: Any, with_accounts: str, width: int
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    try:
+        page = context.new_page()
+        page.goto(with_accounts)
+        expect(page.get_by_text("Sign in with your name and password")).to_be_visible()
+        log_in(page, with_accounts, "bob")
+        expect(page.locator("#who")).to_have_text("Signed in as bob", timeout=TIMEOUT_MS)
+        open_sidebar(page)
+        page.wait_for_timeout(1000)  # the slide settles (a late close by the load included)
+        open_sidebar(page)
+        page.locator("#logout").click()
+        page.locator("input[type=password]").wait_for(timeout=TIMEOUT_MS)  # the login again
+        assert context.cookies() == []  # the login's cookies went with it
     finally:
         context.close()

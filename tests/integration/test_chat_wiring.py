@@ -26,7 +26,7 @@ def dependencies(home: Path) -> list[dict[str, Any]]:
 
 def test_a_shown_chat_cancels_the_followers_before_its_handler_runs(tmp_path: Path) -> None:
     deps = dependencies(tmp_path / "home")
-    sends = {d["id"] for d in deps if d.get("api_name") == "send"}
+    sends = {d["id"] for d in deps if d.get("api_name") == "send_streamed"}
     cancelling = [d for d in deps if sends & set(d.get("cancels") or [])]
     shows = {"switch_session", "new_session", "delete_session"}
     assert {d.get("api_name") for d in deps} >= shows
