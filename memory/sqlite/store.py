@@ -193,13 +193,14 @@ class SqliteStore:
         return {row["id"]: row["title"] for row in rows}
 
     def list_sessions(self) -> list[Session]:
-        """All sessions, most recently active first."""
+        """All sessions, most recently active first: by their newest message's time (an
+        imported chat keeps its own times, so it sorts among the old ones), then by id."""
         rows = self.conn.execute(
             """SELECT s.id, s.title, s.persona, s.created_at,
                       COALESCE(m.last_at, s.created_at) AS active_at FROM sessions s
                LEFT JOIN (SELECT session_id, MAX(id) AS last_id, MAX(created_at) AS last_at
                           FROM messages GROUP BY session_id) m ON m.session_id = s.id
-               ORDER BY COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
+               ORDER BY active_at DESC, COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
         ).fetchall()
         return [Session(**dict(row)) for row in rows]
 

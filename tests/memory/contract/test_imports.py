@@ -80,3 +80,11 @@ async def test_an_export_imports_alike_on_both_backends(store: AsyncStore) -> No
         ("assistant", "2024-06-01 10:00:20"),
     ]
     assert said[1].content.startswith("Go to Pastéis de Belém")
+
+
+async def test_an_imported_chat_sorts_among_the_old_ones_by_its_time(store: AsyncStore) -> None:
+    today = await store.create_session("Today")
+    await store.add_message(today.id, "user", "what's for dinner?")  # now, the store's clock
+    imported = await store.import_chat(_chat())  # stored after, but said in 2023
+    assert imported is not None
+    assert [s.title for s in await store.list_sessions()] == ["Today", "Sourdough starter"]
