@@ -300,6 +300,8 @@ class DataHandlers:
             log.exception("deleting a person's data failed")
             failed = f"❌ Not everything was deleted ({type(exc).__name__}: {exc}). Try again."
             return failed, *(gr.skip(),) * 6
+        if accounts_on and request.username:
+            self.people.forget(request.username)
         return f"🗑️ {deleted.line()}", *asking(False), accounts_on, [], None, []
 
     async def on_export(self, request: gr.Request) -> AsyncIterator[tuple[str, Any]]:

@@ -259,6 +259,16 @@ class People:
             self._factories[person.id] = factory
         return factory
 
+    def forget(self, name: str) -> None:
+        """Drop what this process remembers of ``name`` (their person and factory): after
+        their data and account are deleted, a new account of that name is a new person."""
+        person = self._people.pop(name, None)
+        for key, cached in list(self._people.items()):
+            if person is not None and cached.id == person.id:
+                del self._people[key]
+        if person is not None:
+            self._factories.pop(person.id, None)
+
     def media_owners(self) -> dict[str, Path]:
         """Each person's media folder by their name in lower case (empty without accounts)."""
         if not self.accounts_on:

@@ -305,7 +305,7 @@ async def test_with_accounts_delete_all_takes_the_login_and_logs_out_and_no_one_
     data = DataHandlers(people)
     for name in ("ana", "budi"):
         await drain(data.on_import(str(CLAUDE), request(name)))
-    ana = people.factory("ana").store
+    ana, old_budi = people.factory("ana").store, people.factory("budi")
     refused, *_ = await data.on_delete_all("ana", request("budi"))  # someone else's name
     assert refused == NOT_CONFIRMED
     status, _, _, gone, rows, _, _ = await data.on_delete_all("Budi", request("budi"))
@@ -313,6 +313,10 @@ async def test_with_accounts_delete_all_takes_the_login_and_logs_out_and_no_one_
     assert gone is True and rows == []  # the page goes to the login
     assert accounts.get("budi") is None and accounts.get("ana") is not None
     assert len(await ana.list_sessions()) == 2
+    accounts.add("budi", "budi-password-2")  # a new budi is a new person, with a new folder
+    again = people.factory("budi")
+    assert again is not old_budi and again.store.location != old_budi.store.location
+    assert await again.store.list_sessions() == []
 
 
 def test_the_confirming_word() -> None:
