@@ -19,6 +19,7 @@ import re
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -101,11 +102,13 @@ class _Zip:
             raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
         self.images: dict[str, str] = {}  # image path as stored -> name in the zip
 
-    async def put(self, name: str, data: bytes) -> None:
-        await asyncio.to_thread(self.archive.writestr, name, data)
+    async def put(self, name: str, build: Callable[[], bytes]) -> None:
+        """Write what ``build`` makes as ``name``, both in a thread: a big history's JSON is
+        never encoded on the event loop."""
+        await asyncio.to_thread(lambda: self.archive.writestr(name, build()))
 
-    async def put_json(self, name: str, value: Any) -> None:
-        await self.put(name, json.dumps(value, ensure_ascii=False, indent=1).encode())
+    async def put_json(self, name: str, value: Callable[[], Any]) -> None:
+        await self.put(name, lambda: json.dumps(value(), ensure_ascii=False, indent=1).encode())
 
     async def put_images(self, media: Path, messages: list[Message]) -> None:
         """The images ``messages`` carry, each once."""
@@ -134,23 +137,21 @@ async def _write(
         await box.put_images(media, said)
         stem = file_stem(number, session)
         note = await store.style_note(session.id)
-        await box.put(f"{stem}.json", chat_json(session, said, note))
-        await box.put(f"{stem}.md", chat_markdown(session, said, box.images))
+        await box.put(f"{stem}.json", partial(chat_json, session, said, note))
+        await box.put(f"{stem}.md", partial(chat_markdown, session, said, box.images))
         messages += len(said)
         if progress is not None:
             progress(number, len(sessions))
     memories = await store.ranked_memories(store.clock())
-    await box.put_json("memories.json", [dataclasses.asdict(m) for m in memories])
+    await box.put_json("memories.json", lambda: [dataclasses.asdict(m) for m in memories])
     segments = await store.recent_segments(ALL_SEGMENTS)
-    await box.put_json("segments.json", [dataclasses.asdict(s) for s in reversed(segments)])
-    await box.put_json("settings.json", without_secrets(settings))
+    await box.put_json("segments.json", lambda: [dataclasses.asdict(s) for s in reversed(segments)])
+    await box.put_json("settings.json", lambda: without_secrets(settings))
     counts = (len(sessions), messages, len(memories), len(segments))
     manifest = dict(zip(("chats", "messages", "memories", "segments"), counts, strict=True))
     exported = store.clock().strftime("%Y-%m-%d %H:%M:%S")
-    await box.put_json(
-        MANIFEST,
-        {"format": FORMAT, "version": VERSION, "exported_at": exported, "counts": manifest},
-    )
+    head = {"format": FORMAT, "version": VERSION, "exported_at": exported, "counts": manifest}
+    await box.put_json(MANIFEST, lambda: head)
     return counts
 
 
