@@ -99,6 +99,8 @@ class Settings:
     # Recall's embedder: "local" (the bundled model), "off" (lexical recall only), or a
     # model name the chat endpoint serves at /v1/embeddings (providers.embeddings).
     embedding_model: str = "local"
+    # The local model's GGUF: a known name or a path (providers.local_model); None: SmolLM2
+    local_model: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -169,6 +171,7 @@ _ENV = {
     "allowed_hosts": "COMPANION_ALLOWED_HOSTS",
     "max_message_chars": "COMPANION_MAX_MESSAGE_CHARS",
     "embedding_model": "COMPANION_EMBEDDING_MODEL",
+    "local_model": "COMPANION_LOCAL_MODEL",
 }
 
 

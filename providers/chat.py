@@ -96,7 +96,7 @@ def unchosen_model() -> BaseChatModel:
 
 def lazy_local_model(settings: Settings) -> BaseChatModel:
     """The local chat model, its server started on the first call (not at construction)."""
-    from providers.local_model import LazyLocalChatModel
+    from providers.local_model import LazyLocalChatModel, choose
 
-    local_server().log_dir = settings.home / "logs"
+    choose(local_server(), settings)  # the warm start then loads the chosen model
     return LazyLocalChatModel(settings=settings, connect=make_chat_model)
