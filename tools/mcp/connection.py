@@ -4,8 +4,11 @@
 with a cap on each message, ``tools.mcp.stdio``; or streamable HTTP through
 ``tools.net``'s guarded transport, the configured origin as it is and a redirect only to
 a public address, each body read up to the same cap) and the SDK's ``ClientSession``,
-lists the tools, and holds the session until ``close``: the SDK's contexts are entered
-and left by that one task, as anyio requires. A server that does not answer within the
+loads the tools through ``langchain-mcp-adapters`` (``load_mcp_tools`` on this session,
+with ``results.bounded`` as its interceptor), and holds the session until ``close``: the
+SDK's contexts are entered and left by that one task, as anyio requires. A call runs the
+adapters' tool (``ainvoke`` with a tool call: a ``ToolMessage`` with its status and
+structured content) on the held session. A server that does not answer within the
 time given, exits, or refuses is reported as ``ConnectFailed`` with a reason a person can
 read (for stdio, with the last line it wrote to its log). A session that breaks during a
 call is dropped (state "crashed") and opened again by the next call.
@@ -24,10 +27,16 @@ from typing import Any, Literal, TextIO
 
 import anyio
 import httpx
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.tool import tool_call
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
 from tools.mcp.config import ServerConfig
+from tools.mcp.results import bounded
 from tools.mcp.stdio import MAX_MESSAGE_BYTES, capped_stdio
 from tools.net import GuardedTransport, TooLarge
 
@@ -39,7 +48,8 @@ NO_ANSWER = "did not answer within {seconds:g} s"
 CLOSED = "the server closed the connection (its process may have exited)"
 LAST_WORDS = "{reason}; it said: {line}"
 TAIL_BYTES = 2_000  # of a stdio server's log, read for its last line
-MAX_PAGES = 20  # of tools/list: a server paging forever is cut off here
+NOT_LISTED = "the server no longer lists {tool}"
+CALL_ID = "mcp-call"  # the adapters answer a tool call with a ToolMessage
 # anyio's errors of a stream whose other end is gone
 STREAM_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
 
@@ -100,19 +110,6 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def list_tools(session: ClientSession) -> list[types.Tool]:
-    """Every tool the server lists (following its pages, up to ``MAX_PAGES``)."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(MAX_PAGES):
-        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-        tools.extend(page.tools)
-        cursor = page.nextCursor
-        if not cursor:
-            break
-    return tools
-
-
 class Connection:
     """One configured server and its session, on the event loop that opened it."""
 
@@ -121,7 +118,7 @@ class Connection:
         self.log_dir = log_dir
         self.state: State = "starting"
         self.reason = ""
-        self.tools: list[types.Tool] = []
+        self.tools: list[BaseTool] = []  # the adapters', bound to the live session
         self._session: ClientSession | None = None
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -150,11 +147,18 @@ class Connection:
             self.state, self.reason = "ready", ""
             return session
 
-    async def call(self, tool: str, args: dict[str, Any], seconds: float) -> types.CallToolResult:
-        """Call ``tool``; a broken session is dropped (the next call opens another)."""
-        session = await self.open(seconds)
+    async def call(self, tool: str, args: dict[str, Any], seconds: float) -> ToolMessage:
+        """Call ``tool`` through the adapters' tool; a broken session is dropped (the
+        next call opens another)."""
+        await self.open(seconds)
+        chosen = next((t for t in self.tools if t.name == tool), None)
+        if chosen is None:
+            raise LookupError(NOT_LISTED.format(tool=tool))
+        config = RunnableConfig(
+            run_name=f"mcp {self.config.name}/{tool}", tags=[f"mcp_server:{self.config.name}"]
+        )
         try:
-            return await session.call_tool(tool, args)
+            message = await chosen.ainvoke(tool_call(name=tool, args=args, id=CALL_ID), config)
         except McpError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
                 await self.lost(describe(exc))
@@ -162,6 +166,8 @@ class Connection:
         except (OSError, httpx.HTTPError, *STREAM_GONE) as exc:
             await self.lost(describe(exc))
             raise
+        assert isinstance(message, ToolMessage)
+        return message
 
     async def lost(self, reason: str) -> None:
         """The session broke: say so, and close what is left of it."""
@@ -203,7 +209,9 @@ class Connection:
                 read, write = await stack.enter_async_context(self._transport(errlog))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
-                self.tools = await list_tools(session)
+                self.tools = await load_mcp_tools(
+                    session, server_name=self.config.name, tool_interceptors=[bounded]
+                )
                 self._session = session
                 ready.set_result(session)
                 await stop.wait()

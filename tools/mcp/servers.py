@@ -25,7 +25,7 @@ from tools.base import ToolSpec
 from tools.mcp.config import McpConfig, ServerConfig, read_config
 from tools.mcp.connection import ConnectFailed, Connection, describe
 from tools.mcp.names import tool_name
-from tools.mcp.results import to_result
+from tools.mcp.results import TooLarge, to_result
 from tools.mcp.specs import tool_specs
 
 log = logging.getLogger("companion.mcp")
@@ -113,15 +113,18 @@ class McpServers:
         name = tool_name(server, tool) or tool
         started = time.perf_counter()
         try:
-            result = await self.connections[server].call(tool, args, self.connect_seconds)
+            message = await self.connections[server].call(tool, args, self.connect_seconds)
         except ConnectFailed as exc:
             return {"error": UNAVAILABLE.format(server=server, reason=exc)}
+        except TooLarge as exc:
+            log.warning("mcp call %s refused: %s", name, exc)
+            return {"error": str(exc)}
         except Exception as exc:  # the server broke or refused: the model reads why
             log.warning("mcp call %s failed (%s)", name, type(exc).__name__)
             return {"error": CALL_FAILED.format(name=name, reason=describe(exc))}
         ms = (time.perf_counter() - started) * 1000
-        log.info("mcp call: tool=%s ms=%.0f error=%s", name, ms, result.isError)
-        return to_result(name, result)
+        log.info("mcp call: tool=%s ms=%.0f status=%s", name, ms, message.status)
+        return to_result(name, message)
 
     async def _open_all(self, join: Join) -> None:
         try:

@@ -1,12 +1,14 @@
 """An MCP server's tools as ``ToolSpec``s: prefixed names, schemas, outside content.
 
-Each tool is named ``<server>__<tool>`` (``tools.mcp.names``), keeps the server's input
-schema (checked; a tool with a broken schema is left out, and so is one whose name
-would be too long), and reads its use-when sentence from the server's description, cut
-short (the operator trusted the server, but its words still go into the prompt). Every
-MCP tool is ``untrusted``: its results are outside content, marked for the model, and a
-memory change after one waits for the person. A remote server's calls are
-``outbound`` (the arguments leave the machine).
+The tools are the LangChain tools ``langchain-mcp-adapters`` loads from the server's
+session (``load_mcp_tools``): their name, description and ``args_schema`` (the server's
+input schema) make the spec. Each tool is named ``<server>__<tool>``
+(``tools.mcp.names``), keeps the server's input schema (checked; a tool with a broken
+schema is left out, and so is one whose name would be too long), and reads its use-when
+sentence from the server's description, cut short (the operator trusted the server, but
+its words still go into the prompt). Every MCP tool is ``untrusted``: its results are
+outside content, marked for the model, and a memory change after one waits for the
+person. A remote server's calls are ``outbound`` (the arguments leave the machine).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from mcp import types
+from langchain_core.tools import BaseTool
 
 from tools.base import ToolContext, ToolSpec
 from tools.mcp.config import ServerConfig
@@ -48,20 +50,23 @@ def _cut(text: str, limit: int) -> str:
     return line if len(line) <= limit else f"{line[: limit - 1]}…"
 
 
-def _descriptions(server: str, tool: types.Tool) -> tuple[str, str]:
-    """(use-when sentence, the rest) from the server's description of ``tool``."""
+def _descriptions(server: str, tool: BaseTool) -> tuple[str, str]:
+    """(use-when sentence, the rest) from the server's description of ``tool`` (or the
+    title of its annotations, which the adapters keep in its metadata)."""
     text = " ".join((tool.description or "").split())
     if not text:
-        title = tool.title or (tool.annotations.title if tool.annotations else None)
-        text = title or NO_DESCRIPTION.format(tool=tool.name, server=server)
+        title = (tool.metadata or {}).get("title")
+        text = str(title or NO_DESCRIPTION.format(tool=tool.name, server=server))
     first = SENTENCE_END.split(text, maxsplit=1)[0]
     rest = text[len(first) :].strip()
     return _cut(first, USE_WHEN_CHARS), _cut(rest, DESCRIPTION_CHARS)
 
 
-def _parameters(tool: types.Tool) -> dict[str, Any]:
-    """The tool's input schema as an object schema (checked by the caller)."""
-    schema = dict(tool.inputSchema or {})
+def _parameters(tool: BaseTool) -> dict[str, Any]:
+    """The tool's input schema as an object schema (checked by the caller); the adapters
+    give the server's JSON schema as it is."""
+    given = tool.args_schema
+    schema = dict(given) if isinstance(given, dict) else {}
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     return schema
@@ -78,7 +83,7 @@ def _example(name: str, parameters: dict[str, Any]) -> str:
     return f"/{name} {json.dumps(dict.fromkeys(required, '…'), ensure_ascii=False)}"
 
 
-def tool_specs(server: ServerConfig, tools: list[types.Tool], call: Call) -> Built:
+def tool_specs(server: ServerConfig, tools: list[BaseTool], call: Call) -> Built:
     """``server``'s tools as specs whose ``run`` goes through ``call(server, tool, args)``."""
     specs: list[ToolSpec] = []
     skipped: list[str] = []
