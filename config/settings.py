@@ -417,13 +417,21 @@ def load_settings(
     if provider == "local":
         # The local model is what answers; a profile's remote model name does not apply.
         if "chat_model" not in flags and not env.get("COMPANION_CHAT_MODEL"):
-            values["chat_model"] = LOCAL_MODEL_NAME
+            values["chat_model"] = local_model_name(values.get("local_model"))
         values.setdefault("tool_mode", "commands")
     else:
         values.setdefault("tool_mode", "native")
         values.setdefault("chat_model", None)  # no hidden default: the person chooses
     values["image_api_key"] = image_key(values, from_profile, api_key)
     return Settings(**values, accounts_on=accounts_on, personal_endpoints=personal)
+
+
+def local_model_name(choice: str | None) -> str:
+    """The name shown for the local model COMPANION_LOCAL_MODEL chooses (a short name or
+    a GGUF path; providers.local_model resolves it)."""
+    if not choice or choice == "smollm2":
+        return LOCAL_MODEL_NAME
+    return f"{Path(choice).name} (local)"
 
 
 def database_url(

