@@ -6,7 +6,7 @@ Python), with a fresh COMPANION_HOME and no provider configured (the bundled loc
 so nothing but 127.0.0.1 is involved. The app time is from process start until ``GET /``
 returns 200. The first token is timed as a person sees it: the app is started, and
 ``--typing`` seconds after its page serves (a person reading it and typing) a message is
-sent through the app's ``/send`` API with gradio_client; the time is from sending until
+sent through the app's ``/send_streamed`` API with gradio_client; the time is from sending until
 the first update whose chat holds answer text.
 
     python -m bench.startup --runs 5
@@ -130,7 +130,7 @@ def first_response_seconds(home: Path, timeout: float) -> float:
 
 
 def answer_text(update: Any) -> str:
-    """The text of the answer in a ``/send`` update (its chat is the first output)."""
+    """The text of the answer in a ``/send_streamed`` update (its chat is the first output)."""
     chat = update[0] if isinstance(update, list | tuple) and update else None
     if not isinstance(chat, list) or not chat:  # an update that leaves the chat as it is
         return ""
@@ -152,11 +152,13 @@ def first_token_seconds(home: Path, timeout: float, typing: float) -> float:
         client = Client(url, verbose=False, analytics_enabled=False)
         time.sleep(typing)
         sent = time.perf_counter()
-        job = client.submit({"text": FIRST_MESSAGE, "files": []}, "", False, api_name="/send")
+        job = client.submit(
+            {"text": FIRST_MESSAGE, "files": []}, "", False, api_name="/send_streamed"
+        )
         for update in job:
             if answer_text(update):
                 return time.perf_counter() - sent
-        raise SystemExit(f"no answer text in the /send updates: {job.outputs()[-1:]}")
+        raise SystemExit(f"no answer text in the /send_streamed updates: {job.outputs()[-1:]}")
 
 
 def row(name: str, values: list[float]) -> str:
