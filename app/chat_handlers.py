@@ -102,7 +102,7 @@ async def ensure_session(store: AsyncStore, session_id: str | None, text: str) -
     if session is None:
         return (await store.create_session(title_for(text))).id
     if session.title == NEW_TITLE and await store.count_messages(session.id) == 0:
-        await store.rename_session(session.id, title_for(text))
+        await store.rename_session(session.id, title_for(text), by_person=False)
     return session.id
 
 

@@ -13,8 +13,10 @@ import numpy
 from memory.query_vector import QueryVector
 from memory.rules.budget import TURN_BUDGET
 from memory.types import (
+    ChatHit,
     Clock,
     EditBatch,
+    Feedback,
     ImportedChat,
     Memory,
     Message,
@@ -69,8 +71,19 @@ class AsyncStore(Protocol):
         """All sessions, most recently active first."""
         ...
 
-    async def rename_session(self, session_id: str, title: str) -> None:
-        """Give a session a new title (StoreError: empty title, unknown session)."""
+    async def rename_session(self, session_id: str, title: str, *, by_person: bool = True) -> None:
+        """Give a session a new title (StoreError: empty title, unknown session);
+        ``by_person`` False is the app's own title (made from the first message), which a
+        person's rename outranks (``Session.renamed``)."""
+        ...
+
+    async def set_pinned(self, session_id: str, pinned: bool) -> None:
+        """Pin a session to the top of the chat list, or unpin it (StoreError: unknown)."""
+        ...
+
+    async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
+        """Chats whose title holds every word of ``query``, then user/assistant messages
+        matching it (the backend's full-text search over the whole history), best first."""
         ...
 
     async def delete_session(self, session_id: str) -> None:
@@ -114,6 +127,27 @@ class AsyncStore(Protocol):
     ) -> TurnReads:
         """build_context's reads: this turn's messages, ``history`` messages up to the
         user's (0: none), the kept style note, and the memories ranked at ``now``."""
+        ...
+
+    async def save_trace(self, message_id: int, trace: dict[str, Any]) -> None:
+        """Keep a turn's trace (JSON) with its answer ``message_id``; it goes with it."""
+        ...
+
+    async def turn_trace(self, message_id: int) -> dict[str, Any] | None:
+        """The trace kept with an answer, or None."""
+        ...
+
+    async def traced_answers(self, session_id: str) -> list[int]:
+        """The ids of the session's answers that have a trace, oldest first."""
+        ...
+
+    async def set_feedback(self, message_id: int, rating: int | None, comment: str = "") -> None:
+        """Rate an assistant answer (1 or -1, with an optional comment); None clears it
+        (StoreError: not an answer of this store, a rating other than 1/-1)."""
+        ...
+
+    async def feedback(self, session_id: str | None = None) -> list[Feedback]:
+        """The ratings (of one session, or all), newest first."""
         ...
 
     async def delete_messages_from(self, session_id: str, message_id: int) -> int:

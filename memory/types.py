@@ -105,6 +105,32 @@ class Session:
     # Its newest message's time (its creation time while empty), from list_sessions only:
     # derived, so it takes no part in comparing two sessions.
     active_at: str = field(default="", compare=False)
+    pinned: bool = field(default=False, compare=False)  # kept at the top of the chat list
+    renamed: bool = field(default=False, compare=False)  # the title is the person's own
+
+
+@dataclass(frozen=True)
+class ChatHit:
+    """One result of searching across chats (``search_chats``): a chat whose title
+    matched (``message_id`` None) or one of its user/assistant messages."""
+
+    session_id: str
+    title: str
+    message_id: int | None
+    role: str | None
+    snippet: str  # plain text around the match, at most memory.rules.chat_search.SNIPPET
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A person's rating of an answer (👍 1, 👎 -1) and their optional comment."""
+
+    message_id: int  # the assistant message rated
+    session_id: str
+    rating: int
+    comment: str
+    created_at: str
 
 
 @dataclass(frozen=True)

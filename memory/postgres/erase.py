@@ -17,7 +17,15 @@ from memory.postgres import vectors as pg_vectors
 from memory.postgres.schema import APP_TABLES, VECTORS
 
 # Children before their parents (``APP_TABLES`` names every table that is a person's).
-_ORDER = ("chat_imports", "running_turns", "segments", "messages", "sessions")
+_ORDER = (
+    "answer_traces",
+    "answer_feedback",
+    "chat_imports",
+    "running_turns",
+    "segments",
+    "messages",
+    "sessions",
+)
 PERSON_TABLES = _ORDER + tuple(table for table in APP_TABLES if table not in _ORDER)
 
 

@@ -32,6 +32,8 @@ def session(row: DictRow) -> Session:
         persona=row["persona"],
         created_at=format_time(row["created_at"]),
         active_at=format_time(active_at) if active_at else "",
+        pinned=row.get("pinned_at") is not None,
+        renamed=bool(row.get("renamed")),
     )
 
 

@@ -61,12 +61,13 @@ _TABLES_2 = ("memories", "segments")
 _TABLES_3 = ("job_leases", "sql_edits")
 _TABLES_7 = ("chat_imports",)
 _TABLES_8 = ("message_terms", "message_term_totals")
+_TABLES_9 = ("answer_traces", "answer_feedback")
 
 
 # The tables the app role may read and write (schema_version is the admin's alone; the
 # journal, sql_edits, it may read, mark undone and delete, but only memory_sql's
 # trigger, memory.postgres.sql_guard, writes new entries).
-APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3 + _TABLES_7 + _TABLES_8
+APP_TABLES: tuple[str, ...] = _TABLES_1 + _TABLES_2 + _TABLES_3 + _TABLES_7 + _TABLES_8 + _TABLES_9
 APP_SEQUENCES: tuple[str, ...] = ("messages_id_seq", "running_turns_id_seq", "segments_id_seq")
 JOURNAL = "sql_edits"
 _ROLE_LIST = ", ".join(f"'{role}'" for role in ROLES)
@@ -454,6 +455,26 @@ PG_MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions FORCE ROW LEVEL SECURITY;
     """
     + "".join(_scoped(table) for table in _TABLES_8),
+    # 9: the chat list and the Graph tab (memory.sqlite's migration 11): a chat pinned to
+    # the top, a title the person chose, each answer's trace and the person's rating of
+    # it, both going with their answer. memory_sql reads neither (sql_guard.UNREADABLE).
+    f"""
+    ALTER TABLE sessions ADD COLUMN pinned_at timestamptz;
+    ALTER TABLE sessions ADD COLUMN renamed boolean NOT NULL DEFAULT false;
+    CREATE TABLE answer_traces (
+        message_id bigint PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        {_PERSON},
+        trace      jsonb NOT NULL
+    );
+    CREATE TABLE answer_feedback (
+        message_id bigint PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        {_PERSON},
+        rating     smallint NOT NULL CHECK (rating IN (1, -1)),
+        comment    text NOT NULL DEFAULT '',
+        created_at timestamptz NOT NULL
+    );
+    """
+    + "".join(_scoped(table) for table in _TABLES_9),
 )
 
 

@@ -51,6 +51,8 @@ UNREADABLE: tuple[str, ...] = (
     "message_terms",
     "message_term_totals",
     "message_terms_backfill",
+    "answer_traces",
+    "answer_feedback",
 )
 EDITABLE: dict[str, str] = dict(EDITABLE_COLUMNS)  # messages.content, memories.value, …
 JOURNAL_TRIGGER = "companion_sql_journal"  # also the name of its function

@@ -29,6 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory.errors import MemoryExists, MemoryNotFound, StoreError, WriteRefused
 from memory.postgres import erase as pg_erase
+from memory.postgres import lexical as pg_lexical
 from memory.postgres import recall as pg_recall
 from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
@@ -38,13 +39,16 @@ from memory.protocol import TurnReads
 from memory.query_vector import QueryVector
 from memory.rules import scoring
 from memory.rules.budget import TURN_BUDGET
+from memory.rules.chat_search import chat_hits, checked_rating, feedback_query
 from memory.rules.memories import check_category, check_key, check_value, rewritten
 from memory.rules.sql_policy import EDITABLE_COLUMNS, HIDDEN_ROLE, undo_conflict
 from memory.types import (
     ROLES,
+    ChatHit,
     Clock,
     Edit,
     EditBatch,
+    Feedback,
     ImportedChat,
     Memory,
     Message,
@@ -63,6 +67,7 @@ NOT_MIGRATED = (
     "run `companion db migrate` (with COMPANION_DATABASE_ADMIN_URL set)"
 )
 POOL_MAX = 10  # connections a PgStore.open pool keeps at most
+_LAST_ID = 2**63 - 1  # bigint's largest: a search over every message
 
 
 def _stamp(moment: datetime) -> datetime:
@@ -82,6 +87,12 @@ def _ranked(memories: list[Memory], now: datetime) -> list[Memory]:
     return memories
 
 
+_SESSION_COLUMNS = "s.id, s.title, s.persona, s.created_at, s.pinned_at, s.renamed"
+# A person's rename marks the title theirs; the app's own title never replaces it.
+_RENAME_BY_PERSON = "UPDATE sessions SET title = %s, renamed = true WHERE id = %s"
+_RENAME_BY_APP = (
+    "UPDATE sessions SET title = CASE WHEN renamed THEN title ELSE %s END WHERE id = %s"
+)
 _MESSAGE_COLUMNS = (
     "id, session_id, role, content, created_at, tool_name, tool_call_id, meta, image_path"
 )
@@ -355,7 +366,7 @@ class PgStore:
         """The session with that id, or None."""
         async with self._transaction() as cursor:
             await cursor.execute(
-                "SELECT id, title, persona, created_at FROM sessions WHERE id = %s",
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = %s",
                 (session_id,),
             )
             row = await cursor.fetchone()
@@ -366,7 +377,7 @@ class PgStore:
         imported chat keeps its own times, so it sorts among the old ones), then by id."""
         async with self._transaction() as cursor:
             await cursor.execute(
-                """SELECT s.id, s.title, s.persona, s.created_at,
+                f"""SELECT {_SESSION_COLUMNS},
                           COALESCE(m.last_at, s.created_at) AS active_at FROM sessions s
                    LEFT JOIN (SELECT session_id, MAX(id) AS last_id, MAX(created_at) AS last_at
                               FROM messages GROUP BY session_id) m ON m.session_id = s.id
@@ -375,15 +386,15 @@ class PgStore:
             rows = await cursor.fetchall()
         return [pg_rows.session(row) for row in rows]
 
-    async def rename_session(self, session_id: str, title: str) -> None:
-        """Give a session a new title (StoreError: empty title, unknown session)."""
+    async def rename_session(self, session_id: str, title: str, *, by_person: bool = True) -> None:
+        """Give a session a new title (StoreError: empty title, unknown session);
+        ``by_person`` False is the app's own title, which leaves the person's as it is."""
         title = title.strip()
         if not title:
             raise StoreError("a session title cannot be empty")
+        rename = _RENAME_BY_PERSON if by_person else _RENAME_BY_APP
         async with self._transaction() as cursor:
-            await cursor.execute(
-                "UPDATE sessions SET title = %s WHERE id = %s", (title, session_id)
-            )
+            await cursor.execute(rename, (title, session_id))
             changed = cursor.rowcount
         if changed == 0:
             raise StoreError(f"no session {session_id!r}")
@@ -583,6 +594,104 @@ class PgStore:
             )
             rows = await cursor.fetchall()
         return [pg_rows.message(row) for row in rows]
+
+    # the chat list and the Graph tab ----------------------------------------------
+
+    async def set_pinned(self, session_id: str, pinned: bool) -> None:
+        """Pin a session (its pin's time orders the pinned ones) or unpin it."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "UPDATE sessions SET pinned_at = %s WHERE id = %s",
+                (self._now() if pinned else None, session_id),
+            )
+            changed = cursor.rowcount
+        if changed == 0:
+            raise StoreError(f"no session {session_id!r}")
+
+    async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
+        """Titles holding the query's words, then the messages the whole-history lexical
+        search ranks best (memory.postgres.lexical: row security keeps ``@@`` from the GIN
+        index, the search table's btree is not)."""
+        if not query.strip():
+            return []
+        async with self._transaction() as cursor:
+            scores = await pg_lexical.lexical(
+                cursor, query, (0, _LAST_ID), None, newest_first=False, limit=limit
+            )
+            await cursor.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ANY(%s)", (list(scores),)
+            )
+            found = [pg_rows.message(row) for row in await cursor.fetchall()]
+        found.sort(key=lambda message: (-scores[message.id], -message.id))
+        return chat_hits(query, await self.list_sessions(), found, limit)
+
+    async def save_trace(self, message_id: int, trace: dict[str, Any]) -> None:
+        """Keep ``trace`` with the answer ``message_id`` (a second one replaces it)."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """INSERT INTO answer_traces (message_id, trace) VALUES (%s, %s)
+                   ON CONFLICT (message_id) DO UPDATE SET trace = EXCLUDED.trace""",
+                (message_id, _jsonb(trace)),
+            )
+
+    async def turn_trace(self, message_id: int) -> dict[str, Any] | None:
+        """The trace kept with an answer, or None."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                "SELECT trace FROM answer_traces WHERE message_id = %s", (message_id,)
+            )
+            row = await cursor.fetchone()
+        return dict(row["trace"]) if row else None
+
+    async def traced_answers(self, session_id: str) -> list[int]:
+        """The session's answers with a trace, oldest first."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT t.message_id FROM answer_traces t
+                   JOIN messages m ON m.id = t.message_id
+                   WHERE m.session_id = %s ORDER BY t.message_id""",
+                (session_id,),
+            )
+            rows = await cursor.fetchall()
+        return [int(row["message_id"]) for row in rows]
+
+    async def set_feedback(self, message_id: int, rating: int | None, comment: str = "") -> None:
+        """Rate the answer ``message_id`` (or clear its rating with None)."""
+        rating, comment = checked_rating(rating, comment)
+        async with self._transaction() as cursor:
+            await cursor.execute("SELECT role FROM messages WHERE id = %s", (message_id,))
+            row = await cursor.fetchone()
+            if row is None or row["role"] != "assistant":
+                raise StoreError(f"no answer {message_id!r} to rate")
+            if rating is None:
+                await cursor.execute(
+                    "DELETE FROM answer_feedback WHERE message_id = %s", (message_id,)
+                )
+                return
+            await cursor.execute(
+                """INSERT INTO answer_feedback (message_id, rating, comment, created_at)
+                   VALUES (%s, %s, %s, %s)
+                   ON CONFLICT (message_id) DO UPDATE SET rating = EXCLUDED.rating,
+                       comment = EXCLUDED.comment, created_at = EXCLUDED.created_at""",
+                (message_id, rating, comment, self._now()),
+            )
+
+    async def feedback(self, session_id: str | None = None) -> list[Feedback]:
+        """The ratings (of ``session_id``, or every session's), newest first."""
+        sql, params = feedback_query(session_id, "%s")
+        async with self._transaction() as cursor:
+            await cursor.execute(sql, params)
+            rows = await cursor.fetchall()
+        return [
+            Feedback(
+                message_id=int(row["message_id"]),
+                session_id=row["session_id"],
+                rating=int(row["rating"]),
+                comment=row["comment"],
+                created_at=format_time(row["created_at"]),
+            )
+            for row in rows
+        ]
 
     # running turns --------------------------------------------------------------
 

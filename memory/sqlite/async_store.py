@@ -23,7 +23,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memory.errors import WriteRefused
 from memory.protocol import TurnReads
-from memory.sqlite import memories
+from memory.sqlite import chats, memories
 from memory.sqlite.db import is_busy
 from memory.sqlite.erase import delete_everything
 from memory.sqlite.journal import undo_last_edit
@@ -206,6 +206,13 @@ class AsyncSqliteStore:
     list_sessions = _reads(SqliteStore.list_sessions)
     rename_session = _writes(SqliteStore.rename_session)
     delete_session = _writes(SqliteStore.delete_session)
+    set_pinned = _writes(chats.set_pinned)
+    search_chats = _reads(chats.search_chats)
+    save_trace = _writes(chats.save_trace)
+    turn_trace = _reads(chats.turn_trace)
+    traced_answers = _reads(chats.traced_answers)
+    set_feedback = _writes(chats.set_feedback)
+    feedback = _reads(chats.feedback)
     style_note = _reads(SqliteStore.style_note)
     set_style_note = _writes(SqliteStore.set_style_note)
     add_message = _writes(SqliteStore.add_message, inline=True)

@@ -206,6 +206,24 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (source, source_id)
     );
     """,
+    # 11: the chat list and the Graph tab (issue 25): a chat pinned to the top, a title the
+    # person chose (an edited first message no longer renames it), each answer's trace
+    # (the prompt as sent, the steps, the timings: JSON) and the person's rating of it.
+    # Both go with their answer. memory_sql reads neither table (READABLE_TABLES).
+    """
+    ALTER TABLE sessions ADD COLUMN pinned_at TEXT;
+    ALTER TABLE sessions ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE answer_traces (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        trace      TEXT NOT NULL
+    );
+    CREATE TABLE answer_feedback (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        rating     INTEGER NOT NULL CHECK (rating IN (1, -1)),
+        comment    TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL
+    );
+    """,
 )
 
 

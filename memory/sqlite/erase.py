@@ -22,6 +22,8 @@ log = logging.getLogger("companion.store")
 # indexes (messages_fts, segments_fts) and messages_vocab are rebuilt; message_vectors
 # and sql_edits also go by trigger or cascade with their rows, emptied here all the same.
 PERSON_TABLES = (
+    "answer_traces",
+    "answer_feedback",
     "chat_imports",
     "running_turns",
     "message_vectors",

@@ -52,6 +52,26 @@ def _message(row: sqlite3.Row) -> Message:
     )
 
 
+# A person's rename marks the title theirs; the app's own title never replaces it.
+RENAME_BY_PERSON = "UPDATE sessions SET title = ?, renamed = 1 WHERE id = ?"
+RENAME_BY_APP = "UPDATE sessions SET title = CASE WHEN renamed THEN title ELSE ? END WHERE id = ?"
+_SESSION_COLUMNS = "s.id, s.title, s.persona, s.created_at, s.pinned_at, s.renamed"
+
+
+def _session(row: sqlite3.Row) -> Session:
+    """A ``sessions`` row (with ``active_at`` when the query adds it) as a ``Session``."""
+    values = dict(row)
+    return Session(
+        id=values["id"],
+        title=values["title"],
+        persona=values["persona"],
+        created_at=values["created_at"],
+        active_at=values.get("active_at") or "",
+        pinned=values["pinned_at"] is not None,
+        renamed=bool(values["renamed"]),
+    )
+
+
 def _insert_message(conn: sqlite3.Connection, message: Message) -> Message:
     """Insert ``message`` (its id is ignored) in the open transaction; the stored copy."""
     conn.execute(
@@ -177,9 +197,9 @@ class SqliteStore:
     def get_session(self, session_id: str) -> Session | None:
         """The session with that id, or None."""
         row = self.conn.execute(
-            "SELECT id, title, persona, created_at FROM sessions WHERE id = ?", (session_id,)
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = ?", (session_id,)
         ).fetchone()
-        return Session(**dict(row)) if row else None
+        return _session(row) if row else None
 
     def session_titles(self, session_ids: Iterable[str]) -> dict[str, str]:
         """Titles of the given sessions, by id (unknown ids are left out)."""
@@ -196,21 +216,23 @@ class SqliteStore:
         """All sessions, most recently active first: by their newest message's time (an
         imported chat keeps its own times, so it sorts among the old ones), then by id."""
         rows = self.conn.execute(
-            """SELECT s.id, s.title, s.persona, s.created_at,
+            f"""SELECT {_SESSION_COLUMNS},
                       COALESCE(m.last_at, s.created_at) AS active_at FROM sessions s
                LEFT JOIN (SELECT session_id, MAX(id) AS last_id, MAX(created_at) AS last_at
                           FROM messages GROUP BY session_id) m ON m.session_id = s.id
                ORDER BY active_at DESC, COALESCE(m.last_id, 0) DESC, s.created_at DESC"""
         ).fetchall()
-        return [Session(**dict(row)) for row in rows]
+        return [_session(row) for row in rows]
 
-    def rename_session(self, session_id: str, title: str) -> None:
-        """Give a session a new title."""
+    def rename_session(self, session_id: str, title: str, *, by_person: bool = True) -> None:
+        """Give a session a new title; ``by_person`` False is the app's own title, which
+        leaves a title the person chose as it is."""
         title = title.strip()
         if not title:
             raise StoreError("a session title cannot be empty")
         with self.transaction() as conn:
-            cursor = conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            rename = RENAME_BY_PERSON if by_person else RENAME_BY_APP
+            cursor = conn.execute(rename, (title, session_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no session {session_id!r}")
 

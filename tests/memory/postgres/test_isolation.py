@@ -119,6 +119,9 @@ async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
         await one_segment(store, "s", f"{person} spoke")
         await store.claim("sweep", "owner", 60)
         await store.import_chat(ImportedChat("chatgpt", "c1", person, FIXED_NOW, ()))
+        answer = await store.add_message("s", "assistant", f"to {person}")
+        await store.save_trace(answer.id, {"person": person})
+        await store.set_feedback(answer.id, 1)
         edit = f"UPDATE messages SET content = '{person} edited' WHERE id = {asked.id}"
         assert await store.run_sql(edit, now=FIXED_NOW) == {"updated": 1}
 
