@@ -81,6 +81,12 @@ class AsyncStore(Protocol):
         """Pin a session to the top of the chat list, or unpin it (StoreError: unknown)."""
         ...
 
+    async def chat_version(self, session_id: str | None) -> str:
+        """A token that changes whenever what the chat list or the chat ``session_id``
+        shows changes: a message added or deleted, a chat made, renamed, pinned or
+        deleted (by this process or another). Cheap: what an open page polls."""
+        ...
+
     async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
         """Chats whose title holds every word of ``query``, then user/assistant messages
         matching it (the backend's full-text search over the whole history), best first."""

@@ -39,7 +39,7 @@ from memory.protocol import TurnReads
 from memory.query_vector import QueryVector
 from memory.rules import scoring
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.chat_search import chat_hits, checked_rating, feedback_query
+from memory.rules.chat_search import chat_hits, checked_rating, feedback_query, version
 from memory.rules.memories import check_category, check_key, check_value, rewritten
 from memory.rules.sql_policy import EDITABLE_COLUMNS, HIDDEN_ROLE, undo_conflict
 from memory.types import (
@@ -607,6 +607,21 @@ class PgStore:
             changed = cursor.rowcount
         if changed == 0:
             raise StoreError(f"no session {session_id!r}")
+
+    async def chat_version(self, session_id: str | None) -> str:
+        """The newest message's id, the session's message count and every chat's title
+        and pin, as one token (``memory.rules.chat_search.version``)."""
+        async with self._transaction() as cursor:
+            await cursor.execute(
+                """SELECT (SELECT MAX(id) FROM messages) AS newest,
+                          (SELECT COUNT(*) FROM messages WHERE session_id = %s) AS count,
+                          (SELECT string_agg(concat_ws(' ', id, pinned_at, title), E'\n'
+                                             ORDER BY id) FROM sessions) AS chats""",
+                (session_id,),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return version(row["newest"], row["count"], row["chats"])
 
     async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
         """Titles holding the query's words, then the messages the whole-history lexical

@@ -11,6 +11,7 @@ word, at most ``SNIPPET`` characters, as plain text.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -106,3 +107,10 @@ def feedback_query(session_id: str | None, mark: str) -> tuple[str, tuple[str, .
     where = f" WHERE m.session_id = {mark}" if session_id is not None else ""
     params = (session_id,) if session_id is not None else ()
     return sql + where + " ORDER BY f.created_at DESC, f.message_id DESC", params
+
+
+def version(newest: int | None, count: int | None, chats: str | None) -> str:
+    """``chat_version``'s token: the newest message's id, the chat's message count and a
+    digest of every chat's id, pin and title."""
+    digest = hashlib.blake2b((chats or "").encode(), digest_size=8).hexdigest()
+    return f"{newest or 0}.{count or 0}.{digest}"

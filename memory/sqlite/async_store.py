@@ -208,6 +208,7 @@ class AsyncSqliteStore:
     delete_session = _writes(SqliteStore.delete_session)
     set_pinned = _writes(chats.set_pinned)
     search_chats = _reads(chats.search_chats)
+    chat_version = _reads(chats.chat_version, inline=True)  # polled: WAL reads on the loop
     save_trace = _writes(chats.save_trace)
     turn_trace = _reads(chats.turn_trace)
     traced_answers = _reads(chats.traced_answers)

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from memory.errors import StoreError
-from memory.rules.chat_search import chat_hits, checked_rating, feedback_query
+from memory.rules.chat_search import chat_hits, checked_rating, feedback_query, version
 from memory.sqlite.retrieval import search_messages
 from memory.sqlite.store import SqliteStore
 from memory.types import ChatHit, Feedback
@@ -26,6 +26,20 @@ def set_pinned(store: SqliteStore, session_id: str, pinned: bool) -> None:
         )
     if cursor.rowcount == 0:
         raise StoreError(f"no session {session_id!r}")
+
+
+def chat_version(store: SqliteStore, session_id: str | None) -> str:
+    """The newest message's id, the session's message count and every chat's title and
+    pin, as one token (``memory.rules.chat_search.version``)."""
+    row = store.conn.execute(
+        """SELECT (SELECT MAX(id) FROM messages),
+                  (SELECT COUNT(*) FROM messages WHERE session_id = ?),
+                  (SELECT group_concat(chat, char(10)) FROM (
+                      SELECT id || ' ' || COALESCE(pinned_at, '') || ' ' || title AS chat
+                      FROM sessions ORDER BY id))""",
+        (session_id,),
+    ).fetchone()
+    return version(row[0], row[1], row[2])
 
 
 def search_chats(store: SqliteStore, query: str, limit: int = 20) -> list[ChatHit]:

@@ -120,3 +120,25 @@ async def test_forgetting_everything_takes_traces_and_ratings(store: AsyncStore)
     await store.delete_everything()
     assert await store.feedback() == []
     assert await store.turn_trace(answer.id) is None
+
+
+async def test_the_version_a_page_polls_changes_with_what_it_shows(store: AsyncStore) -> None:
+    session = await store.create_session()
+    other = await store.create_session()
+    seen = [await store.chat_version(session.id)]
+    assert await store.chat_version(session.id) == seen[-1]  # nothing changed
+    changes = [
+        store.add_message(session.id, "user", "hi"),
+        store.add_message(other.id, "user", "elsewhere"),  # the list's order moves
+        store.rename_session(other.id, "Renamed"),
+        store.set_pinned(other.id, True),
+        store.delete_messages_from(session.id, 0),
+        store.create_session(),
+        store.delete_session(other.id),
+    ]
+    for change in changes:
+        await change
+        now = await store.chat_version(session.id)
+        assert now not in seen
+        seen.append(now)
+    assert await store.chat_version(None) != ""
