@@ -1,24 +1,37 @@
-"""What the Graph tab shows: the compiled graph as Mermaid, and the last turn's trace.
+"""What the Graph tab shows: the compiled graph as Mermaid, and any turn's trace.
 
-The trace is the ``Answer`` event's ``trace``: one entry per node run, model call, tool
-call, guard decision (a guard edge that fired names itself and the node it led to) and
-provider failure (``trace_markdown``). Every cell is plain text
-(``plain``: no image, link or HTML tag from a model, tool or page ever renders).
-``duration_text`` is the one format of every duration the app shows. Pure text
-functions; docs/app.md.
+A trace has one entry per node run, model call, tool call, guard decision (a guard edge
+that fired names itself and the node it led to) and provider failure
+(``trace_markdown``). A turn's kept trace (``graph.runner.kept_trace``) adds each model
+call's prompt as sent and the tokens in and out: ``turn_markdown`` shows it with the
+person's rating, the prompts and the tool results in collapsed sections, and
+``turn_label`` names the turn in the tab's list. Every text from a model, a tool or a
+page is plain text (``plain`` in cells, ``verbatim`` blocks for whole messages: no
+image, link or HTML tag of theirs ever renders). ``duration_text`` is the one format of
+every duration the app shows. Pure text functions; docs/app.md.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from memory import Feedback, Message, parse_time
+from memory.rules.temporal import zone_of
+
 NO_TRACE = "_No turn yet: send a message in the Chat tab and its path shows up here._"
+NOT_KEPT = "_This turn's trace was not kept._"
 MAX_CELL_CHARS = 300
+MAX_LABEL_CHARS = 48  # of the message in a turn's name
+MAX_RESULT_CHARS = 4_000  # of a tool's result in the Tool results section
 MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # all ASCII punctuation
+BACKTICK_RUN = re.compile(r"`+")
+RATINGS = {1: "👍", -1: "👎"}
 
 
 def duration_text(ms: float) -> str:
@@ -78,6 +91,9 @@ def describe(entry: Mapping[str, Any]) -> str:
         if calls and detail.get("dropped"):  # tools were off: the reply is the answer
             return f"{text}; dropped {calls} (tools off); replied: {detail.get('text', '')}"
         text += f"; calls {calls}" if calls else f"; replied: {detail.get('text', '')}"
+        tokens = detail.get("tokens")
+        if tokens:
+            text += f"; tokens {tokens.get('input', 0)} in, {tokens.get('output', 0)} out"
         return text
     if kind == "tool":
         status = "ok" if detail.get("ok") else "error"
@@ -106,25 +122,154 @@ def _cell(text: str) -> str:
     return plain(line if len(line) <= MAX_CELL_CHARS else f"{line[: MAX_CELL_CHARS - 1]}…")
 
 
-def trace_markdown(trace: Iterable[Mapping[str, Any]]) -> str:
-    """The last turn's path and a table of its steps (kind, name, time, what happened)."""
-    entries = list(trace)
-    if not entries:
-        return NO_TRACE
+def _steps(entries: list[Mapping[str, Any]]) -> list[str]:
+    """The path, the time in nodes, and a table of the steps (what, time, what happened):
+    four columns whose cells wrap, so a phone shows every one."""
     total = sum(float(e.get("ms") or 0.0) for e in entries)
     lines = [
         f"**Path:** {' → '.join(path(entries))}",
         "",
         f"**Time in nodes:** {duration_text(total)}",
         "",
-        "| # | kind | name | time | what happened |",
-        "|---|---|---|---|---|",
+        "| # | step | time | what happened |",
+        "|---|---|---|---|",
     ]
     for number, entry in enumerate(entries, start=1):
         ms = entry.get("ms")
         timing = duration_text(float(ms)) if ms is not None else ""
-        lines.append(
-            f"| {number} | {entry.get('kind', '')} | {_cell(str(entry.get('name', '')))} "
-            f"| {timing} | {_cell(describe(entry))} |"
-        )
-    return "\n".join(lines)
+        step = f"{entry.get('kind', '')} {entry.get('name', '')}"
+        lines.append(f"| {number} | {_cell(step)} | {timing} | {_cell(describe(entry))} |")
+    return lines
+
+
+def trace_markdown(trace: Iterable[Mapping[str, Any]]) -> str:
+    """A turn's path and a table of its steps (what, time, what happened)."""
+    entries = list(trace)
+    return "\n".join(_steps(entries)) if entries else NO_TRACE
+
+
+def verbatim(text: str, info: str = "text") -> str:
+    """``text`` as a fenced block that shows it exactly (nothing in it renders): the fence
+    is longer than any run of backticks inside, so the text cannot close it."""
+    runs = [len(run) for run in BACKTICK_RUN.findall(text)]
+    fence = "`" * max([3, *(n + 1 for n in runs)])
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _section(summary: str, body: list[str]) -> list[str]:
+    """A collapsed section (``<details>``): ``summary`` is escaped as HTML, ``body`` is
+    Markdown (blank lines around it, so it is read as Markdown, not as HTML)."""
+    return [f"<details><summary>{html.escape(summary)}</summary>", "", *body, "", "</details>", ""]
+
+
+def _message_heading(index: int, message: Mapping[str, Any]) -> str:
+    """A prompt message's heading: its number and role, the tool it answers, the images
+    it carried, the calls it made."""
+    extras = []
+    if message.get("tool"):
+        extras.append(f"result of {message['tool']}")
+    if message.get("images"):
+        extras.append(f"{message['images']} image(s), not shown")
+    extras += [f"calls {c.get('name')}({c.get('args')})" for c in message.get("calls") or []]
+    heading = f"**{index}. {plain(str(message.get('role', '?')))}**"
+    return f"{heading} ({plain('; '.join(extras))})" if extras else heading
+
+
+def _prompt_section(number: int, prompt: Mapping[str, Any]) -> list[str]:
+    messages: list[Mapping[str, Any]] = prompt.get("messages") or []
+    tools: list[Mapping[str, Any]] = prompt.get("tools") or []
+    summary = f"Model call {number}: {prompt.get('model') or '?'}, {len(messages)} messages"
+    summary += f", {len(tools)} tool schemas" if tools else ", no tool schemas"
+    body: list[str] = []
+    for index, message in enumerate(messages, start=1):
+        text = str(message.get("text") or "")
+        body += [
+            _message_heading(index, message),
+            "",
+            verbatim(text) if text else "_(no text)_",
+            "",
+        ]
+    if tools:
+        names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in tools)
+        body += [f"**Tool schemas offered:** {plain(names)}", ""]
+        body.append(verbatim(json.dumps(list(tools), ensure_ascii=False, indent=1), "json"))
+    return _section(summary, body)
+
+
+def _tool_section(message: Message) -> list[str]:
+    meta = message.meta
+    result = meta.get("result")
+    status = "error" if isinstance(result, Mapping) and "error" in result else "ok"
+    ms = meta.get("duration_ms")
+    timing = f", {duration_text(float(ms))}" if ms is not None else ""
+    summary = f"{message.tool_name or 'tool'}{timing}: {status}"
+    text = message.content
+    if len(text) > MAX_RESULT_CHARS:
+        text = f"{text[: MAX_RESULT_CHARS - 1]}…"
+    arguments = json.dumps(meta.get("arguments") or {}, ensure_ascii=False, default=str)
+    body = ["**Arguments**", "", verbatim(arguments, "json"), "", "**Result**", ""]
+    return _section(summary, [*body, verbatim(text)])
+
+
+def _tokens(kept: Mapping[str, Any]) -> str:
+    tokens = kept.get("tokens")
+    if not isinstance(tokens, Mapping):
+        return "not reported by the provider"
+    return f"{tokens.get('input', 0):,} in, {tokens.get('output', 0):,} out"
+
+
+def rating_line(rating: Feedback | None) -> str:
+    """The person's rating of the answer and their comment, as plain text."""
+    if rating is None:
+        return "**Rating:** not rated"
+    line = f"**Rating:** {RATINGS.get(rating.rating, str(rating.rating))}"
+    return f"{line} · {plain(' '.join(rating.comment.split()))}" if rating.comment.strip() else line
+
+
+def turn_markdown(
+    kept: Mapping[str, Any] | None,
+    asked: str,
+    rating: Feedback | None = None,
+    tools: Sequence[Message] = (),
+) -> str:
+    """One turn as the Graph tab shows it: what was asked, the rating, the models and the
+    tokens, the steps, then each model call's prompt as sent and each tool's arguments
+    and result in collapsed sections. ``tools`` are the turn's stored tool results."""
+    if kept is None:
+        return NOT_KEPT
+    entries: list[Mapping[str, Any]] = list(kept.get("entries") or [])
+    models = ", ".join(str(m) for m in kept.get("models") or []) or "none"
+    lines = [
+        f"**Asked:** {_cell(asked)}",
+        "",
+        rating_line(rating),
+        "",
+        f"**Models:** {plain(models)} · **Tokens:** {_tokens(kept)}",
+        "",
+        *(_steps(entries) if entries else []),
+        "",
+    ]
+    prompts: list[Mapping[str, Any]] = list(kept.get("prompts") or [])
+    if prompts:
+        lines += ["**Prompts as sent**", ""]
+        for number, prompt in enumerate(prompts, start=1):
+            lines += _prompt_section(number, prompt)
+    if tools:
+        lines += ["**Tool results**", ""]
+        for message in tools:
+            lines += _tool_section(message)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def turn_label(answered_at: str, asked: str, tz: str, today: datetime) -> str:
+    """A turn's name in the Graph tab's list: when it was answered, on the person's clock
+    (the time alone today), and the start of what was asked ("14:02 — what's the…")."""
+    when = parse_time(answered_at).astimezone(zone_of(tz))
+    stamp = (
+        f"{when:%H:%M}"
+        if when.date() == today.astimezone(zone_of(tz)).date()
+        else f"{when:%d %b %H:%M}"
+    )
+    words = " ".join(asked.split()) or "(no text)"
+    short = words if len(words) <= MAX_LABEL_CHARS else f"{words[: MAX_LABEL_CHARS - 1]}…"
+    return f"{stamp} — {short}"

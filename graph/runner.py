@@ -8,13 +8,16 @@ invoked rather than streamed (only ``UserStored``, ``ToolEnd``, ``TurnError`` an
 come), waits for that refresh and returns a ``TurnResult`` (scripts, evals, benches): the
 answer, the turn's tool results and its count of memory operations. A call
 that needs the person's yes is put to ``Context.confirm`` (declined when there is none).
+Once the answer is stored, its trace is kept with it (``kept_trace``: the steps, each
+model call's prompt as sent, the tokens): the Graph tab shows any turn of a chat from it.
 Why the pipeline has this shape: docs/turns.md.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,9 +37,12 @@ from graph.events import (
 )
 from graph.jobs import schedule_embedding, schedule_segments, settle
 from graph.state import ExecutedCall, State, TraceEvent
-from memory import Message
+from memory import Message, StoreError
+
+log = logging.getLogger("companion.runner")
 
 RECURSION_LIMIT = 40
+TRACE_VERSION = 1  # of the dict kept with an answer (``kept_trace``)
 STREAM_MODES = ["custom", "values"]  # node events as they happen; the state after each step
 # what the nodes write to the custom stream
 LIVE_EVENTS = (TextDelta, ModelDone, ConfirmationAsked, ConfirmationDecided, ToolStart, ToolEnd)
@@ -110,6 +116,40 @@ def trace_names(ctx: Context, session_id: str, user_message_id: int) -> dict[str
     }
 
 
+def kept_trace(final: Mapping[str, Any]) -> dict[str, Any]:
+    """What is kept with a turn's answer for the Graph tab, from the graph's last state:
+    the trace entries (nodes, model calls, tools with their arguments and results, guard
+    edges that fired, timings), each model call's prompt as sent, the models called, and
+    the tokens in and out summed over the calls whose provider reported them (None when
+    none did)."""
+    entries = list(final.get("trace") or [])
+    calls = [e.get("detail") or {} for e in entries if e.get("kind") in ("model", "error")]
+    counted = [c["tokens"] for c in calls if c.get("tokens")]
+    tokens = None
+    if counted:
+        tokens = {key: sum(int(c.get(key) or 0) for c in counted) for key in ("input", "output")}
+    return {
+        "version": TRACE_VERSION,
+        "entries": entries,
+        "prompts": list(final.get("prompts") or []),
+        "models": list(dict.fromkeys(str(c["model"]) for c in calls if c.get("model"))),
+        "tokens": tokens,
+        "ms": round(sum(float(e.get("ms") or 0.0) for e in entries), 2),
+    }
+
+
+async def keep_trace(ctx: Context, final: Mapping[str, Any]) -> None:
+    """Keep the turn's trace with its stored answer; a store failure is logged, never the
+    turn's (the answer stands without its trace)."""
+    answer_id = final.get("answer_message_id")
+    if answer_id is None:
+        return
+    try:
+        await ctx.store.save_trace(answer_id, kept_trace(final))
+    except StoreError:
+        log.exception("the trace of answer %s was not kept", answer_id)
+
+
 def too_long(text: str, limit: int) -> str | None:
     """Why a message cannot be sent (it is longer than ``limit`` characters), or None."""
     if len(text) <= limit:
@@ -169,6 +209,7 @@ async def stream_turn(
             yield chunk
     if final.get("error"):
         yield TurnError(final["error"])
+    await keep_trace(ctx, final)
     schedule_segments(ctx, session_id)
     schedule_embedding(ctx)
     yield Answer(

@@ -4,7 +4,8 @@ The prompt (``context``) and the replayed history behind it (``history``) are La
 ``UntrackedValue`` channels: they live for the run and are never checkpointed, so a
 checkpointer stores the turn's decisions, not megabytes of prompt and base64 images
 at every step. Consequence for time travel: resume from a checkpoint taken before
-build_context, which rebuilds both from the store.
+build_context, which rebuilds both from the store. So is each model call's prompt as sent
+(``prompts``, kept with the answer for the Graph tab by ``graph.runner``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ class TraceEvent(TypedDict, total=False):
     detail: dict[str, Any]
 
 
+class SentPrompt(TypedDict):
+    """What one model call was sent (the Graph tab shows it): each message, clipped, and
+    the tool schemas offered (none in commands mode: the protocol is in the system text)."""
+
+    model: str | None
+    messages: list[dict[str, Any]]  # {"role", "text", and "calls" / "images" when there}
+    tools: list[dict[str, Any]]  # the schemas, as the provider got them
+
+
 class State(TypedDict, total=False):
     """State of one turn. Lists with reducers grow; the rest is replaced by each node."""
 
@@ -77,3 +87,5 @@ class State(TypedDict, total=False):
     answer_message_id: int | None  # where that answer is stored
     error: str | None  # a provider failure that ended the turn
     trace: Annotated[list[TraceEvent], operator.add]  # the turn's path, for the Graph tab
+    # each model call's prompt as sent, in order (never checkpointed: it is the context)
+    prompts: Annotated[list[SentPrompt], UntrackedValue]

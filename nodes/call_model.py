@@ -9,7 +9,9 @@ empty becomes ``found_so_far``, built from this turn's results (never ``EMPTY_AN
 A provider failure ends the turn with a clear assistant-side message; the user's message
 is already stored. While the reply streams, its visible text goes out as ``TextDelta``
 events (a command line never shows), and ``ModelDone`` follows when the call is over,
-whatever its outcome.
+whatever its outcome. Each call adds its prompt as sent to ``prompts`` (each message
+clipped to ``MAX_PROMPT_CHARS``, images counted, not kept) and its token counts, when the
+provider reports them, to its trace entry: the Graph tab shows both.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 import time
 from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.runtime import Runtime
 
@@ -27,7 +29,7 @@ from config.settings import NO_CHAT_MODEL
 from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.events import ModelDone, TextDelta
-from graph.state import ExecutedCall, State, ToolCall, TraceEvent
+from graph.state import ExecutedCall, SentPrompt, State, ToolCall, TraceEvent
 from prompts.templates import (
     EMPTY_ANSWER,
     FOUND_SO_FAR,
@@ -55,6 +57,8 @@ log = logging.getLogger("companion.call_model")
 
 STREAM_CUT_DETAIL = "the connection dropped in the middle of the answer"
 MAX_FINDINGS = 3  # results quoted by found_so_far
+MAX_PROMPT_CHARS = 4_000  # of each message of a prompt, as the Graph tab keeps it
+IMAGE_PARTS = ("image_url", "image")
 # The advice for each cause: only a transient failure says "try again in a moment".
 ADVICE: dict[ErrorKind, str] = {
     "key": KEY_REFUSED,
@@ -73,6 +77,7 @@ class ModelUpdate(TypedDict, total=False):
     answer_message_id: int
     error: str
     trace: list[TraceEvent]
+    prompts: list[SentPrompt]
 
 
 def _text(message: AIMessage) -> str:
@@ -82,6 +87,54 @@ def _text(message: AIMessage) -> str:
     return "".join(
         part.get("text", "") if isinstance(part, dict) else str(part) for part in content
     )
+
+
+def clipped(text: str, limit: int = MAX_PROMPT_CHARS) -> str:
+    """``text``, cut to ``limit`` characters (the cut marked with "…")."""
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _sent_message(message: BaseMessage) -> dict[str, Any]:
+    """One message of a prompt as kept: its role and text; the calls of an AI message,
+    the tool a result answers, and how many images it carried (never their bytes)."""
+    parts = message.content if isinstance(message.content, list) else [message.content]
+    texts = [p if isinstance(p, str) else str(p.get("text", "")) for p in parts]
+    images = sum(isinstance(p, dict) and p.get("type") in IMAGE_PARTS for p in parts)
+    sent: dict[str, Any] = {"role": message.type, "text": clipped("".join(texts))}
+    if isinstance(message, AIMessage) and message.tool_calls:
+        sent["calls"] = [
+            {"name": c["name"], "args": clipped(json.dumps(c["args"], ensure_ascii=False))}
+            for c in message.tool_calls
+        ]
+    if isinstance(message, ToolMessage):
+        sent["tool"] = message.name or ""
+    if images:
+        sent["images"] = images
+    return sent
+
+
+def offered_schemas(state: State, ctx: Context) -> list[dict[str, Any]]:
+    """The tool schemas sent with the call: those of the tools offered, in native mode."""
+    if ctx.settings.tool_mode != "native" or not state.get("tools"):
+        return []
+    return [s.schema() for n in state["tools"] if (s := ctx.registry.get(n))]
+
+
+def sent_prompt(state: State, ctx: Context, model: str | None) -> SentPrompt:
+    """The prompt of this call as the provider gets it (clipped): its messages and tools."""
+    return {
+        "model": model,
+        "messages": [_sent_message(m) for m in state.get("context") or []],
+        "tools": offered_schemas(state, ctx),
+    }
+
+
+def token_counts(reply: AIMessage) -> dict[str, int] | None:
+    """Tokens in and out of a reply, when the provider reported them."""
+    usage = reply.usage_metadata
+    if not usage:
+        return None
+    return {"input": usage.get("input_tokens", 0), "output": usage.get("output_tokens", 0)}
 
 
 def reply_commands(ctx: Context) -> Commands:
@@ -247,19 +300,29 @@ async def call_model(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     """Call the model once; store its visible text; hand tool calls to the router."""
     update = await _call(state, runtime)
     runtime.stream_writer(ModelDone())
+    ctx = runtime.context
+    if ctx.settings.chat_model:  # with none, nothing was sent
+        sent = sent_prompt(state, ctx, _chosen(state, ctx)[1])
+        update["prompts"] = [*(state.get("prompts") or []), sent]
     return update
+
+
+def _chosen(state: State, ctx: Context) -> tuple[bool, str | None]:
+    """Whether this call goes to the vision model (right after an image tool, when one is
+    set), and the name of the model it goes to."""
+    vision = state.get("model_role") == "vision" and ctx.vision_model is not None
+    return vision, ctx.settings.vision_model if vision else ctx.settings.chat_model
 
 
 async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
     ctx = runtime.context
     settings = ctx.settings
-    vision = state.get("model_role") == "vision" and ctx.vision_model is not None
+    vision, name = _chosen(state, ctx)
     model = ctx.vision_model if vision and ctx.vision_model else ctx.chat_model
-    name = settings.vision_model if vision else settings.chat_model
     tools_off = bool(state.get("no_tools_reason"))
     runnable: Any = model
-    if settings.tool_mode == "native" and state.get("tools"):
-        schemas = [s.schema() for n in state["tools"] if (s := ctx.registry.get(n))]
+    schemas = offered_schemas(state, ctx)
+    if schemas:
         runnable = model.bind_tools(schemas, tool_choice="auto")
     role = "vision" if vision else "chat"
     runnable = runnable.with_config(run_name=f"{role} model", tags=[f"model:{role}"])
@@ -322,6 +385,7 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
                 ],
                 "text": text[:200],
                 "raw": json.dumps(_text(reply))[:300],
+                "tokens": token_counts(reply),
             },
         }
     ]
