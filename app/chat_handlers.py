@@ -21,6 +21,7 @@ from typing import Any
 
 import gradio as gr
 
+from app import chat_list
 from app.attachments import AttachmentError, pasted_image, save_upload
 from app.chat_view import (
     TurnView,
@@ -28,7 +29,6 @@ from app.chat_view import (
     chosen_option,
     history_entries,
     history_messages,
-    local_time,
     notice_bubble,
     persona_chip,
     user_bubble,
@@ -43,7 +43,7 @@ from graph.jobs import catch_up_once, schedule_segments
 from graph.runner import too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
-from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused
+from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused, utc_now
 from prompts.templates import persona_greeting
 from providers import FoundServer, local_server, local_servers
 
@@ -172,13 +172,10 @@ async def pasted(ctx: Context, session_id: str | None, text: str) -> str | None:
         return None
 
 
-def session_rows(sessions: list[Session], tz: str) -> list[dict[str, str]]:
-    """The sidebar's rows: every chat, most recently active first, with the time of its
-    last message on the person's clock."""
-    return [
-        {"id": s.id, "title": s.title, "when": local_time(s.active_at or s.created_at, tz)}
-        for s in sessions
-    ]
+def session_rows(sessions: list[Session], tz: str) -> list[dict[str, Any]]:
+    """The sidebar's rows now (``chat_list.session_rows``): pinned chats first, then by
+    last activity, with how long ago that was on the person's clock."""
+    return chat_list.session_rows(sessions, tz, utc_now())
 
 
 def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: Any) -> int | None:
@@ -193,15 +190,6 @@ def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: 
     shown = bubble.content if isinstance(bubble.content, str) else ""
     was = previous if isinstance(previous, str) else ""
     return message_id if not was or " ".join(was.split()) in " ".join(shown.split()) else None
-
-
-def list_rows(rows: list[dict[str, str]], current: str | None) -> list[list[str]]:
-    """The sidebar's table: "● " marks the chat in view; then its title and last activity,
-    a rename and a delete cell. Titles are shown as text (the cells are not Markdown)."""
-    return [
-        [f"{'● ' if row['id'] == current else ''}{row['title']} · {row['when']}", "✎", "🗑"]
-        for row in rows
-    ]
 
 
 def example_message(example: gr.SelectData) -> dict[str, Any]:
@@ -415,6 +403,7 @@ class ChatComponents:
     rename_box: gr.Textbox
     delete_row: gr.Row
     delete_words: gr.Markdown
+    focus: gr.Number  # the bubble a search result opened at, for the page to show (-1: none)
 
 
 class ChatHandlers:
@@ -758,42 +747,71 @@ class ChatHandlers:
         store = self.chats.of(request).store
         return await _history(store, session_id), None, gr.update(visible=False)
 
-    async def on_pick(
-        self,
-        rows: list[dict[str, str]],
-        left: str | None,
-        picked: gr.SelectData,
-        request: gr.Request,
+    async def on_open(
+        self, left: str | None, opened: gr.EventData, request: gr.Request
     ) -> dict[Any, Any]:
-        """A click in the chats list: its title opens the chat, ✎ asks for a new title,
-        🗑 asks before deleting."""
+        """A chat's row in the list clicked: the chat is shown (the rename and delete rows
+        close)."""
         ui, hide = self.ui, gr.update(visible=False)
-        row, column = picked.index if isinstance(picked.index, list | tuple) else (-1, 0)
-        if not 0 <= row < len(rows):
+        shown, rows_now, history, *_ = await self.on_switch(str(opened.id), left, request)
+        return {
+            ui.session: shown,
+            ui.listing: rows_now,
+            ui.chatbot: history,
+            ui.renaming: None,
+            ui.deleting: None,
+            ui.rename_row: hide,
+            ui.delete_row: hide,
+        }
+
+    async def on_open_hit(
+        self, left: str | None, hit: gr.EventData, request: gr.Request
+    ) -> dict[Any, Any]:
+        """A search result clicked: its chat is shown, and where its message sits in the
+        chat goes to the page (``ui.focus``), which brings that bubble into view."""
+        shown = await self.on_open(left, hit, request)
+        chosen = shown[self.ui.session]
+        messages = await self.chats.of(request).store.messages(chosen) if chosen else []
+        found = chat_list.bubble_at(messages, hit.message) if chosen == hit.id else -1
+        return {**shown, self.ui.focus: found}
+
+    async def on_row_action(
+        self, rows: list[dict[str, Any]], asked: gr.EventData, request: gr.Request
+    ) -> dict[Any, Any]:
+        """An item of a row's menu: Rename opens the rename row with the title, Delete asks
+        first in the delete row, Pin and Unpin move the chat to or from the top."""
+        ui, hide = self.ui, gr.update(visible=False)
+        chosen = next((row for row in rows if row["id"] == asked.id), None)
+        if chosen is None or asked.action not in chat_list.ACTIONS:
             return {ui.rename_row: hide, ui.delete_row: hide}
-        chosen = rows[row]
-        if column == 1:
+        if asked.action == "rename":
             return {
                 ui.rename_row: gr.update(visible=True),
                 ui.rename_box: chosen["title"],
                 ui.renaming: chosen["id"],
                 ui.delete_row: hide,
             }
-        if column == 2:
+        if asked.action == "delete":
             return {
                 ui.delete_row: gr.update(visible=True),
                 ui.delete_words: f"Delete “{plain(chosen['title'])}”?",
                 ui.deleting: chosen["id"],
                 ui.rename_row: hide,
             }
-        shown, rows_now, history, *_ = await self.on_switch(chosen["id"], left, request)
-        return {
-            ui.session: shown,
-            ui.listing: rows_now,
-            ui.chatbot: history,
-            ui.rename_row: hide,
-            ui.delete_row: hide,
-        }
+        tab = self.chats.of(request)
+        try:
+            await tab.store.set_pinned(chosen["id"], asked.action == "pin")
+        except StoreError as exc:  # deleted meanwhile (another tab)
+            gr.Warning(str(exc))
+        return {ui.listing: await tab.rows(), ui.rename_row: hide, ui.delete_row: hide}
+
+    async def on_search(self, query: str, request: gr.Request) -> dict[str, Any] | None:
+        """The sidebar's search: the chats whose title or messages match ``query``, as
+        the list shows them (None, the list itself, for an empty query)."""
+        if not (query or "").strip():
+            return None
+        hits = await self.chats.of(request).store.search_chats(query.strip())
+        return {"query": query, "hits": chat_list.hit_rows(hits)}
 
     async def on_rename_row(
         self, chosen: str | None, title: str, request: gr.Request

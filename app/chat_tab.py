@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from app import api as script_api
+from app import chat_list
 from app.chat_handlers import (
     LOCAL_LIMITS,
     ChatComponents,
@@ -26,13 +27,11 @@ from app.chat_handlers import (
     close_row,
     example_message,
     fit_sidebar,
-    list_rows,
 )
 from graph.setup import People
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
 CHAT_HEIGHT = "calc(100dvh - 270px)"
-LIST_HEADERS = ("Chats, most recent first", "✎", "🗑")
 WINDOW_WIDTH = "() => window.innerWidth"
 # After an answer the composer takes the focus, unless the person is typing elsewhere
 # (the style note, a rename): focus is never taken from another field.
@@ -58,7 +57,10 @@ class Sidebar:
     delete_words: gr.Markdown
     delete_yes: gr.Button
     delete_no: gr.Button
-    chats: gr.Dataframe  # one row per chat: title and last activity, ✎, 🗑
+    search: gr.Textbox  # search across chats: titles and messages
+    found: gr.State  # the search's results ({"query", "hits"}), or None: the list shows
+    focus: gr.Number  # where a search result opened the chat (read by the page's script)
+    chats: gr.HTML  # chat_list's rows: pinned first, title and time, a ⋯ menu each
     who: gr.Markdown  # "Signed in as …" when a login is on
     logout: gr.Button  # ends every login of the person (app.logins answers /logout)
 
@@ -66,13 +68,22 @@ class Sidebar:
 def sidebar() -> Sidebar:
     """Lay out the (empty) chats sidebar inside the current Blocks.
 
-    The list is a read-only Dataframe (a click names its row and column), not rows made
-    by ``gr.render``: a re-render replaces the rows' event handlers, so a click that lands
-    while one is in flight names a handler that no longer exists, and it resets other
-    components (the Stop button) to their first state.
+    The list is one ``gr.HTML`` whose rows are buttons (``app.chat_list``): its script
+    turns a click into an event of the component, so a new list is new HTML and never
+    new handlers. Rows made by ``gr.render`` were not kept: a re-render replaces the rows'
+    event handlers, so a click that lands while one is in flight names a handler that no
+    longer exists, and it resets other components (the Stop button) to their first state.
     """
     with gr.Sidebar(label="Chats", elem_id="chats", width=300) as panel:
         new = gr.Button("New chat", elem_id="new-session", variant="primary")
+        search = gr.Textbox(
+            label="Search chats",
+            show_label=False,
+            placeholder="Search chats",
+            container=False,
+            max_lines=1,
+            elem_id="chat-search",
+        )
         with gr.Row(visible=False, equal_height=True, elem_id="rename-chat") as rename_row:
             rename_box = gr.Textbox(
                 show_label=False,
@@ -92,15 +103,11 @@ def sidebar() -> Sidebar:
                 "Delete", variant="stop", size="sm", scale=0, min_width=64, elem_id="delete-yes"
             )
             delete_no = gr.Button("Keep", size="sm", scale=0, min_width=56, elem_id="delete-no")
-        chats = gr.Dataframe(
-            headers=list(LIST_HEADERS),
-            datatype=["str", "str", "str"],
-            interactive=False,
-            wrap=True,
-            show_label=False,
-            column_widths=["78%", "11%", "11%"],
-            elem_id="chat-list",
+        chats = gr.HTML(
+            chat_list.list_html([], None), js_on_load=chat_list.LIST_JS, elem_id="chat-list"
         )
+        found = gr.State(None)
+        focus = gr.Number(-1, visible=False, elem_id="chat-focus")
         with gr.Row(equal_height=True, elem_id="who-row"):
             who = gr.Markdown(visible=False, elem_id="who")
             logout = gr.Button(
@@ -117,6 +124,9 @@ def sidebar() -> Sidebar:
         delete_words,
         delete_yes,
         delete_no,
+        search,
+        found,
+        focus,
         chats,
         who,
         logout,
@@ -239,6 +249,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         rename_box=side.rename_box,
         delete_row=side.delete_row,
         delete_words=side.delete_words,
+        focus=side.focus,
     )
     return ChatLayout(
         ui,
@@ -364,15 +375,29 @@ class Wiring:
         )
 
     def controls(self) -> None:
-        """The chats list's rows, rename and delete in a row, Stop, Allow/Deny, the note."""
+        """The chats list's rows and their menus, the search, rename and delete in a row,
+        Stop, Allow/Deny, the note."""
         h, side, ui = self.handlers, self.side, self.parts.ui
         gr.on(
-            [ui.listing.change, ui.session.change],
-            list_rows,
-            [ui.listing, ui.session],
+            [ui.listing.change, ui.session.change, side.found.change],
+            chat_list.shown_html,
+            [ui.listing, ui.session, side.found],
             side.chats,
             api_visibility="private",
             trigger_mode="always_last",
+        )
+        for typed in (side.search.input, side.search.submit):
+            typed(
+                h.on_search,
+                side.search,
+                side.found,
+                api_visibility="private",
+                trigger_mode="always_last",
+            )
+        asked = [ui.listing, ui.rename_row, ui.rename_box, ui.renaming]
+        asked += [ui.delete_row, ui.delete_words, ui.deleting]
+        side.chats.row_action(h.on_row_action, ui.listing, asked, api_visibility="private").then(
+            None, js=chat_list.FOCUS_ROW
         )
         for trigger in (side.rename_box.submit, side.rename_save.click):
             trigger(
@@ -404,21 +429,26 @@ class Wiring:
         switching = list(self.followers)
         opened = [ui.session, ui.listing, ui.chatbot, ui.renaming, ui.deleting]
         deleted = [ui.session, ui.listing, ui.chatbot, ui.deleting]
-        picked = [*opened, side.rename_row, side.rename_box, side.delete_row, side.delete_words]
+        picked = [*opened, side.rename_row, side.delete_row]
         private = {"api_visibility": "private"}
 
-        def shows(trigger: Any, handler: Any, inputs: Any, outputs: Any, **api: Any) -> None:
+        def shows(trigger: Any, handler: Any, inputs: Any, outputs: Any, **api: Any) -> Any:
             # The cancel is a listener of its own, wired first: the page runs a listener's
             # cancels only once its handler is done, so a message sent meanwhile was
             # cancelled (it stayed in the composer).
             trigger(None, None, None, cancels=switching, **private)
-            self.afterwards(trigger(handler, inputs, outputs, **api))
+            shown = trigger(handler, inputs, outputs, **api)
+            self.afterwards(shown)
+            return shown
 
         named = [parts.target, ui.session]  # the API's calls name the chat
         shows(parts.target.submit, h.on_switch, named, opened, api_name="switch_session")
         fresh = [ui.session, ui.chatbot, ui.renaming, ui.deleting]
         shows(side.new.click, h.on_new, ui.session, fresh, api_name="new_session")
-        shows(side.chats.select, h.on_pick, [ui.listing, ui.session], picked, **private)
+        shows(side.chats.open_chat, h.on_open, ui.session, picked, **private)
+        at = [*picked, side.focus]
+        hit = shows(side.chats.open_hit, h.on_open_hit, ui.session, at, **private)
+        hit.then(None, side.focus, None, js=chat_list.SHOW_FOUND)
         shows(
             side.delete_yes.click,
             h.on_delete_row,

@@ -29,7 +29,7 @@ from gradio.route_utils import CustomCORSMiddleware
 from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
-from app import chat_tab, memories_view, settings_view
+from app import chat_list, chat_tab, memories_view, settings_view
 from app.graph_view import NO_TRACE, mermaid_markdown
 from app.logins import Logins, single_password
 from app.queue_streams import OpenQueueStreams
@@ -43,7 +43,7 @@ ACCOUNTS_LOGIN = "Sign in with your name and password (`companion user add` make
 CONCURRENCY = 16
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # refused while it streams in, never read whole
 UPLOAD_CACHE = (3600, 86400)  # Gradio's delete_cache: (every, older than) in seconds
-# Gradio's own CSS hooks (elem_id / elem_classes); no script of ours beyond a focus call.
+# Gradio's own CSS hooks (elem_id / elem_classes), then the chat list's (app.chat_list).
 CSS = """
 #model-line { opacity: 0.7; font-size: 0.9em; }
 #local-banner { color: #b45309; }
@@ -51,8 +51,6 @@ CSS = """
 #chatbot .message-content { overflow-wrap: anywhere; }
 #chatbot button[aria-label="Clear"] { display: none; }
 #composer-row { align-items: stretch; }
-#chat-list [role="gridcell"] { cursor: pointer; }
-#chat-list [data-col="1"], #chat-list [data-col="2"] { text-align: center; }
 #turn-trace table { display: block; overflow-x: auto; max-width: 100%; }
 #turn-trace td, #turn-trace th { word-break: normal; overflow-wrap: normal; min-width: 5em; }
 #turn-trace td code { white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -142,7 +140,7 @@ def launch_app(
         quiet=True,
         show_error=True,
         ssr_mode=False,
-        css=CSS,
+        css=CSS + chat_list.CSS,
         footer_links=[],
     )
     if logins is not None:  # several processes behind a load balancer share their logins

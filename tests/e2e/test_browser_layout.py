@@ -1,7 +1,7 @@
 """The chats sidebar and the layout, in a real headless chromium: chats listed by last
-activity with rename and a confirmed delete, "New chat" storing nothing until the first
-message; on a phone (390 px) the sidebar starts closed and nothing runs off the side;
-on a desktop (1440 px) the sidebar is open and the chat fits the window."""
+activity with rename and a confirmed delete from a row's menu, "New chat" storing nothing
+until the first message; on a phone (390 px) the sidebar starts closed and nothing runs
+off the side; on a desktop (1440 px) the sidebar is open and the chat fits the window."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import RunningApp, send
 
 TIMEOUT_MS = 15_000
-WHEN = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
+WHEN = re.compile(r"^(now|\d+ min)$")  # a chat just used
 OPEN = re.compile(r"\bopen\b")
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1440, "height": 900}
@@ -45,23 +45,28 @@ def chat(page: Any, text: str) -> None:
 
 
 def rows(page: Any) -> Any:
-    """The sidebar's chat list: one row per chat (Gradio's Dataframe draws its body rows
-    as ``div[role=row]``, the header as a ``tr``)."""
-    return page.locator("#chat-list .virtual-row")
+    """The sidebar's chat list (app.chat_list): one row per chat."""
+    return page.locator("#chat-list .chat-row")
 
 
 def row(page: Any, title: str) -> Any:
     return rows(page).filter(has_text=title)
 
 
-def cell(found: Any, column: int) -> Any:
-    """A row's cell: 0 its title and last activity (opens it), 1 ✎, 2 🗑."""
-    return found.locator(f"[role='gridcell'][data-col='{column}']")
+def opener(found: Any) -> Any:
+    """A row's button that opens its chat (its title and last activity)."""
+    return found.locator(".chat-open")
+
+
+def menu_item(page: Any, title: str, item: str) -> Any:
+    """Open the menu of the row titled ``title`` and return its item ``item``."""
+    page.get_by_role("button", name=f"Options for “{title}”").click()
+    return row(page, title).get_by_role("button", name=item, exact=True)
 
 
 def current(page: Any) -> Any:
-    """The row of the chat in view (marked "● ")."""
-    return rows(page).filter(has_text="● ")
+    """The row of the chat in view (its button is marked aria-current)."""
+    return rows(page).filter(has=page.locator("[aria-current='true']"))
 
 
 def sessions(app: RunningApp) -> list[Session]:
@@ -80,9 +85,9 @@ def test_the_sidebar_lists_chats_by_last_activity(page: Any) -> None:
     expect(rows(page).nth(0)).to_contain_text("the newer chat")
     expect(rows(page).nth(1)).to_contain_text("the older chat")
     expect(current(page)).to_contain_text("the newer chat")
-    expect(cell(rows(page).nth(0), 0)).to_contain_text(WHEN)
+    expect(rows(page).nth(0).locator(".chat-when")).to_have_text(WHEN)
 
-    cell(row(page, "the older chat"), 0).click()  # its last activity moves it up
+    opener(row(page, "the older chat")).click()  # its last activity moves it up
     expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["the older chat"])
     chat(page, "back to the older chat")
     expect(rows(page).nth(0)).to_contain_text("the older chat")
@@ -92,7 +97,7 @@ def test_the_sidebar_lists_chats_by_last_activity(page: Any) -> None:
 
 def test_a_chat_is_renamed_from_its_row(page: Any, app: RunningApp) -> None:
     chat(page, "a chat to rename")
-    cell(row(page, "a chat to rename"), 1).click()
+    menu_item(page, "a chat to rename", "Rename").click()
     name = page.locator("#rename-box input, #rename-box textarea").first
     expect(name).to_have_value("a chat to rename")
     name.fill("Tea talk")
@@ -105,13 +110,13 @@ def test_a_chat_is_renamed_from_its_row(page: Any, app: RunningApp) -> None:
 def test_a_chat_is_deleted_only_when_confirmed(page: Any, app: RunningApp) -> None:
     chat(page, "a chat to delete")
     expect(rows(page).nth(0)).to_contain_text("a chat to delete")
-    cell(rows(page).nth(0), 2).click()
+    menu_item(page, "a chat to delete", "Delete").click()
     expect(page.locator("#delete-chat")).to_contain_text("Delete “a chat to delete”?")
     page.locator("#delete-no").click()
     expect(page.locator("#delete-chat")).to_be_hidden()
     assert "a chat to delete" in [s.title for s in sessions(app)]
 
-    cell(row(page, "a chat to delete"), 2).click()
+    menu_item(page, "a chat to delete", "Delete").click()
     page.locator("#delete-yes").click()
     expect(row(page, "a chat to delete")).to_have_count(0)
     assert "a chat to delete" not in [s.title for s in sessions(app)]

@@ -329,24 +329,60 @@ async def test_remove_note_clears_the_kept_note(page: Page) -> None:
     assert await page.store.style_note(session) is None
 
 
-async def test_a_click_in_the_chats_list(page: Page) -> None:
+async def test_a_rows_menu_renames_deletes_and_pins(page: Page) -> None:
     ui = page.ui
-    session = (await page.store.create_session("Trip “plans”")).id
+    older = (await page.store.create_session("Trip “plans”")).id
+    await page.store.create_session("newer")
     rows = await page.tab.rows()
 
-    async def pick(column: int, row: int = 0) -> dict[Any, Any]:
-        picked = gr.SelectData(None, {"index": [row, column], "value": ""})
-        return await page.handlers.on_pick(rows, None, picked, request())
+    async def asked(action: str, chosen: str = older) -> dict[Any, Any]:
+        data = gr.EventData(None, {"action": action, "id": chosen})
+        return await page.handlers.on_row_action(rows, data, request())
 
-    renaming = await pick(1)
-    assert renaming[ui.renaming] == session and renaming[ui.rename_box] == "Trip “plans”"
-    assert visible(renaming[ui.rename_row]) is True
-    deleting = await pick(2)
-    assert deleting[ui.deleting] == session and visible(deleting[ui.delete_row]) is True
-    assert "Trip" in deleting[ui.delete_words]
-    opened = await pick(0)
+    renaming = await asked("rename")
+    assert renaming[ui.renaming] == older and renaming[ui.rename_box] == "Trip “plans”"
+    assert visible(renaming[ui.rename_row]) is True and visible(renaming[ui.delete_row]) is False
+    deleting = await asked("delete")
+    assert deleting[ui.deleting] == older and visible(deleting[ui.delete_row]) is True
+    assert "Trip" in deleting[ui.delete_words] and visible(deleting[ui.rename_row]) is False
+    pinned = await asked("pin")
+    first = pinned[ui.listing][0]
+    assert (first["id"], first["pinned"]) == (older, True)
+    assert (await page.store.get_session(older)).pinned
+    unpinned = await asked("unpin")
+    assert [row["pinned"] for row in unpinned[ui.listing]] == [False, False]
+    assert set(await asked("rename", "gone")) == {ui.rename_row, ui.delete_row}
+    assert set(await asked("explode")) == {ui.rename_row, ui.delete_row}
+
+
+async def test_a_click_on_a_row_opens_its_chat(page: Page) -> None:
+    ui = page.ui
+    session = (await page.store.create_session("Tea")).id
+    await page.chat(session, "jasmine?")
+    opened = await page.handlers.on_open(None, gr.EventData(None, {"id": session}), request())
     assert opened[ui.session] == session and visible(opened[ui.rename_row]) is False
-    assert set(await pick(0, row=5)) == {ui.rename_row, ui.delete_row}
+    assert contents(opened[ui.chatbot]) == ["jasmine?", "answer to jasmine?"]
+    with pytest.warns(UserWarning, match="gone"):
+        gone = await page.handlers.on_open(session, gr.EventData(None, {"id": "x"}), request())
+    assert gone[ui.session] == session
+
+
+async def test_search_finds_a_message_and_opens_its_chat_at_it(page: Page) -> None:
+    ui = page.ui
+    session = (await page.store.create_session("Weekend")).id
+    await page.chat(session, "hello", "shall we take the train to Bandung?", "bye")
+    found = await page.handlers.on_search("  bandung ", request())
+    assert found is not None and found["query"] == "  bandung "
+    assert {hit["id"] for hit in found["hits"]} == {session}  # the question and its answer
+    hit = next(hit for hit in found["hits"] if hit["line"].startswith("shall we"))
+    assert await page.handlers.on_search("  ", request()) is None
+    assert (await page.handlers.on_search("ferry", request()))["hits"] == []
+
+    opened = await page.handlers.on_open_hit(None, gr.EventData(None, hit), request())
+    assert opened[ui.session] == session and opened[ui.focus] == 2  # its bubble
+    assert contents(opened[ui.chatbot])[2] == "shall we take the train to Bandung?"
+    titled = gr.EventData(None, {**hit, "message": None})
+    assert (await page.handlers.on_open_hit(None, titled, request()))[ui.focus] == -1
 
 
 async def test_follow_with_no_turn_running_hides_stop(page: Page) -> None:
@@ -403,15 +439,7 @@ async def test_an_edit_confirmed_while_a_turn_runs_changes_nothing(page: Page) -
     await drain(running)
 
 
-def test_the_sidebar_rows_and_row_buttons() -> None:
-    rows = [
-        {"id": "a", "title": "Tea", "when": "09:30"},
-        {"id": "b", "title": "Trip", "when": "Mon"},
-    ]
-    assert chat_handlers.list_rows(rows, "b") == [
-        ["Tea · 09:30", "✎", "🗑"],
-        ["● Trip · Mon", "✎", "🗑"],
-    ]
+def test_closing_a_row_and_an_example_prompt() -> None:
     assert chat_handlers.close_row() == (None, gr.update(visible=False))
     example = gr.SelectData(None, {"index": 0, "value": {"text": "Draw a cat"}})
     assert chat_handlers.example_message(example) == {"text": "Draw a cat", "files": []}
