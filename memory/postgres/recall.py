@@ -9,7 +9,7 @@ transactions, so row-level security keeps it to that person. Design: docs/postgr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
@@ -25,7 +25,7 @@ from memory.postgres import vectors as pg_vectors
 from memory.query_vector import QueryVector, vector_awaited
 from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
+from memory.rules.fusion import CANDIDATES, fuse, kept, matched, rank
 from memory.rules.memories import best_matches, recalled_strength
 from memory.rules.search import MAX_ID, SEGMENT_LIMIT, SEMANTIC_LIMIT, query_terms
 from memory.rules.segments import CATCH_UP_BUDGET, closed_segments, read_cap, summarise_segments
@@ -220,16 +220,19 @@ class TurnSearch:
         words = await self._lexical(self.query, self.recent) if mode != "dense" else {}
         meaning = await self._dense(vector, model) if mode != "lexical" else {}
         searched: RecallMode = mode if meaning else "lexical"
-        scores = fuse(words, meaning)
+        found = await self._found(words.keys() | meaning.keys())
+        share = matched(self.query, words, {i: m.content for i, m in found.items()})
+        scores = fuse(words, meaning, share=share)
         if not scores and (self.window or self.recent):
-            scores = dict.fromkeys(await self._newest(CANDIDATES), FALLBACK_SCORE)
-        found = {i: m for i, m in (await self._messages(list(scores))).items() if self._fits(m)}
+            fallback = await self._newest(CANDIDATES)
+            scores = dict.fromkeys(fallback, FALLBACK_SCORE)
+            found = await self._found(fallback)
         speaker = preferred_speaker(self.query, self.names)
         best = rank(
             {i: scores[i] for i in found},
             boosted={i for i, m in found.items() if m.role == speaker},
             preferred={i for i, m in found.items() if m.session_id == self.session_id},
-            kept=[i for i in sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT] if i in found],
+            kept=[i for i in kept(words, meaning) if i in found],
             limit=limit,
         )
         return await self._with_neighbours([(found[i], score) for i, score in best]), searched
@@ -306,6 +309,10 @@ class TurnSearch:
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.id = ANY(%s)", (ids,)
         )
         return {int(row["id"]): pg_rows.message(row) for row in await self.cursor.fetchall()}
+
+    async def _found(self, ids: Iterable[int]) -> dict[int, Message]:
+        """The messages with these ids that this search may return (``_fits``)."""
+        return {i: m for i, m in (await self._messages(list(ids))).items() if self._fits(m)}
 
     def _fits(self, message: Message) -> bool:
         """A user/assistant turn inside the window (dense hits are only id-bounded)."""

@@ -12,6 +12,7 @@ Blocking work: async callers run it in a reader thread. Design: docs/storage.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
@@ -20,7 +21,7 @@ import numpy
 from memory.query_vector import QueryVector, vector_now
 from memory.rules.anchors import Anchor, anchored
 from memory.rules.budget import TURN_BUDGET
-from memory.rules.fusion import CANDIDATES, LEXICAL_KEPT, fuse, rank
+from memory.rules.fusion import CANDIDATES, fuse, kept, matched, rank
 from memory.rules.search import SEGMENT_LIMIT, SEMANTIC_LIMIT
 from memory.rules.speaker import preferred_speaker, wants_after, wants_before
 from memory.rules.temporal import TemporalCue, parse_temporal
@@ -143,13 +144,19 @@ class TurnSearch:
             )
         meaning = dense.result() if dense is not None else {}
         searched: RecallMode = "lexical" if not meaning else mode
-        scores = fuse(words, meaning)
+        found = self._found(words.keys() | meaning.keys())
+        share = matched(self.query, words, {i: m.content for i, m in found.items()})
+        scores = fuse(words, meaning, share=share)
         if not scores and (self.window or self.recent):
             fallback = newest(self.store, self.low, self.high, self.window, CANDIDATES)
             scores = dict.fromkeys(fallback, FALLBACK_SCORE)
-        found = {i: m for i, m in messages_by_id(self.store, list(scores)).items() if self._fits(m)}
-        best_words = sorted(words, key=lambda i: -words[i])[:LEXICAL_KEPT]
-        return self._ranked({i: scores[i] for i in found}, found, best_words, limit), searched
+            found = self._found(fallback)
+        ranked = self._ranked({i: scores[i] for i in found}, found, kept(words, meaning), limit)
+        return ranked, searched
+
+    def _found(self, ids: Iterable[int]) -> dict[int, Message]:
+        """The messages with these ids that this search may return (``_fits``)."""
+        return {i: m for i, m in messages_by_id(self.store, list(ids)).items() if self._fits(m)}
 
     def _dense(
         self, vector: numpy.ndarray | QueryVector | None, model: str | None

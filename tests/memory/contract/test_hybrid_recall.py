@@ -97,6 +97,18 @@ async def test_a_paraphrase_is_found_by_meaning_and_not_by_words(store: AsyncSto
     assert hybrid.searched == "hybrid"
 
 
+async def test_a_paraphrase_is_not_crowded_out_by_turns_sharing_one_word(
+    store: AsyncStore,
+) -> None:
+    await say(store, "pets", "user", "Mochi hides whenever I vacuum", NOW - timedelta(days=40))
+    for i in range(15):  # each holds one of the question's three words ("scar*")
+        await say(store, "knits", "user", f"a scarf to knit, number {i}", NOW - timedelta(days=9))
+    await embed_all(store)
+    found = await ask(store, "what is my cat scared of at home")
+    assert "Mochi hides whenever I vacuum" in texts(found)
+    assert len(found.turns) == 12
+
+
 async def test_hybrid_keeps_a_strong_lexical_hit(store: AsyncStore) -> None:
     await say(
         store, "trip", "user", "the ferry to Nusa Penida leaves at 7", NOW - timedelta(days=9)

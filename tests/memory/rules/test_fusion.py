@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from memory.rules.fusion import (
+    RANK_WEIGHT,
     SPEAKER_BOOST,
+    WEAK_WEIGHT,
     fuse,
+    kept,
+    matched,
     normalised,
     rank,
     rank_fusion,
@@ -43,6 +47,45 @@ def test_fuse_with_one_side_empty_is_the_other_scaled() -> None:
     assert fuse({1: 4.0, 2: 2.0}, {}) == {1: 1.0, 2: 0.0}
     assert fuse({}, {5: 0.8, 6: 0.4}) == pytest.approx({5: 1.0, 6: 0.0})
     assert fuse({1: 1.0}, {2: 1.0}, "score") == pytest.approx({1: 0.5, 2: 0.5})
+
+
+def test_matched_is_the_share_of_the_question_the_best_lexical_hits_hold_between_them() -> None:
+    texts = {
+        1: "My boss Dana is great",
+        2: "Dana started learning the cello",
+        3: "a scarf for winter",
+        4: "my boss plays cello",
+    }
+    lexical = {1: 3.0, 2: 2.0, 3: 1.0}
+    # boss, instrument, learn* (a prefix root meets "learning"): two of three between them
+    assert matched("which instrument is my boss learning", lexical, texts) == pytest.approx(2 / 3)
+    assert matched("which instrument is my boss learning", {3: 1.0}, texts) == 0.0
+    assert matched("which instrument is my boss learning", {}, texts) == 0.0
+    # only the three best lexical hits count (4 holds the question's words but ranks fourth)
+    assert matched("boss cello", {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, texts) == pytest.approx(1.0)
+    assert matched("boss cello", {3: 4.0, 2: 3.0, 1: 2.0, 4: 1.0}, texts) == pytest.approx(1.0)
+    assert matched("plays", {3: 4.0, 2: 3.0, 1: 2.0, 4: 1.0}, texts) == 0.0
+    assert matched("what is it", lexical, texts) == 1.0  # no search terms: nothing to judge
+
+
+def test_a_question_lexical_barely_matched_leans_on_meaning() -> None:
+    lexical = {1: 3.0, 2: 2.0}
+    dense = {3: 0.9, 4: 0.2}
+    words_found = fuse(lexical, dense)
+    assert max(words_found, key=words_found.__getitem__) == 1
+    assert words_found == fuse(lexical, dense, share=1.0)
+    meaning = fuse(lexical, dense, share=0.2)
+    assert max(meaning, key=meaning.__getitem__) == 3
+    assert meaning == rank_fusion(lexical, dense, weight=WEAK_WEIGHT)
+    assert words_found == rank_fusion(lexical, dense, weight=RANK_WEIGHT)
+    assert fuse(lexical, dense, "score", share=0.2) == score_fusion(lexical, dense, WEAK_WEIGHT)
+
+
+def test_each_sides_best_are_kept() -> None:
+    lexical = {1: 3.0, 2: 2.0, 3: 1.0}
+    dense = {4: 0.5, 5: 0.9, 6: 0.1}
+    assert kept(lexical, dense) == [1, 2, 5, 4]
+    assert kept({}, dense) == [5, 4]
 
 
 def test_rank_boosts_the_named_speaker_then_prefers_the_session_then_the_newer() -> None:
