@@ -34,6 +34,7 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
+from app.live_tabs import Pages
 from app.settings_view import Connections
 from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from config.settings import Settings, fixed_fields
@@ -411,6 +412,7 @@ class ChatHandlers:
 
     def __init__(self, chats: Chats, ui: ChatComponents) -> None:
         self.chats, self.ui = chats, ui
+        self.pages = Pages()  # the pages following a turn now (app.live_tabs)
         people = chats.people
         fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
         self.connections = Connections(people, fixed)
@@ -519,8 +521,22 @@ class ChatHandlers:
     ) -> AsyncIterator[dict[Any, Any]]:
         """Stream the session's running and queued turns into the chat, if any (after a
         load, a switch: a reload or a second tab re-attaches here)."""
-        async for update in self.stream(self.chats.of(request), session_id, noticed):
+        tab, page = self.chats.of(request), request.session_hash
+        async for update in self.stream(tab, session_id, noticed, page=page):
             yield update
+
+    async def on_watch(self, session_id: str | None, request: gr.Request) -> str:
+        """The token of what this page shows (``AsyncStore.chat_version``), polled by the
+        page's timer: when it moves, ``on_changed`` shows the change (app.live_tabs)."""
+        return await self.chats.of(request).store.chat_version(session_id)
+
+    async def on_changed(self, session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
+        """Something changed elsewhere: the chat list and the chat, from the store (left
+        alone while this page follows a turn: its stream shows it)."""
+        if self.pages.busy(request.session_hash or ""):
+            return gr.skip(), gr.skip()
+        tab = self.chats.of(request)
+        return await tab.rows(), await _history(tab.store, session_id)
 
     async def stream(
         self,
@@ -528,9 +544,24 @@ class ChatHandlers:
         session_id: str | None,
         noticed: list[str],
         first: LiveTurn | None = None,
+        *,
+        page: str | None,
     ) -> AsyncIterator[dict[Any, Any]]:
-        """``follow`` for ``tab``, from ``first`` (the turn this page just started). Always
-        yields: a generator that yields nothing would blank every output."""
+        """``follow`` for ``tab``, from ``first`` (the turn this page just started), while
+        ``page`` counts as following (app.live_tabs)."""
+        with self.pages.following(page or ""):
+            async for update in self._stream(tab, session_id, noticed, first):
+                yield update
+
+    async def _stream(
+        self,
+        tab: ChatTab,
+        session_id: str | None,
+        noticed: list[str],
+        first: LiveTurn | None = None,
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """``stream``'s updates. Always yields: a generator that yields nothing would
+        blank every output."""
         ui, turns = self.ui, tab.turns
         here = bool(session_id and (first is not None or turns.live(session_id)))
         if session_id and not here and await tab.running_elsewhere(session_id):
@@ -577,7 +608,9 @@ class ChatHandlers:
         yield taken
         if started is not None:
             tab = self.chats.of(request)
-            async for update in self.stream(tab, started.session_id, noticed, started):
+            async for update in self.stream(
+                tab, started.session_id, noticed, started, page=request.session_hash
+            ):
                 yield update
 
     async def on_take(
@@ -648,7 +681,9 @@ class ChatHandlers:
         if started is None:  # refused, or the write failed: the first step said so
             yield {self.ui.stop: gr.skip()}
             return
-        async for update in self.stream(self.chats.of(request), session_id, noticed, started):
+        async for update in self.stream(
+            self.chats.of(request), session_id, noticed, started, page=request.session_hash
+        ):
             yield update
 
     async def _sent(self, tab: ChatTab, session_id: str) -> dict[Any, Any]:
@@ -696,7 +731,8 @@ class ChatHandlers:
         if after:
             await tab.store.delete_messages_from(session_id, after[0])
         started = tab.turns.start(await tab.make_context(), session_id, asked.content, stored=asked)
-        async for update in self.stream(tab, session_id, noticed, started):
+        page = request.session_hash
+        async for update in self.stream(tab, session_id, noticed, started, page=page):
             yield update
 
     async def on_edit(
@@ -740,7 +776,8 @@ class ChatHandlers:
         )
         ctx = await tab.make_context()
         started = tab.turns.start(ctx, session_id, stored.content, stored=stored)
-        async for update in self.stream(tab, session_id, noticed, started):
+        page = request.session_hash
+        async for update in self.stream(tab, session_id, noticed, started, page=page):
             yield update
 
     async def on_cancel_edit(self, session_id: str | None, request: gr.Request) -> tuple[Any, ...]:

@@ -28,6 +28,7 @@ from app.chat_handlers import (
     example_message,
     fit_sidebar,
 )
+from app.live_tabs import WATCH_SECONDS
 from graph.setup import People
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
@@ -422,6 +423,18 @@ class Wiring:
             api_name="rename_session",
         )
 
+    def live(self) -> None:
+        """Every ``WATCH_SECONDS`` the page asks whether what it shows changed elsewhere
+        (another tab, another process); when it did, the chat list and the chat are shown
+        again and a turn running in the chat is followed (app.live_tabs)."""
+        h, ui = self.handlers, self.parts.ui
+        version = gr.Textbox(visible=False, elem_id="chat-version")
+        quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+        gr.Timer(WATCH_SECONDS).tick(h.on_watch, ui.session, version, **quiet)
+        changed = version.change(h.on_changed, ui.session, [ui.listing, ui.chatbot], **quiet)
+        follow = changed.then(h.follow, [ui.session, ui.told], self.followed, **quiet)
+        self.followers.append(follow)
+
     def switches(self) -> None:
         """Showing another chat: switch, new, a click in the list, delete. Each cancels
         the followers wired so far: a chat shown next is followed afresh."""
@@ -477,5 +490,6 @@ def build(
     wiring.banner()
     wiring.persona(load)
     wiring.controls()
+    wiring.live()
     wiring.switches()
     return parts.ui

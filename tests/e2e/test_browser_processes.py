@@ -204,3 +204,64 @@ def test_stop_in_the_other_process_stops_the_turn(browser: Any, processes: Proce
     assert stopped.content and STORY.startswith(stopped.content) and stopped.content != STORY
     one.context.close()
     other.context.close()
+
+
+def rename_newest(processes: Processes, title: str) -> None:
+    """Rename the newest chat in the processes' database, as a third writer would."""
+    if processes.database_url is None:
+        store = SqliteStore.open_home(processes.home)
+        try:
+            store.rename_session(store.list_sessions()[0].id, title)
+        finally:
+            store.close()
+        return
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(asyncio.run, _rename_pg(processes.database_url, title)).result()
+
+
+async def _rename_pg(url: str, title: str) -> None:
+    from memory.postgres.store import PgStore
+
+    store = await PgStore.open(url, OWNER)
+    try:
+        await store.rename_session((await store.list_sessions())[0].id, title)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_an_open_page_shows_turns_retries_and_renames_made_elsewhere(
+    browser: Any, processes: Processes, width: int
+) -> None:
+    """Issue 25, live tabs: a page left open on process two, never reloaded, shows the
+    message sent through process one, follows its answer, follows a retry, and shows a
+    rename made by a third writer, each within a few seconds."""
+    size = {"width": width, "height": 900}
+    one = browser.new_context(viewport=size).new_page()
+    two = browser.new_context(viewport=size).new_page()
+    open_app(one, processes.urls[0])
+    send(one, f"first words at {width}")  # a chat for both pages to show
+    expect(answer(one)).to_have_text(STORY, timeout=TIMEOUT_MS)
+    open_app(two, processes.urls[1])  # it opens the newest chat: the same one
+    said = f"live from one at {width}"
+    send(one, said)
+    asked = two.locator("#chatbot [data-testid='user']").last
+    expect(asked).to_have_text(said, timeout=5_000)  # the poll is every second
+    expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
+    expect(answer(two)).to_have_text(STORY, timeout=TIMEOUT_MS)
+    expect(two.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(answer(one)).to_have_text(STORY, timeout=TIMEOUT_MS)
+    answers = two.locator("#chatbot [data-testid='bot']")
+    shown = answers.count()
+
+    one.locator("#chatbot button[aria-label='Retry']").last.click()
+    expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
+    expect(answer(two)).to_have_text(STORY, timeout=TIMEOUT_MS)
+    expect(two.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(answers).to_have_count(shown)  # the answer replaced, not added
+
+    title = f"Renamed elsewhere {width}"
+    rename_newest(processes, title)
+    expect(two.locator("#chats")).to_contain_text(title, timeout=5_000)
+    one.context.close()
+    two.context.close()

@@ -41,8 +41,8 @@ class OnePerson:
 
 
 def request(username: str | None = None) -> Any:
-    """What a handler reads of ``gr.Request``: the login."""
-    return SimpleNamespace(username=username)
+    """What a handler reads of ``gr.Request``: the login and the page (its session hash)."""
+    return SimpleNamespace(username=username, session_hash="page-1")
 
 
 class FakeTurns:
