@@ -28,6 +28,8 @@ from app.chat_handlers import (
     example_message,
     fit_sidebar,
 )
+from app.feedback_view import FEEDBACK_OPTIONS
+from app.feedback_view import wire as wire_feedback
 from app.live_tabs import WATCH_SECONDS
 from graph.setup import People
 
@@ -207,7 +209,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         show_label=False,
         buttons=["copy", "copy_all"],
         editable="user",
-        feedback_options=None,
+        feedback_options=FEEDBACK_OPTIONS,
     )
     with gr.Row(visible=False, elem_id="confirm-edit") as confirm_edit:
         edit_words = gr.Markdown()
@@ -492,4 +494,5 @@ def build(
     wiring.controls()
     wiring.live()
     wiring.switches()
+    wire_feedback(people, parts.ui)  # 👍/👎 and a comment under each answer
     return parts.ui

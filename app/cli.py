@@ -182,6 +182,22 @@ def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "(postgresql://ROLE@HOST:PORT/DB, no password: PGPASSWORD gives it; the rows stay, "
         "so name a throwaway one); default: a SQLite file per case",
     )
+    evaluate.add_argument(
+        "--datasets", metavar="FOLDER", help="read the suites from FOLDER (default: evals/datasets)"
+    )
+    actions = evaluate.add_subparsers(dest="eval_command")
+    export = actions.add_parser(
+        "export-feedback",
+        help="turn the answers rated 👍/👎 in the chat into eval cases (the feedback suite)",
+    )
+    export.add_argument(
+        "--out",
+        dest="feedback_out",
+        metavar="FILE",
+        help="where the cases go (default: evals/datasets/feedback.jsonl)",
+    )
+    _person_option(export)
+    _common(export)
 
 
 def _people_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -802,6 +818,10 @@ def _command(args: argparse.Namespace) -> int:
             print("companion: --amend keeps a --style note: give one with --style", file=sys.stderr)
             return 2
         return _for_person(args, lambda factory: _chat(args, factory))
+    if args.command == "eval" and args.eval_command == "export-feedback":
+        from evals.feedback import export_from_cli
+
+        return _for_person(args, lambda factory: export_from_cli(args.feedback_out, factory))
     if args.command == "eval":
         from evals.runner import run_from_cli
 

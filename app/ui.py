@@ -1,7 +1,7 @@
 """The Gradio app: Chat, Settings, Memories and Graph tabs, and the server around them.
 
 ``build_app(people)`` lays the app out around ``graph.setup.People``, one builder per tab
-(``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``graph_tab``); each tab's
+(``app.chat_tab``, ``app.settings_view``, ``app.memories_view``, ``app.graph_tab``); each tab's
 handlers are methods of one class (``ChatHandlers``, ``SettingsHandlers``,
 ``MemoriesHandlers``) that reach the logged-in person's store through the
 ``ContextFactory`` ``people`` gives for ``request.username``. ``launch_app`` starts it
@@ -30,11 +30,11 @@ from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
 from app import chat_list, chat_tab, memories_view, settings_view
-from app.graph_view import NO_TRACE, mermaid_markdown
+from app.graph_tab import build as graph_tab
+from app.graph_view import NO_TRACE
 from app.logins import Logins, single_password
 from app.queue_streams import OpenQueueStreams
 from app.security import exposure_problem, middleware, trusted_hosts
-from graph.builder import mermaid
 from graph.setup import ContextFactory, People, startup_settings
 
 USER = "companion"
@@ -51,9 +51,12 @@ CSS = """
 #chatbot .message-content { overflow-wrap: anywhere; }
 #chatbot button[aria-label="Clear"] { display: none; }
 #composer-row { align-items: stretch; }
-#turn-trace table { display: block; overflow-x: auto; max-width: 100%; }
-#turn-trace td, #turn-trace th { word-break: normal; overflow-wrap: normal; min-width: 5em; }
-#turn-trace td code { white-space: pre-wrap; overflow-wrap: anywhere; }
+#turn-trace table { display: table; width: 100%; table-layout: auto; }
+#turn-trace td, #turn-trace th { overflow-wrap: break-word; word-break: normal; }
+#turn-trace td:nth-child(3) { white-space: nowrap; }
+#turn-trace td:nth-child(4) { overflow-wrap: anywhere; }
+#turn-trace pre, #turn-trace code { white-space: pre-wrap; overflow-wrap: anywhere; }
+#turn-trace summary { cursor: pointer; padding: 10px 0; }
 """
 
 
@@ -62,7 +65,8 @@ def build_app(people: People) -> gr.Blocks:
     # Uploads are copied into the person's media folder when sent; Gradio's own copies
     # are removed after a day (checked hourly), so unsent uploads cannot pile up.
     with gr.Blocks(title="Companion", delete_cache=UPLOAD_CACHE) as demo:
-        # Shown in the Graph tab, written by the Chat tab when a turn answers.
+        # Shown in the Graph tab (the chosen turn), written by the Chat tab when a turn
+        # answers.
         trace = gr.Markdown(NO_TRACE, elem_id="turn-trace", render=False)
         side = chat_tab.sidebar()
         with gr.Tabs(elem_id="tabs") as tabs:
@@ -73,17 +77,9 @@ def build_app(people: People) -> gr.Blocks:
             with gr.Tab("Memories", id="memories", elem_id="tab-memories") as memories_tab:
                 shown = [demo.load, memories_tab.select]
                 memories_view.build(people, shown, chat, MAX_UPLOAD_BYTES)
-            with gr.Tab("Graph", id="graph", elem_id="tab-graph"):
-                graph_tab(trace)
+            with gr.Tab("Graph", id="graph", elem_id="tab-graph") as graph:
+                graph_tab(people, chat.session, trace, [graph.select, chat.session.change])
     return demo
-
-
-def graph_tab(trace: gr.Markdown) -> None:
-    """The Graph tab: the compiled graph as a diagram, and the last turn's ``trace``."""
-    gr.Markdown("### The conversation graph")
-    gr.Markdown(mermaid_markdown(mermaid()), elem_id="graph-diagram")
-    gr.Markdown("### Last turn")
-    trace.render()
 
 
 def launch_app(

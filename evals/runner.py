@@ -38,7 +38,7 @@ from config.settings import (
     require_chat_model,
 )
 from evals.backends import Backend, CaseClock, SqliteBackend, backend_for
-from evals.cases import Case, CaseError, load_cases
+from evals.cases import DATASETS, Case, CaseError, load_cases
 from evals.evaluators import Observation, evaluate, observe
 from evals.fixtures import FixtureSuite
 from evals.judge import ChatJudge
@@ -306,15 +306,16 @@ async def arun_suites(
     env: Mapping[str, str] | None = None,
     progress: bool = True,
     database_url: str | None = None,
+    folder: Path = DATASETS,
 ) -> EvalRun:
-    """Run the suites (all when None) ``repeat`` times each against ``model`` (the
-    configured one when None); ``paraphrases=False`` runs the original cases only;
+    """Run the suites (all when None; read from ``folder``) ``repeat`` times each against
+    ``model`` (the configured one when None); ``paraphrases=False`` runs the original cases only;
     ``case_ids``: only those cases (``--cases``; an unknown id is a ValueError);
     ``database_url``: every case run a new person of that migrated Postgres database
     (default: a SQLite file per case run)."""
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
-    cases = load_cases(suites, known_tools=default_registry().names)
+    cases = load_cases(suites, folder=folder, known_tools=default_registry().names)
     if not paraphrases:
         cases = [case for case in cases if case.paraphrase_of is None]
     if case_ids:
@@ -402,6 +403,7 @@ def run_from_cli(args: Any, env: Mapping[str, str] | None = None) -> int:
                 i.strip() for i in (getattr(args, "cases", None) or "").split(",") if i.strip()
             ],
             database_url=url,
+            folder=Path(args.datasets) if getattr(args, "datasets", None) else DATASETS,
         )
     except (CaseError, ConfigError, ValueError) as exc:
         print(f"companion eval: {exc}", file=sys.stderr)
