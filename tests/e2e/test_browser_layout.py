@@ -199,6 +199,8 @@ def test_on_a_phone_the_sidebar_is_closed_and_nothing_runs_off_the_side(
         page.screenshot(path=artifacts / "layout-390.png")
 
         page.get_by_role("tab", name="Graph").click()
+        # the turn as kept in the store (app.graph_tab), not the one the chat wrote first
+        expect(page.locator("#turn-trace")).to_contain_text("Asked:", timeout=TIMEOUT_MS)
         table = page.locator("#turn-trace table")
         expect(table).to_be_visible(timeout=TIMEOUT_MS)
         box = table.bounding_box()
