@@ -22,7 +22,7 @@ from typing import Any
 import gradio as gr
 
 from app import chat_list
-from app.attachments import AttachmentError, pasted_image, save_upload
+from app.attachments import Attachment, AttachmentError, pasted_image, take_upload, too_long
 from app.chat_view import (
     TurnView,
     answer_bubble,
@@ -41,7 +41,6 @@ from config.settings import Settings, fixed_fields
 from graph.context import Context
 from graph.events import ModelDone, UserStored
 from graph.jobs import catch_up_once, schedule_segments
-from graph.runner import too_long
 from graph.setup import ContextFactory, People
 from graph.state import TraceEvent
 from memory import AsyncStore, RunningTurn, Session, StoreError, WriteRefused, utc_now
@@ -85,10 +84,8 @@ NOT_WAITING = "That question was already answered, or it is no longer waiting."
 GONE = "That conversation is gone (deleted in another tab?)."
 POLL_SECONDS = 0.3  # how often a turn run by another process is read back from the store
 NARROW = 768  # CSS pixels: below this the sidebar covers the chat, so it starts closed
-EDIT_CONFIRM = (
-    "Send the edited message? The {count} message{s} after it will be deleted, and what "
-    "Companion remembers of them with them."
-)
+EDIT_CONFIRM = "Send the edited message?"
+EDIT_REPLACES = " The {count} message{s} after it will be replaced."
 
 
 def title_for(text: str) -> str:
@@ -105,6 +102,11 @@ async def ensure_session(store: AsyncStore, session_id: str | None, text: str) -
     if session.title == NEW_TITLE and await store.count_messages(session.id) == 0:
         await store.rename_session(session.id, title_for(text), by_person=False)
     return session.id
+
+
+def titled(text: str, attached: Attachment | None) -> str:
+    """What a new chat's title is made from: the message, else the attached file's name."""
+    return text or (attached.name if attached else "")
 
 
 def model_line(settings: Settings, trace: list[Mapping[str, Any]] | None = None) -> str:
@@ -391,6 +393,7 @@ class ChatComponents:
     edit: gr.State  # {"id", "text"} of an edit waiting for confirmation
     chatbot: gr.Chatbot
     box: gr.MultimodalTextbox
+    notice: gr.Markdown  # above the composer: why a message or a file was not sent
     stop: gr.Button
     note: gr.Textbox
     keep: gr.Checkbox
@@ -641,33 +644,36 @@ class ChatHandlers:
         # kept note is read from the session by build_context instead).
         ctx = await tab.make_context()
         ctx = dataclasses.replace(ctx, style_note=None if kept else style_note or None)
-        # Refused before the composer is cleared: the message stays there to be fixed.
-        refusal = too_long(text, ctx.settings.max_message_chars)
-        upload = None
+        # Refused before the composer is cleared: the text stays there to be fixed (a
+        # refused file goes), and the reason shows above the composer, not in the chat.
+        refusal = too_long(text, ctx.settings)
+        attached = None
         if refusal is None and files:
             try:
-                upload = save_upload(files[0], tab.store.media_dir)
+                attached = await take_upload(files[0], tab.store.media_dir, ctx.settings)
             except AttachmentError as exc:
-                refusal = str(exc)
+                refusal, message = str(exc), {"text": text, "files": []}
         if refusal is not None:
-            refused = answer_bubble(refusal, error=True)
-            kept_back = {ui.chatbot: [*await _history(tab.store, session_id), refused]}
-            return {**kept_back, ui.box: message, ui.started: None}
-        image_path = upload or await pasted(ctx, session_id, text)
+            shown = gr.update(value=f"⚠️ {refusal}", visible=True)
+            return {ui.notice: shown, ui.box: message, ui.started: None}
+        image_path = attached.image_path if attached else await pasted(ctx, session_id, text)
+        meta = attached.meta() if attached else {}
         try:
-            session_id = await ensure_session(tab.store, session_id, text)
+            session_id = await ensure_session(tab.store, session_id, titled(text, attached))
             if kept and style_note:
                 await tab.store.set_style_note(session_id, style_note)
             stored = None
             if not tab.turns.live(session_id):  # stored now: a failed write keeps the text
                 stored = await tab.store.add_message(
-                    session_id, "user", text, image_path=image_path
+                    session_id, "user", text, image_path=image_path, meta=meta
                 )
         except Exception as exc:
             failed = failure_bubble(exc)
             kept_back = {ui.chatbot: [*await _history(tab.store, session_id), failed]}
             return {**kept_back, ui.box: message, ui.started: None}
-        started = tab.turns.start(ctx, session_id, text, image_path=image_path, stored=stored)
+        started = tab.turns.start(
+            ctx, session_id, text, image_path=image_path, stored=stored, meta=meta
+        )
         return {**await self._sent(tab, session_id), ui.started: started}
 
     async def on_taken(
@@ -692,6 +698,7 @@ class ChatHandlers:
         shown_note, remove_shown = await active_note(tab.store, session_id)
         return {
             ui.box: gr.update(value=None),
+            ui.notice: gr.update(value="", visible=False),
             ui.session: session_id,
             ui.note: "",
             ui.keep: False,
@@ -750,7 +757,8 @@ class ChatHandlers:
         if chosen is None or not text:
             return [bubble for bubble, _ in entries], None, gr.update(visible=False), ""
         count = sum(m.id > chosen for m in messages)
-        words = EDIT_CONFIRM.format(count=count, s="" if count == 1 else "s")
+        replaced = EDIT_REPLACES.format(count=count, s="" if count == 1 else "s") if count else ""
+        words = f"**{EDIT_CONFIRM}**{replaced}"
         return gr.skip(), {"id": chosen, "text": text}, gr.update(visible=True), words
 
     async def on_resend(
@@ -760,7 +768,9 @@ class ChatHandlers:
         noticed: list[str],
         request: gr.Request,
     ) -> AsyncIterator[dict[Any, Any]]:
-        """Delete the edited message and what followed it, then send the edited text."""
+        """Delete the edited message and what followed it, then send the edited text (with
+        the file attached to it). An edited first message retitles the chat, unless the
+        person has renamed it."""
         ui, tab = self.ui, self.chats.of(request)
         yield {ui.confirm_edit: gr.update(visible=False), ui.edit: None}
         if not session_id or not pending:
@@ -771,9 +781,12 @@ class ChatHandlers:
             yield {ui.chatbot: await _history(tab.store, session_id)}
             return
         await tab.store.delete_messages_from(session_id, old.id)
+        kept = {"attachment": old.meta["attachment"]} if "attachment" in old.meta else {}
         stored = await tab.store.add_message(
-            session_id, "user", pending["text"], image_path=old.image_path
+            session_id, "user", pending["text"], image_path=old.image_path, meta=kept
         )
+        if not any(m.role == "user" and m.id < old.id for m in messages):
+            await tab.store.rename_session(session_id, title_for(stored.content), by_person=False)
         ctx = await tab.make_context()
         started = tab.turns.start(ctx, session_id, stored.content, stored=stored)
         page = request.session_hash

@@ -31,11 +31,20 @@ from app.chat_handlers import (
 from app.feedback_view import FEEDBACK_OPTIONS
 from app.feedback_view import wire as wire_feedback
 from app.live_tabs import WATCH_SECONDS
+from app.keyboard import FOCUS_RESEND
 from graph.setup import People
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
 CHAT_HEIGHT = "calc(100dvh - 270px)"
 WINDOW_WIDTH = "() => window.innerWidth"
+# LaTeX in answers: $$…$$ and \[…\] on a line of their own, \(…\) inline. A single $ is
+# not a delimiter: "$5 and $10" is a price, not math.
+LATEX: list[dict[str, str | bool]] = [
+    {"left": "$$", "right": "$$", "display": True},
+    {"left": "\\[", "right": "\\]", "display": True},
+    {"left": "\\(", "right": "\\)", "display": False},
+]
+PASTE_CHARS = 1_000_000
 # After an answer the composer takes the focus, unless the person is typing elsewhere
 # (the style note, a rename): focus is never taken from another field.
 FOCUS_COMPOSER = """() => {
@@ -210,22 +219,28 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         buttons=["copy", "copy_all"],
         editable="user",
         feedback_options=FEEDBACK_OPTIONS,
+        latex_delimiters=LATEX,
     )
     with gr.Row(visible=False, elem_id="confirm-edit") as confirm_edit:
-        edit_words = gr.Markdown()
-        resend = gr.Button("Send edited message", variant="primary", elem_id="resend-edit")
-        cancel_edit = gr.Button("Cancel", elem_id="cancel-edit")
+        edit_words = gr.Markdown(elem_id="edit-words")
+        resend = gr.Button("Send", variant="primary", scale=0, elem_id="resend-edit")
+        cancel_edit = gr.Button("Cancel", scale=0, elem_id="cancel-edit")
+    notice = gr.Markdown(visible=False, elem_id="composer-notice")
     with gr.Row(equal_height=True, elem_id="composer-row"):
         box = gr.MultimodalTextbox(
-            placeholder="Message (attach an image, or paste an image URL)",
+            placeholder="Message (attach an image, a text or PDF file, or paste an image URL)",
             # No file_types: Gradio would refuse other files with its own technical error;
-            # on_send checks the bytes and says in plain words why a file can't go.
+            # on_take checks the bytes and says in plain words why a file can't go.
             file_count="single",
             sources=["upload"],
+            label="Message",
             show_label=False,
             autofocus=True,
             scale=8,
             elem_id="chat-input",
+            # A long paste stays text in the composer (Gradio makes one over this a
+            # "pasted_text.txt" file); one over the message limit is refused there.
+            max_plain_text_length=PASTE_CHARS,
         )
         stop = gr.Button("⏹ Stop", visible="hidden", scale=0, min_width=90, elem_id="stop-turn")
     note_line, remove_note, note, keep = style_note()
@@ -239,6 +254,7 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
         edit=gr.State(None),
         chatbot=chatbot,
         box=box,
+        notice=notice,
         stop=stop,
         note=note,
         keep=keep,
@@ -310,7 +326,8 @@ class Wiring:
         )
         self.afterwards(loaded)
         taking = [ui.box, ui.session, ui.note, ui.keep]
-        taken = [ui.chatbot, ui.box, ui.session, ui.note, ui.keep, *self.noted, ui.started]
+        taken = [ui.chatbot, ui.box, ui.notice, ui.session, ui.note, ui.keep, *self.noted]
+        taken.append(ui.started)
         following = [ui.session, ui.told, ui.started]
         streamed: dict[str, Any] = {"api_visibility": "private", "show_progress_on": ui.chatbot}
         # Sending while a turn runs queues the message: the composer is never blocked. The
@@ -328,7 +345,7 @@ class Wiring:
         # The same send as one streamed event, for API clients that follow the chat as the
         # page shows it (/send_streamed; scripts take app.api's /send).
         sent = [ui.chatbot, ui.box, ui.session, ui.listing, ui.stop, ui.line, ui.trace]
-        sent += [ui.note, ui.keep, ui.told, *self.noted]
+        sent += [ui.note, ui.keep, ui.told, *self.noted, ui.notice]
         api_send = parts.api_send.click(
             h.on_send,
             [ui.box, ui.session, ui.note, ui.keep, ui.told],
@@ -349,7 +366,9 @@ class Wiring:
         for answered in (sends, examples, retried, resent):
             answered.then(None, js=FOCUS_COMPOSER)
         edited = [ui.chatbot, ui.edit, ui.confirm_edit, parts.edit_words]
-        ui.chatbot.edit(h.on_edit, ui.session, edited, api_visibility="private")
+        ui.chatbot.edit(h.on_edit, ui.session, edited, api_visibility="private").then(
+            None, js=FOCUS_RESEND
+        )
         parts.cancel_edit.click(h.on_cancel_edit, ui.session, edited[:3], api_visibility="private")
 
     def banner(self) -> None:

@@ -63,6 +63,7 @@ INTERRUPTED_NOTE = (
 )
 STEP_STOPPED = "stopped"
 EDITED_IDENTITY = "your edited voice"
+ATTACHED_KINDS = {"text": "text", "pdf": "PDF"}  # an attachment's kind, as its chip says it
 # The persona's avatar: its initial in a circle of the theme's accent colour (inline
 # styles: the chip is one gr.HTML, and a font may lack the circled letters Ⓐ–Ⓩ).
 AVATAR_STYLE = (
@@ -70,7 +71,7 @@ AVATAR_STYLE = (
     "height:1.8em;margin-right:0.4em;border-radius:50%;background:var(--color-accent);"
     "color:white;font-weight:600"
 )
-NEEDS_LOCATION = "Weather: needs your location → set it in Settings"
+NEEDS_LOCATION = "Weather: needs your location → [set it in Settings](#set-location)"
 SQL_CHANGED = "Changed something in our history"
 SOURCES_HEADING = "**Sources**"
 QUESTION_MARK = "🔐"
@@ -332,6 +333,24 @@ def _image(path: str) -> Any:
     return {"path": path}
 
 
+def attachment_chip(meta: Mapping[str, Any]) -> ChatMessage | None:
+    """The chip above a user message that came with a text, Markdown or PDF file: its
+    name and kind ("📎 notes.pdf · PDF, 3 pages"), never its text; None without one."""
+    attached = meta.get("attachment")
+    if not isinstance(attached, Mapping) or attached.get("kind") not in ATTACHED_KINDS:
+        return None
+    kind = ATTACHED_KINDS[str(attached["kind"])]
+    pages = int(attached.get("pages") or 0)
+    extent = f", {pages} page{'' if pages == 1 else 's'}" if pages else ""
+    name = plain(str(attached.get("name") or "file"))
+    return ChatMessage(role="user", content=f"📎 **{name}** · {kind}{extent}")
+
+
+def _chip(message: Message) -> list[ChatMessage]:
+    chip = attachment_chip(message.meta)
+    return [] if chip is None else [chip]
+
+
 def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
     """The user's message: image and text in one bubble."""
     text = neutralise_markdown(text)
@@ -495,7 +514,9 @@ def history_entries(messages: Iterable[Message]) -> list[tuple[ChatMessage, int 
                 out.append((answer_bubble("", images, sources=sources), None))
                 images = []
             sources = []
-            out.append((user_bubble(message.content, message.image_path), message.id))
+            out += [(bubble, None) for bubble in _chip(message)]
+            if message.content or message.image_path or not _chip(message):
+                out.append((user_bubble(message.content, message.image_path), message.id))
         elif message.is_tool:
             if message.meta.get("duplicate"):
                 continue
@@ -587,7 +608,9 @@ class TurnView:
     def _user(self, event: UserStored) -> None:
         message = event.message
         self.user_message_id = message.id
-        self.messages.append(user_bubble(message.content, message.image_path))
+        self.messages += _chip(message)
+        if message.content or message.image_path or not _chip(message):
+            self.messages.append(user_bubble(message.content, message.image_path))
 
     def _text(self, event: TextDelta) -> None:
         if self._streaming is None:

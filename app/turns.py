@@ -61,6 +61,7 @@ class LiveTurn:
         self.session_id = session_id
         self.text = text  # what was sent (shown as the queued message until it is stored)
         self.image_path = image_path
+        self.meta: dict[str, Any] = {}  # kept with its user message (an attached file's text)
         self.confirm_seconds = confirm_seconds
         self.events: list[TurnEvent] = []
         self.failure: Exception | None = None  # a bug or a store failure that ended it
@@ -155,15 +156,17 @@ class Turns:
         *,
         image_path: str | None = None,
         stored: Message | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> LiveTurn:
         """Queue a turn for the session; it runs when the turns before it have ended.
 
         ``stored`` is its user message when already stored (sent while nothing ran, or
-        answered again); otherwise ``text`` is stored when the turn begins."""
+        answered again); otherwise ``text`` (with ``meta``) is stored when the turn begins."""
         queue = self._sessions.setdefault(session_id, [])
         before = queue[-1] if queue else None
         text = stored.content if stored else text
         turn = LiveTurn(session_id, text, image_path, confirm_seconds=self.confirm_seconds)
+        turn.meta = dict(meta or {})
         queue.append(turn)
         turn.task = asyncio.get_running_loop().create_task(
             self._run(turn, ctx, before, stored), name=f"turn:{session_id}"
@@ -221,6 +224,7 @@ class _Recorder:
                 self.turn.session_id,
                 self.turn.text,
                 image_path=self.turn.image_path,
+                user_meta=self.turn.meta,
                 stored=stored,
             ):
                 await self._note(store, event)

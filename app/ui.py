@@ -29,7 +29,7 @@ from gradio.route_utils import CustomCORSMiddleware
 from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
-from app import chat_list, chat_tab, memories_view, settings_view
+from app import chat_list, chat_tab, keyboard, memories_view, settings_view
 from app.graph_tab import build as graph_tab
 from app.graph_view import NO_TRACE
 from app.logins import Logins, single_password
@@ -51,6 +51,23 @@ CSS = """
 #chatbot .message-content { overflow-wrap: anywhere; }
 #chatbot button[aria-label="Clear"] { display: none; }
 #composer-row { align-items: stretch; }
+#composer-notice { color: #92400e; }
+#chat-input textarea::placeholder { color: #5f6368; opacity: 1; }
+#chat-input .attachment-name {
+  display: block; max-width: 12em; font-size: 0.8em; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap;
+}
+#confirm-edit { align-items: center; }
+#chatbot .message-row:has(.edit-textarea), #chatbot .message-row:has(.edit-textarea) .flex-wrap,
+#chatbot .message-row:has(.edit-textarea) .message {
+  width: 100%; max-width: 100%; box-sizing: border-box; margin-left: 0; margin-right: 0;
+}
+#chatbot .edit-textarea {
+  width: 100% !important; min-height: 5em !important; box-sizing: border-box;
+}
+@media (max-width: 768px) {
+  #chatbot .icon-button, .sidebar .toggle-button { min-width: 44px; min-height: 44px; }
+}
 #turn-trace table { display: table; width: 100%; table-layout: auto; }
 #turn-trace td, #turn-trace th { overflow-wrap: break-word; word-break: normal; }
 #turn-trace td:nth-child(3) { white-space: nowrap; }
@@ -137,6 +154,7 @@ def launch_app(
         show_error=True,
         ssr_mode=False,
         css=CSS + chat_list.CSS,
+        js=keyboard.SCRIPT,
         footer_links=[],
     )
     if logins is not None:  # several processes behind a load balancer share their logins

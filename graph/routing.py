@@ -73,6 +73,11 @@ Leg = Literal["private", "outside"]
 Clearance = Literal["run", "confirm", "propose"]
 
 
+# In ``window_tools``: a file's text replayed with the message it was attached to. The
+# person chose the file, but may not have written it: it counts as outside content.
+ATTACHED_FILE = "attached_file"
+
+
 @dataclass(frozen=True)
 class ToolKinds:
     """Which tools' results are the person's private data and which are outside content
@@ -86,7 +91,8 @@ def legs(state: State, kinds: ToolKinds) -> frozenset[Leg]:
     """The trifecta's first two legs the model's context holds now.
 
     Private data: the memories in the system prompt (the same rows memory_sql reads), or
-    a private tool's result. Outside content: an untrusted tool's result. A result counts
+    a private tool's result. Outside content: an untrusted tool's result, or an attached
+    file's text (``ATTACHED_FILE``). A result counts
     wherever the model reads it: run earlier this turn or replayed from the history
     window (failed calls too: an error can carry what was read).
     """
@@ -94,7 +100,7 @@ def legs(state: State, kinds: ToolKinds) -> frozenset[Leg]:
     found: set[Leg] = set()
     if state.get("memories_shown") or seen & kinds.private:
         found.add("private")
-    if seen & kinds.outside:
+    if seen & kinds.outside or ATTACHED_FILE in seen:
         found.add("outside")
     return frozenset(found)
 

@@ -33,12 +33,18 @@ from langgraph.runtime import Runtime
 
 from config.settings import Settings
 from graph.context import Context
-from graph.routing import model_role, vision_missing
+from graph.routing import ATTACHED_FILE, model_role, vision_missing
 from graph.state import MAX_TOOL_LOOPS, State, TraceEvent
 from memory import Message
 from memory.rules.memories import prompt_block
 from memory.rules.temporal import clock_text
-from prompts.templates import ToolLine, persona_text, system_prompt, tool_result
+from prompts.templates import (
+    ToolLine,
+    attached_file,
+    persona_text,
+    system_prompt,
+    tool_result,
+)
 from tools.base import ToolSpec
 
 HISTORY_LIMIT = 25
@@ -78,6 +84,21 @@ def image_part(path: str | None, media_dir: Path) -> dict[str, Any] | None:
     mime = mimetypes.guess_type(file.name)[0] or "image/png"
     encoded = base64.b64encode(data).decode()
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{encoded}"}}
+
+
+def with_attachment(message: Message) -> str:
+    """A user message's text and, after it, the text of the file attached to it (its
+    capped excerpt, kept in the message's meta by app.attachments)."""
+    attached = message.meta.get("attachment")
+    if not isinstance(attached, dict) or not attached.get("excerpt"):
+        return message.content
+    shown = attached_file(
+        str(attached.get("name") or "file"),
+        str(attached["excerpt"]),
+        pages=int(attached.get("pages") or 0),
+        cut=bool(attached.get("cut")),
+    )
+    return f"{message.content}\n\n{shown}" if message.content else shown
 
 
 def _with_image(text: str, part: dict[str, Any] | None) -> str | list[Any]:
@@ -123,7 +144,7 @@ def replay(
             out.extend(_replay_tools(group, tool_mode, inline, media_dir, untrusted))
         elif message.role == "user":
             part = image_part(message.image_path, media_dir) if message.id in inline else None
-            text = message.content
+            text = with_attachment(message)
             if message.image_path and part is None:
                 text = f"{text}\n{IMAGE_NOT_VISIBLE}".strip()
             out.append(HumanMessage(content=_with_image(text, part)))
@@ -282,5 +303,8 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
         trace=trace,
     )
     if first:
-        update["window_tools"] = sorted({m.tool_name for m in history if m.tool_name})
+        sources = {m.tool_name for m in history if m.tool_name}
+        if any(m.meta.get("attachment", {}).get("excerpt") for m in history if m.role == "user"):
+            sources.add(ATTACHED_FILE)
+        update["window_tools"] = sorted(sources)
     return update

@@ -192,7 +192,7 @@ def test_an_edit_asks_first_then_replaces_what_followed(page: Any, app: RunningA
     edit_first_message(page, "first words, edited")
     confirm = page.locator("#confirm-edit")
     expect(confirm).to_be_visible(timeout=TIMEOUT_MS)
-    expect(confirm).to_contain_text("The 3 messages after it will be deleted")
+    expect(confirm).to_contain_text("The 3 messages after it will be replaced")
     page.locator("#cancel-edit").click()
     expect(confirm).to_be_hidden()
     expect(user_bubbles(page)).to_have_text(["first words", "second words"])

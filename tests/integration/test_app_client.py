@@ -48,7 +48,9 @@ def test_a_message_gets_its_answer_and_the_model_line(launch) -> None:
 def test_a_tool_step_is_its_own_collapsed_message(launch) -> None:
     chat, *_ = send(launch().client(), "How's the weather?")
     step = chat[1]
-    assert step["metadata"]["title"] == "Weather: needs your location → set it in Settings"
+    assert step["metadata"]["title"] == (
+        "Weather: needs your location → [set it in Settings](#set-location)"
+    )
     assert step["metadata"]["status"] == "done" and step["metadata"]["log"].endswith(" s")
     assert "location_not_set" in text_of(step)
     assert "TOOL RESULT" not in text_of(chat[2])
@@ -227,9 +229,12 @@ def test_a_non_image_upload_blocks_the_send_and_the_text_stays(launch, tmp_path:
     app = launch()
     upload = tmp_path / "notes.png"
     upload.write_text("not an image")
-    chat, box, *_ = send(app.client(), "look", [str(upload)])
-    assert text_of(chat[-1]).startswith("⚠️ notes.png can't be attached: only images")
-    assert box["text"] == "look" and app.store.list_sessions() == []
+    chat, box, *_, notice = send(app.client(), "look", [str(upload)])
+    said = notice["value"]
+    assert said.startswith("⚠️ “notes.png” is not an image Companion can read. Only images")
+    assert notice["visible"] is True and "Error" not in said  # words, never a class name
+    assert chat == {"__type__": "update"}  # the chat is left as it is
+    assert box == {"text": "look", "files": []} and app.store.list_sessions() == []
 
 
 def test_a_pasted_image_url_is_downloaded_like_an_upload(launch) -> None:
@@ -273,11 +278,13 @@ def test_password_protects_the_app(launch) -> None:
 def test_a_too_long_message_stays_in_the_composer_and_nothing_is_stored(launch) -> None:
     app = launch(max_message_chars=50)
     client = app.client()
-    chat, box, *_ = send(client, "x" * 51)
-    assert [text_of(m) for m in chat] == [
+    chat, box, *_, notice = send(client, "x" * 51)
+    assert notice["value"] == (
         "⚠️ That message is 51 characters long; the limit is 50 (COMPANION_MAX_MESSAGE_CHARS). "
-        "Shorten it or send it in parts."
-    ]
+        "Shorten it, send it in parts, or attach it as a .txt file (its first 20,000 "
+        "characters go to Companion)."
+    )
+    assert chat == {"__type__": "update"}  # no answer bubble, so no Retry to press
     assert box["text"] == "x" * 51
     assert app.store.list_sessions() == [] and app.model.calls == []
     chat, *_ = send(client, "x" * 50)

@@ -52,17 +52,17 @@ def test_deleting_a_memory_clears_the_form(launch) -> None:
     assert all_memories(app.store) == []
 
 
-def test_a_text_file_is_refused_and_the_message_stays(launch, tmp_path: Path) -> None:
+def test_a_text_file_goes_to_the_model_as_text(launch, tmp_path: Path) -> None:
     app = launch()
     upload = tmp_path / "notes.txt"
-    upload.write_text("shopping list")
-    chat, box, *_ = send(app.client(), "look at my notes", [str(upload)])
-    assert [text_of(m) for m in chat] == [
-        "⚠️ notes.txt can't be attached: only images (PNG, JPEG, GIF or WebP) can "
-        "(not a readable image (UnidentifiedImageError)). Remove it to send your message."
-    ]
-    assert box["text"] == "look at my notes" and len(box["files"]) == 1
-    assert app.store.list_sessions() == [] and app.model.calls == []
+    upload.write_text("shopping list: jasmine tea, rice")
+    chat, *_ = send(app.client(), "look at my notes", [str(upload)])
+    assert [text_of(m) for m in chat[:2]] == ["📎 **notes\\.txt** · text", "look at my notes"]
+    asked = app.model.calls[-1]["messages"][-1].content
+    assert asked.startswith("look at my notes\n\n[Attached file “notes.txt”: its text follows")
+    assert "shopping list: jasmine tea, rice" in asked
+    [stored, _] = app.store.messages(app.store.list_sessions()[0].id)
+    assert stored.content == "look at my notes" and stored.meta["attachment"]["kind"] == "text"
 
 
 def test_an_image_url_without_an_extension_is_attached(launch) -> None:

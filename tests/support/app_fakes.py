@@ -72,8 +72,10 @@ class FakeTurns:
         *,
         image_path: str | None = None,
         stored: Any = None,
+        meta: dict[str, Any] | None = None,
     ) -> LiveTurn:
         turn = LiveTurn(session_id, stored.content if stored else text, image_path)
+        turn.meta = dict(meta or {})
         before = next(reversed(self.live(session_id)), None)  # a turn waits for the one before
         self.started.append({"session": session_id, "text": turn.text, "stored": stored})
         self._turns.append(turn)
@@ -88,7 +90,7 @@ class FakeTurns:
             await before.finished.wait()
         if stored is None:
             stored = await self.store.add_message(
-                turn.session_id, "user", turn.text, image_path=turn.image_path
+                turn.session_id, "user", turn.text, image_path=turn.image_path, meta=turn.meta
             )
         turn.publish(UserStored(stored))
         if self.hold:

@@ -127,7 +127,7 @@ def test_uploads_are_checked_by_their_bytes(tmp_path: Path) -> None:
     assert saved.parent == media and saved.suffix == ".png"
     bad = tmp_path / "fake.png"
     bad.write_text("<html>")
-    with pytest.raises(AttachmentError, match=r"fake\.png can't be attached: only images"):
+    with pytest.raises(AttachmentError, match=r"^“fake\.png” is not an image Companion can read\."):
         save_upload(bad, media)
 
 

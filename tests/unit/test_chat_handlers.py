@@ -13,7 +13,6 @@ import pytest
 
 from app import chat_handlers
 from app.chat_handlers import (
-    EDIT_CONFIRM,
     GONE,
     NOT_WAITING,
     STILL_ANSWERING,
@@ -23,6 +22,7 @@ from app.chat_handlers import (
 )
 from app.chat_tab import layout, sidebar
 from tests.support.app_fakes import FAKE_MODEL, FakeTurns, OnePerson, person, request
+from tests.support.pdfs import pdf_bytes
 
 
 class Page:
@@ -128,7 +128,10 @@ async def test_a_message_too_long_stays_in_the_composer_and_is_not_stored(tmp_pa
     page = Page(tmp_path, max_message_chars=10)
     [update] = await page.send("far more than ten characters")
     assert update[page.ui.box] == {"text": "far more than ten characters", "files": []}
-    assert "limit is 10" in contents(update[page.ui.chatbot])[-1]
+    assert "limit is 10 (COMPANION_MAX_MESSAGE_CHARS)" in update[page.ui.notice]["value"]
+    assert update[page.ui.notice]["visible"] is True
+    # Said above the composer, not as an answer in the chat (whose Retry would do nothing).
+    assert page.ui.chatbot not in update
     assert page.turns.started == [] and await page.store.list_sessions() == []
 
 
@@ -201,7 +204,8 @@ async def test_edit_asks_first_then_resend_replaces_the_message_and_what_followe
     edited = gr.EditData(None, {"index": 2, "previous_value": "second", "value": " 2nd "})
     shown, pending, row, words = await page.handlers.on_edit(session, edited, request())
     assert shown == gr.skip() and pending == {"id": asked[1], "text": "2nd"}
-    assert visible(row) is True and words == EDIT_CONFIRM.format(count=3, s="s")
+    assert visible(row) is True
+    assert words == "**Send the edited message?** The 3 messages after it will be replaced."
     assert len(await page.store.messages(session)) == 6  # nothing deleted before the yes
     updates = await drain(page.handlers.on_resend(session, pending, [], request()))
     assert updates[0] == {page.ui.confirm_edit: gr.update(visible=False), page.ui.edit: None}
@@ -414,15 +418,34 @@ async def test_greet_shows_the_persona_greeting(page: Page) -> None:
     assert update["placeholder"].startswith("### ") and update["examples"]
 
 
-async def test_a_file_that_is_not_an_image_stays_in_the_composer(
+async def test_a_refused_file_is_said_above_the_composer_and_the_text_stays(
     page: Page, tmp_path: Path
 ) -> None:
-    notes = tmp_path / "notes.txt"
-    notes.write_text("not a picture")
-    [update] = await page.send("look", files=[str(notes)])
-    assert update[page.ui.box] == {"text": "look", "files": [str(notes)]}
-    assert "notes.txt" in contents(update[page.ui.chatbot])[-1]
+    archive = tmp_path / "photos.zip"
+    archive.write_bytes(b"PK\x03\x04 an archive")
+    [update] = await page.send("look", files=[str(archive)])
+    assert update[page.ui.box] == {"text": "look", "files": []}  # the text stays, the file goes
+    notice = update[page.ui.notice]
+    assert notice["visible"] is True and notice["value"].startswith("⚠️ “photos.zip” can't be")
+    assert "PNG, JPEG, WebP, GIF, .txt, .md, .pdf" in notice["value"]
+    assert page.ui.chatbot not in update  # not in the chat, under the last answer
     assert page.turns.started == [] and await page.store.list_sessions() == []
+
+
+async def test_a_pdf_goes_with_its_message_and_titles_a_new_chat_by_its_name(
+    page: Page, tmp_path: Path
+) -> None:
+    pdf = tmp_path / "minutes.pdf"
+    pdf.write_bytes(pdf_bytes(["We agreed on jasmine tea."]))
+    updates = await page.send("", files=[str(pdf)])
+    session = updates[0][page.ui.session]
+    assert updates[0][page.ui.notice] == gr.update(value="", visible=False)
+    [stored, _] = await page.store.messages(session)
+    attached = stored.meta["attachment"]
+    assert (attached["name"], attached["kind"], attached["pages"]) == ("minutes.pdf", "pdf", 1)
+    assert attached["excerpt"] == "We agreed on jasmine tea." and attached["cut"] is False
+    assert (await page.store.get_session(session)).title == "minutes.pdf"
+    assert contents(updates[-1][page.ui.chatbot])[0] == "📎 **minutes\\.pdf** · PDF, 1 page"
 
 
 async def test_an_edit_confirmed_while_a_turn_runs_changes_nothing(page: Page) -> None:
