@@ -427,6 +427,12 @@ class ChatHandlers:
         found = await self.connections.offered(settings) if settings.is_local else None
         return banner(settings, found, self.connections.switchable(settings))
 
+    async def on_shown(self, request: gr.Request) -> list[Any]:
+        """A tab chosen (back from Settings after a save): the banner and the model line
+        for the settings in effect now."""
+        settings = await self.chats.of(request).settings()
+        return [*await self.on_banner(request), model_line(settings)]
+
     async def on_use_found(self, request: gr.Request) -> list[Any]:
         """The banner's one click: the found server's model answers from now on (Verify,
         then saved as Settings' Save does); the banner says what happened."""

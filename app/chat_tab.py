@@ -384,6 +384,9 @@ class Wiring:
                 h.greet, None, ui.chatbot, **private
             )
         settings.click(lambda: gr.Tabs(selected="settings"), None, self.tabs, **private)
+        # Back from Settings after a save: what the chat shows follows what is in effect.
+        shows = self.tabs.select(h.on_shown, None, [*shown, ui.line], **private)
+        shows.then(h.greet, None, ui.chatbot, **private)
 
     def persona(self, load: Any) -> None:
         """The persona chip, on the page load and whenever a tab is chosen (back from

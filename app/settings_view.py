@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from app import mcp_view
+from app.graph_view import plain
 from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
@@ -39,6 +40,7 @@ from graph.routing import NO_VISION_NOTICE
 from graph.setup import ContextFactory, People
 from prompts.templates import PERSONAS, STYLE_NOTE, persona_text
 from providers import FoundServer, Verified, endpoint_status, local_servers, verify_endpoint
+from tools.weather import WeatherError, find_places
 
 NO_BACKEND = "none"
 NOTE_OPENING = STYLE_NOTE.split("{note}")[0].strip()  # "For this reply:", as the model reads it
@@ -71,6 +73,30 @@ CHOOSE_MODEL = (
     "⚠️ **Choose a chat model**: none is set, so Companion can't answer yet. Press Verify "
     "to list the endpoint's models, pick one (or type its name) and save."
 )
+# A link to "#set-location" anywhere on the page (the weather step that needs a location)
+# opens Settings at the place box: one listener on the document, added by launch(head=…).
+LOCATION_LINK = """<script>
+document.addEventListener('click', (event) => {
+  const link = event.target instanceof Element && event.target.closest('a[href="#set-location"]');
+  if (!link) return;
+  event.preventDefault();
+  event.stopPropagation();
+  const tabs = [...document.querySelectorAll('#tabs button[role="tab"]')];
+  tabs.find((tab) => tab.textContent.trim() === 'Settings')?.click();
+  const focus = (tries) => {
+    const box = document.querySelector('#set-place textarea, #set-place input');
+    if (box && box.getClientRects().length) {
+      box.scrollIntoView({block: 'center'});
+      box.focus();
+    } else if (tries > 0) {
+      setTimeout(() => focus(tries - 1), 100);
+    }
+  };
+  focus(30);
+}, true);
+</script>"""
+PICK_PLACE = "Pick the place you mean from Matches."
+FILLED_PLACE = "Latitude, longitude and time zone are filled in: **Save settings** keeps them."
 NO_IMAGE_KEY = (
     "Note: no image API key is set for the new image base URL (a saved key is dropped when "
     "the URL changes). Enter the key for this endpoint if it needs one; the chat key is "
@@ -280,6 +306,16 @@ class Connections:
         return f"✅ Back to the bundled model ({settings.chat_model}).", True
 
 
+def pick_place(chosen: str | None, found: list[dict[str, Any]]) -> tuple[Any, Any, Any, str]:
+    """A match chosen: its latitude, longitude and time zone fill the form (saved with
+    Save, like any field)."""
+    if chosen is None or not chosen.isdigit() or int(chosen) >= len(found):
+        return gr.skip(), gr.skip(), gr.skip(), ""
+    place = found[int(chosen)]
+    zone = place["timezone"] or gr.skip()
+    return place["latitude"], place["longitude"], zone, FILLED_PLACE
+
+
 def provider_line(settings: Settings) -> str:
     """Which provider and endpoint are configured (never the key)."""
     where = "embedded llama.cpp" if settings.is_local else (settings.base_url or "no base URL")
@@ -401,6 +437,26 @@ class SettingsHandlers:
             gr.update(choices=["", *choices]),
         ]
 
+    async def on_find(self, name: str, request: gr.Request) -> list[Any]:
+        """The geocoder's matches for the typed place, offered in the Matches list; one
+        match fills latitude, longitude and time zone at once; a failure or no match says
+        so. (Matches, the words, the matches as dicts, latitude, longitude, time zone.)"""
+        hidden, unchanged = gr.update(choices=[], visible=False), [gr.skip()] * 3
+        try:
+            places = await find_places(await self.settings(request), name)
+        except WeatherError as exc:
+            return [hidden, f"❌ {plain(str(exc))}", [], *unchanged]
+        if not places:
+            words = f"No place called “{plain(name.strip())}” was found: try its English name."
+            return [hidden, words if name.strip() else "", [], *unchanged]
+        found = [dataclasses.asdict(place) for place in places]
+        choices = [(place.label, str(n)) for n, place in enumerate(places)]
+        if len(places) > 1:
+            shown = gr.update(choices=choices, value=None, visible=True)
+            return [shown, PICK_PLACE, found, *unchanged]
+        *filled, words = pick_place("0", found)
+        return [gr.update(choices=choices, value="0", visible=True), words, found, *filled]
+
     async def on_check(self, request: gr.Request) -> str:
         """The endpoint in effect, checked (page load, the tab opened)."""
         return f"**Endpoint:** {await endpoint_status(await self.settings(request))}"
@@ -450,6 +506,19 @@ def build(people: People, load: Any, opened: Any) -> None:
         image_api_key = gr.Textbox(
             label=LABELS["image_api_key"], type="password", elem_id="set-image-api-key"
         )
+    with gr.Row(equal_height=True, elem_id="place-row"):
+        place = gr.Textbox(
+            label="Your place (a town or city; Find fills the three boxes below)",
+            placeholder="e.g. Bandung",
+            max_lines=1,
+            scale=3,
+            elem_id="set-place",
+        )
+        find = gr.Button("Find", size="sm", scale=0, min_width=80, elem_id="find-place")
+        matches = gr.Dropdown(
+            [], label="Matches", visible=False, scale=3, elem_id="place-matches"
+        )
+    place_status = gr.Markdown(elem_id="place-status")
     with gr.Row():
         latitude = gr.Number(label=LABELS["latitude"], elem_id="set-latitude")
         longitude = gr.Number(label=LABELS["longitude"], elem_id="set-longitude")
@@ -485,11 +554,13 @@ def build(people: People, load: Any, opened: Any) -> None:
     refreshed = [provider, *form, no_vision]
     offered = [offer, use_found, use_bundled]
     private: dict[str, Any] = {"api_visibility": "private"}
-    save.click(
+    saving = save.click(
         handlers.on_save, [*form, identity], [status, identity, saved], api_name="save_settings"
-    ).then(handlers.refresh, saved, refreshed, **private).then(
+    )
+    saving.then(handlers.refresh, saved, refreshed, **private).then(
         handlers.shown, None, filled, **private
     )
+    saving.then(handlers.on_check, None, endpoint, **private)  # the endpoint now in effect
     for button, switch, name in (
         (use_found, handlers.on_use_found, "use_found_server"),
         (use_bundled, handlers.on_use_bundled, "use_bundled_model"),
@@ -501,6 +572,13 @@ def build(people: People, load: Any, opened: Any) -> None:
         switched.then(handlers.offer, None, offered, **private)
         switched.then(handlers.on_check, None, endpoint, **private)
     check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
+    found = gr.State([])  # the matches of the last Find, as dicts (Place)
+    for asked in (find.click, place.submit):
+        located = [latitude, longitude, timezone]
+        asked(handlers.on_find, place, [matches, place_status, found, *located], **private)
+    matches.input(
+        pick_place, [matches, found], [latitude, longitude, timezone, place_status], **private
+    )
     persona.input(persona_text, persona, identity, api_visibility="private")
     load(handlers.fill, None, [provider, *form, identity, no_vision], **private).then(
         handlers.shown, None, filled, **private

@@ -155,6 +155,7 @@ def launch_app(
         ssr_mode=False,
         css=CSS + chat_list.CSS,
         js=keyboard.SCRIPT,
+        head=settings_view.LOCATION_LINK,
         footer_links=[],
     )
     if logins is not None:  # several processes behind a load balancer share their logins

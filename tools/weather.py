@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from config.settings import Settings
 from tools.base import ToolContext, ToolSpec
 from tools.net import (
     TooLarge,
@@ -166,8 +168,8 @@ def _reason(body: Any) -> str:
     return f": {body['reason']}" if isinstance(body, dict) and body.get("reason") else ""
 
 
-async def _geocode(client: httpx.AsyncClient, url: str, asked: str) -> dict[str, Any]:
-    name = asked.split(",", 1)[0].strip()
+async def _search(client: httpx.AsyncClient, url: str, name: str) -> list[dict[str, Any]]:
+    """The geocoder's matches for ``name`` (at most ``GEOCODING_CANDIDATES``)."""
     params: dict[str, str | int] = {
         "name": name,
         "count": GEOCODING_CANDIDATES,
@@ -179,7 +181,48 @@ async def _geocode(client: httpx.AsyncClient, url: str, asked: str) -> dict[str,
         raise WeatherError(f"geocoding failed: HTTP {status}")
     if not isinstance(body, dict):
         raise WeatherError("geocoding returned no JSON")
-    return choose_place(asked, body.get("results") or [])
+    results = body.get("results") or []
+    return [place for place in results if isinstance(place, dict)]
+
+
+async def _geocode(client: httpx.AsyncClient, url: str, asked: str) -> dict[str, Any]:
+    return choose_place(asked, await _search(client, url, asked.split(",", 1)[0].strip()))
+
+
+@dataclass(frozen=True)
+class Place:
+    """A match of Settings' place search: what fills latitude, longitude and time zone."""
+
+    label: str  # "Bandung, West Java, Indonesia"
+    latitude: float
+    longitude: float
+    timezone: str  # IANA, "" when the geocoder gave none
+
+
+async def find_places(settings: Settings, name: str) -> list[Place]:
+    """The geocoder's matches for the place ``name`` (Settings' "Find"), most populous
+    first; WeatherError when the service fails or is unreachable."""
+    name = name.split(",", 1)[0].strip()
+    if len(name) < 2:
+        return []
+    try:
+        async with endpoint_client(
+            settings, "geocoding_url", timeout=request_timeout(settings)
+        ) as client:
+            found = await _search(client, settings.geocoding_url, name)
+    except httpx.HTTPError as exc:
+        raise WeatherError(describe_http_error(exc, "the geocoding service")) from exc
+    found.sort(key=lambda place: int(place.get("population") or 0), reverse=True)
+    return [
+        Place(
+            place_label(place),
+            float(place["latitude"]),
+            float(place["longitude"]),
+            str(place.get("timezone") or ""),
+        )
+        for place in found
+        if "latitude" in place and "longitude" in place
+    ]
 
 
 async def _current(client: httpx.AsyncClient, url: str, lat: float, lon: float) -> dict[str, Any]:

@@ -113,7 +113,7 @@ def test_command_calls_show_the_command_and_a_missing_location_says_where_to_set
     )
     (step,) = history_messages([failed])
     assert step.metadata["title"] == NEEDS_LOCATION
-    assert "needs your location → set it in Settings" in NEEDS_LOCATION
+    assert "needs your location → [set it in Settings](#set-location)" in NEEDS_LOCATION
     assert step.content.startswith("`/weather`")
     assert "location_not_set" in step.content
 
