@@ -20,7 +20,8 @@ Timed, p50/p95 over ``--queries`` runs each:
   as the baseline of the same run, the path before either search ran beside another: the
   query embedded first, then the tool with that vector ready and its searches (lexical,
   dense, segments) run one after the other in the same thread;
-- the dense search alone (``memory.sqlite.vectors.nearest``) for a random unit vector;
+- the dense search alone (``memory.sqlite.vectors.nearest``) for a random unit vector, over
+  the whole history and over the temporal window's id range;
 - the raw message search alone (``memory.sqlite.retrieval.search_messages``), all sessions
   (the whole history, or every message of the window), the asked session winning ties;
 - the naive LIKE scan baseline (``tests.support.naive_search``, every message) for the
@@ -62,7 +63,7 @@ from memory import format_time  # noqa: E402
 from memory.rules.temporal import TemporalCue, parse_temporal  # noqa: E402
 from memory.sqlite import recall as sqlite_recall  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
-from memory.sqlite.retrieval import search_messages  # noqa: E402
+from memory.sqlite.retrieval import search_messages, window_ids  # noqa: E402
 from memory.sqlite.segments import refresh_segments  # noqa: E402
 from memory.sqlite.sql_guard import run_sql  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
@@ -303,10 +304,13 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
 
         return run
 
-    def dense() -> Any:
-        return nearest(store, embedder.model, probe, low=0, high=question - 1, limit=50)
+    def dense(low: int = 0, high: int = question - 1) -> Callable[[], Any]:
+        return lambda: nearest(store, embedder.model, probe, low=low, high=high, limit=50)
 
-    while not dense():  # the index is read in a thread the first time: wait for it
+    assert window is not None and window.start is not None and window.end is not None
+    span = window_ids(store, window.start, window.end) or (0, 0)  # the window's id range
+
+    while not dense()():  # the index is read in a thread the first time: wait for it
         time.sleep(0.5)
 
     results = {
@@ -321,7 +325,8 @@ def measure(size: int, queries: int) -> dict[str, tuple[float, float]]:
         "memory_search hybrid, no time cue, one after the other (before)": percentiles(
             made_first(COMMON_QUERY), queries
         ),
-        "dense search alone (nearest 50)": percentiles(dense, queries),
+        "dense search alone (nearest 50)": percentiles(dense(), queries),
+        "dense search alone, temporal window": percentiles(dense(*span), queries),
         "raw search alone (BM25, all sessions)": percentiles(raw(COMMON_QUERY), queries),
         "raw search alone, rare phrase": percentiles(raw(RARE_QUERY), queries),
         "raw search alone, temporal window": percentiles(raw(WINDOW_QUERY, window), queries),
@@ -381,6 +386,8 @@ def main() -> None:
     before = "memory_search hybrid, no time cue, one after the other (before)"
     after = table_ratio(table, sizes, "memory_search hybrid, no time cue", before)
     print(f"\n| hybrid, searches beside each other vs one after the other (p50 / p95) | {after} |")
+    windowed = table_ratio(table, sizes, "memory_search hybrid, temporal window", before)
+    print(f"| hybrid with a temporal window vs the same baseline (p50 / p95) | {windowed} |")
     largest = sizes[-1]
     big = table[largest]["build_context (asked session)"]
     print(f"\n| build_context | 1,000 msgs | {largest:,} msgs |\n|---|---:|---:|")

@@ -3,10 +3,11 @@
 The query is ``memory.rules.search.query_terms`` quoted for FTS5 (never a syntax error).
 There is no newest-N scope: the whole history is searched. What bounds the cost at a
 million messages is each term's document frequency (``messages_vocab``, cached per
-process): the rarest terms, up to ``DOC_BUDGET`` documents together, are searched over
-the whole history; every term is searched together only over the newest slice expected to
-hold ``DOC_BUDGET`` of its documents (a word said 80,000 times has little to tell
-apart there). A term in more than half of the messages (BM25's IDF ~0) is dropped.
+process), scaled to the id range searched (a time window holds its share of them): the
+rarest terms, up to ``DOC_BUDGET`` documents together, are searched over the whole range;
+every term is searched together only over the newest slice expected to hold
+``DOC_BUDGET`` of its documents (a word said 80,000 times has little to tell apart
+there). A term in more than half of the messages (BM25's IDF ~0) is dropped.
 Design: docs/storage.md.
 """
 
@@ -69,19 +70,25 @@ def _document_count(store: SqliteStore, root: str, prefix: bool, size: int) -> i
     return count
 
 
-def _plan(store: SqliteStore, query: str, low: int, high: int) -> list[tuple[str, int]]:
+def _plan(store: SqliteStore, query: str, low: int, high: int, top: int) -> list[tuple[str, int]]:
     """The FTS5 queries to run and the lowest id each covers: the rare terms over
-    [low, high], then every useful term over the newest slice."""
+    [low, high], then every useful term over the newest slice. ``top`` is the newest
+    message's id (ids stand in for the history's size)."""
     size = high - low + 1
+    history = max(top, size, 1)
     counted = sorted(
         (
-            (fts_term(root, prefix), _document_count(store, root, prefix, high))
+            (fts_term(root, prefix), _document_count(store, root, prefix, history))
             for root, prefix in query_terms(query)
         ),
         key=lambda term: term[1],
     )
-    # ids stand in for the history's size; a small history keeps every term
-    useful = [(t, count) for t, count in counted if count * 2 <= high or high < 2 * DOC_BUDGET]
+    # a small history keeps every term; each term's documents expected in the range
+    useful = [
+        (t, count * size // history)
+        for t, count in counted
+        if count * 2 <= history or history < 2 * DOC_BUDGET
+    ]
     rare: list[str] = []
     spent = 0
     for term, count in useful:
@@ -102,7 +109,7 @@ def bounded_searches(store: SqliteStore, query: str) -> list[tuple[str, bool]]:
     whole history), each with True when it must stay among the newest rows: for
     searches of other tables (memory.sqlite.segments)."""
     top = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
-    return [(match, floor > 0) for match, floor in _plan(store, query, 0, top)]
+    return [(match, floor > 0) for match, floor in _plan(store, query, 0, top, top)]
 
 
 def lexical(
@@ -120,12 +127,12 @@ def lexical(
     with ids in [low, high] (and inside ``window``) that match ``query``. With
     ``newest_first`` (a "last time I…" question) the newest matches come back instead,
     scored by recency."""
-    top = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
-    high = min(high, int(top))
+    top = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+    high = min(high, top)
     if high < low:
         return {}
     found: dict[int, float] = {}
-    for match, floor in _plan(store, query, low, high):
+    for match, floor in _plan(store, query, low, high, top):
         for message_id, score in _run(
             store, match, floor, high, window, session_id, newest_first, limit
         ):

@@ -5,12 +5,13 @@ that made it, and a sign-bit sketch of a fixed random projection (SimHash). The 
 build here cannot load SQLite extensions (no ``enable_load_extension``), and sqlite-vec's
 brute-force scan took 250 ms at 1M messages even on bit vectors, so search runs in
 numpy: a process keeps each model's sketches in memory (``VectorIndex``, read from
-``seq`` on, so only new rows are read), scans them by Hamming distance on the first
-``COARSE_WORDS`` words, refines on all of the sketch, and ranks the best by the stored
-float vectors' cosine. Stale entries (a deleted message, a replaced vector) are dropped
-by that last read. A backlog of more than ``READ_INLINE`` rows (a new process on a long
-history) is read in a thread while recall stays lexical. Blocking work: async callers
-run it in a thread.
+``seq`` on, so only new rows are read, and kept in message id order), takes the rows of
+the id range asked (a time window's: a slice, not a mask over the whole history), scans
+them by Hamming distance on the first ``COARSE_WORDS`` words, refines on all of the
+sketch, and ranks the best by the stored float vectors' cosine. Stale entries (a deleted
+message, a replaced vector) are dropped by that last read. A backlog of more than
+``READ_INLINE`` rows (a new process on a long history) is read in a thread while recall
+stays lexical. Blocking work: async callers run it in a thread.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def drop_vectors(store: SqliteStore, except_model: str | None) -> int:
 
 @dataclass
 class VectorIndex:
-    """One model's sketches in memory: message ids and their sign-bit words (one
-    contiguous array per word, so a scan reads each in one pass), read from
+    """One model's sketches in memory: message ids, ascending, and their sign-bit words
+    (one contiguous array per word, so a scan reads each in one pass), read from
     ``message_vectors`` up to ``seq``."""
 
     model: str
@@ -141,11 +142,16 @@ class VectorIndex:
         ids = numpy.fromiter((row[1] for row in rows), numpy.int64, len(rows))
         words = numpy.frombuffer(b"".join(row[2] for row in rows), numpy.uint64)
         words = words.reshape(len(rows), -1)
+        in_order = _ascending(ids) and (not len(self.ids) or ids[0] >= self.ids[-1])
         self.ids = numpy.concatenate([self.ids, ids])
         self.columns = [
             numpy.concatenate([old, numpy.ascontiguousarray(words[:, i])])
             for i, old in enumerate(self.columns)
         ]
+        if not in_order:  # an older message embedded late (a gap filled, a new model)
+            order = numpy.argsort(self.ids, kind="stable")
+            self.ids = self.ids[order]
+            self.columns = [column[order] for column in self.columns]
         self.seq = int(rows[-1][0])
 
     def ready(self, store: SqliteStore) -> bool:
@@ -172,17 +178,23 @@ class VectorIndex:
             self.loading = False
 
     def candidates(self, query: numpy.ndarray, low: int, high: int) -> numpy.ndarray:
-        """Ids of the rows nearest ``query`` by sketch, among ids in [low, high]."""
-        if not len(self.ids):
-            return self.ids
+        """Ids of the rows nearest ``query`` by sketch, among ids in [low, high]: only
+        that slice of the index is scanned."""
+        start = int(numpy.searchsorted(self.ids, low, side="left"))
+        stop = int(numpy.searchsorted(self.ids, high, side="right"))
+        if start >= stop:
+            return self.ids[:0]
+        ids = self.ids[start:stop]
+        columns = [column[start:stop] for column in self.columns]
         code = sketch(query.reshape(1, -1))[0]
-        coarse = _distance(self.columns[:COARSE_WORDS], code)
-        coarse[(self.ids < low) | (self.ids > high)] = numpy.iinfo(numpy.uint16).max
-        rows = _nearest(coarse, COARSE_KEEP)
-        fine = _distance([column[rows] for column in self.columns], code)
-        rows = rows[_nearest(fine, REFINE_KEEP)]
-        rows = rows[coarse[rows] < numpy.iinfo(numpy.uint16).max]
-        return numpy.unique(self.ids[rows])
+        rows = _nearest(_distance(columns[:COARSE_WORDS], code), COARSE_KEEP)
+        fine = _distance([column[rows] for column in columns], code)
+        return numpy.unique(ids[rows[_nearest(fine, REFINE_KEEP)]])
+
+
+def _ascending(ids: numpy.ndarray) -> bool:
+    """True when ``ids`` never decrease."""
+    return bool(numpy.all(ids[1:] >= ids[:-1]))
 
 
 def _distance(columns: list[numpy.ndarray], code: numpy.ndarray) -> numpy.ndarray:

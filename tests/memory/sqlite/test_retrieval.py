@@ -101,6 +101,26 @@ def test_a_word_said_everywhere_is_searched_in_the_newest_slice_only(
     assert search_messages(store, "pineapple filler")[0].content == "filler with a pineapple"
 
 
+def test_a_word_said_everywhere_is_searched_over_the_whole_of_a_short_window(
+    store: SqliteStore,
+) -> None:
+    """A window holds its share of a common word's documents: all of them are scored,
+    not only the window's newest slice."""
+    store.add_message("s", "user", "hello", created_at=day(40))
+    with store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [("s", "user", f"filler said then {i}", "2026-11-15 10:00:00") for i in range(400)]
+            + [
+                ("s", "user", f"{'filler' if i % 3 == 0 else 'other'} {i}", "2026-11-20 10:00:00")
+                for i in range(4 * DOC_BUDGET)
+            ],
+        )
+    cue = TemporalCue(day(10, 0), day(9, 0), "that day")
+    found = search_messages(store, "filler", cue=cue, limit=400)
+    assert len(found) == 400 and found[-1].content == "filler said then 0"
+
+
 def test_window_restricts_and_falls_back_to_window_messages(store: SqliteStore) -> None:
     store.add_message("s", "user", "I cooked rendang", created_at=day(6, 11))
     store.add_message("s", "user", "I cooked soto", created_at=day(1, 11))
