@@ -68,6 +68,15 @@ CSS = """
 @media (max-width: 768px) {
   #chatbot .icon-button, .sidebar .toggle-button { min-width: 44px; min-height: 44px; }
 }
+/* Text at 4.5:1 or more (WCAG AA; test_browser_a11y): the theme's are lighter. */
+:root {
+  --color-accent: #c2410c; --button-primary-background-fill: #c2410c;
+  --button-primary-background-fill-hover: #9a3412; --button-cancel-background-fill: #b91c1c;
+  --button-cancel-background-fill-hover: #991b1b; --link-text-color: #1d4ed8;
+  --link-text-color-hover: #1e40af; --link-text-color-visited: #6d28d9;
+  --link-text-color-active: #1d4ed8; --body-text-color-subdued: #5f6368;
+}
+#data-status { overflow: visible !important; }
 #turn-trace table { display: table; width: 100%; table-layout: auto; }
 #turn-trace td, #turn-trace th { overflow-wrap: break-word; word-break: normal; }
 #turn-trace td:nth-child(3) { white-space: nowrap; }

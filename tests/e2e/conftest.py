@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.harness import (
     ARTIFACTS,
@@ -22,6 +23,8 @@ from tests.e2e.harness import (
     open_app,
     running_app,
 )
+
+SIZES = {"phone": (390, 844), "desktop": (1440, 900)}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,5 +68,19 @@ def page(browser: Any, app: RunningApp) -> Iterator[Any]:
     tab.on("request", lambda request: tab.requests.append(request.url))
     open_app(tab, app.url)
     new_chat(tab)
+    yield tab
+    context.close()
+
+
+@pytest.fixture(params=list(SIZES))
+def sized_page(request: pytest.FixtureRequest, browser: Any, app: RunningApp) -> Iterator[Any]:
+    """The app on a phone (390×844) and on a desktop (1440×900), in a new, empty chat (New
+    chat pressed from the page: on a phone the sidebar that holds it is closed)."""
+    width, height = SIZES[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    open_app(tab, app.url)
+    tab.evaluate("document.querySelector('#new-session').click()")
+    expect(tab.locator("#chatbot .message-row")).to_have_count(0, timeout=15_000)
     yield tab
     context.close()

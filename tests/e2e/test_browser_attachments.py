@@ -5,37 +5,23 @@ with the message, while the chat shows the file's name as a chip, not its text."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.harness import RunningApp, bot_messages, open_app
+from tests.e2e.harness import RunningApp, bot_messages
 from tests.support.pdfs import pdf_bytes
 
-WIDTHS = {"phone": (390, 844), "desktop": (1440, 900)}
 PDF_FACT = "The secret ingredient of the soup is lemongrass."
 ACCEPTED = "Only images, text, Markdown and PDF files can be attached"
 
 
-@pytest.fixture(params=list(WIDTHS))
-def page(request: pytest.FixtureRequest, browser: Any, app: RunningApp) -> Iterator[Any]:
-    """The app at a phone's and a desktop's size, in a new, empty chat."""
-    width, height = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height})
-    tab = context.new_page()
-    open_app(tab, app.url)
-    empty_chat(tab)
-    yield tab
-    context.close()
-
-
-def empty_chat(page: Any) -> None:
-    """A new chat (the sidebar's New chat, closed on a phone, pressed from the page)."""
-    page.evaluate("document.querySelector('#new-session').click()")
-    expect(page.locator("#chatbot .message-row")).to_have_count(0, timeout=15_000)
+@pytest.fixture
+def page(sized_page: Any) -> Any:
+    """The app at a phone's and a desktop's size, in a new, empty chat (conftest)."""
+    return sized_page
 
 
 def attach(page: Any, file: Path, text: str) -> None:

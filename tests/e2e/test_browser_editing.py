@@ -5,30 +5,21 @@ title follows an edited first message, unless the person renamed the chat."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import RunningApp, bot_messages, open_app, send
+from tests.e2e.harness import RunningApp, bot_messages, send
 
-WIDTHS = {"phone": (390, 844), "desktop": (1440, 900)}
 TIMEOUT_MS = 20_000
 
 
-@pytest.fixture(params=list(WIDTHS))
-def page(request: pytest.FixtureRequest, browser: Any, app: RunningApp) -> Iterator[Any]:
-    """The app at a phone's and a desktop's size, in a new, empty chat."""
-    width, height = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height})
-    tab = context.new_page()
-    open_app(tab, app.url)
-    tab.evaluate("document.querySelector('#new-session').click()")
-    expect(tab.locator("#chatbot .message-row")).to_have_count(0, timeout=15_000)
-    yield tab
-    context.close()
+@pytest.fixture
+def page(sized_page: Any) -> Any:
+    """The app at a phone's and a desktop's size, in a new, empty chat (conftest)."""
+    return sized_page
 
 
 def hello(text: str) -> str:
