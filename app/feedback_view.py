@@ -7,7 +7,8 @@ answer is rated (``AsyncStore.set_feedback``). A rating opens a small row under 
 composer for an optional comment (what went wrong, a tool it should or should not have
 used, a fact in quotes: ``evals.feedback`` reads it); clearing a thumb clears the
 rating. Whenever the chat in view changes, its ratings show on its answers again
-(``feedback_values``, the Chatbot's ``feedback_value``). The Graph tab shows a turn's
+(``feedback_values``, the Chatbot's ``feedback_value``); Retry unsets the last answer's
+thumb (the new answer is not rated). The Graph tab shows a turn's
 rating and comment; ``companion eval export-feedback`` turns them into eval cases. The
 layout: docs/app.md.
 """
@@ -166,13 +167,23 @@ class FeedbackHandlers:
             return rated, gr.update(visible=True), NOT_RATED.format(reason=exc)
         return None, gr.update(visible=False), ""
 
-    async def on_shown(self, session_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-        """The ratings of the chat now in view, on its answers; no comment row open."""
-        store = self.store(request)
+    async def values(self, session_id: str | None, request: gr.Request) -> list[str | None]:
+        """The thumbs of the chat in view, one per group of answer bubbles."""
         if not session_id:
-            return gr.update(feedback_value=[]), None, gr.update(visible=False)
+            return []
+        store = self.store(request)
         ratings = {f.message_id: f.rating for f in await store.feedback(session_id)}
-        values = feedback_values(await store.messages(session_id), ratings)
+        return feedback_values(await store.messages(session_id), ratings)
+
+    async def on_retry(self, session_id: str | None, request: gr.Request) -> Any:
+        """Retry: the last answer is being given again, and the new one is not rated (the
+        old one goes, with its rating)."""
+        values = await self.values(session_id, request)
+        return gr.update(feedback_value=[*values[:-1], None] if values else [])
+
+    async def on_shown(self, session_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        """Another chat in view: its ratings on its answers, and no comment row open."""
+        values = await self.values(session_id, request)
         return gr.update(feedback_value=values), None, gr.update(visible=False)
 
 
@@ -188,11 +199,7 @@ def wire(people: People, ui: ChatComponents) -> None:
             handlers.on_comment, [row.rated, row.box], [row.rated, row.row, row.words], **private
         )
     row.close.click(lambda: (None, gr.update(visible=False)), None, [row.rated, row.row], **private)
-    ui.session.change(
-        handlers.on_shown,
-        ui.session,
-        [ui.chatbot, row.rated, row.row],
-        show_progress="hidden",
-        trigger_mode="always_last",
-        **private,
-    )
+    quiet: dict[str, Any] = {"show_progress": "hidden", "trigger_mode": "always_last", **private}
+    shown = [ui.chatbot, row.rated, row.row]
+    ui.session.change(handlers.on_shown, ui.session, shown, **quiet)
+    ui.chatbot.retry(handlers.on_retry, ui.session, ui.chatbot, **quiet)

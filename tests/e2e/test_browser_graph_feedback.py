@@ -147,6 +147,24 @@ def test_a_rating_and_its_comment_are_stored_and_shown_after_a_reload(
     page.screenshot(path=artifacts / f"feedback-{WIDTHS[size]['width']}.png")
 
 
+def test_an_answer_given_again_is_not_rated(browser: Any, app: RunningApp) -> None:
+    page = open_at(browser, app, WIDTHS["desktop"])
+    try:
+        chat(page, "rate then retry")
+        thumb(page, "Like").click()
+        expect(page.locator("#feedback-row")).to_be_visible(timeout=TIMEOUT_MS)
+        rated = [r for r in ratings(app) if r.rating == 1]
+        reload(page, "rate then retry")
+        expect(thumb(page, "Liked")).to_be_visible(timeout=TIMEOUT_MS)  # from the store
+        page.locator("#chatbot").get_by_role("button", name="Retry").last.click()
+        expect(page.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
+        expect(thumb(page, "Like")).to_be_visible(timeout=TIMEOUT_MS)  # not "Liked"
+        expect(page.locator("#chatbot").get_by_role("button", name="Liked")).to_have_count(0)
+        assert len([r for r in ratings(app) if r.rating == 1]) == len(rated) - 1
+    finally:
+        page.context.close()
+
+
 HARNESS_RUN = """
 import json, sys
 from pathlib import Path
