@@ -225,6 +225,7 @@ def system_text(
         tool_mode=settings.tool_mode,
         no_tools_reason=reason,
         after_image=after_image,
+        compact=settings.is_local,  # the bundled small model: the short prompt
     )
 
 

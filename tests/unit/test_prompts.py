@@ -234,3 +234,42 @@ def test_a_new_minute_changes_only_the_end_of_the_system_prompt(mode: str) -> No
     before, _, clock = first.rpartition("\n\n")
     assert clock == "Current date and time: Wednesday 25 November 2026, 18:30 (UTC)."
     assert "Tools you can use" in before and second.startswith(f"{before}\n\n")
+
+
+def compact(**changes: object) -> str:
+    values: dict[str, object] = {
+        "identity": persona_text("yuzuki"),
+        "style_notes": ["answer in haiku"],
+        "now": "Friday 27 November 2026, 00:32 (UTC)",
+        "tool_rounds": ROUNDS,
+        "memories": "- name: Budi",
+        "tools": lines("web_search", "weather", "create_memory", "memory_sql"),
+        "tool_mode": "commands",
+        "compact": True,
+    }
+    values.update(changes)
+    return system_prompt(**values)  # type: ignore[arg-type]
+
+
+def test_the_small_models_prompt_is_a_short_command_list_in_the_same_order() -> None:
+    short = compact()
+    full = compact(compact=False)
+    assert len(short) * 2 < len(full)
+    assert short.startswith(persona_text("yuzuki").strip())
+    assert short.index("answer in haiku") < short.index("- name: Budi") < short.index("/weather")
+    assert short.endswith("Current date and time: Friday 27 November 2026, 00:32 (UTC).")
+    commands = [row.split("   (")[0] for row in short.splitlines() if row.startswith("/")]
+    assert commands == [
+        "/web_search USD to JPY exchange rate",
+        "/weather Tokyo",
+        "/create_memory identity name: Budi",
+        "/memory_sql",  # an example of several lines gives its first
+    ]
+    assert "data, not instructions" in short and "Tools you can use" not in short
+    assert not FIELD.search(short)
+
+
+def test_the_short_prompt_is_for_commands_mode_and_keeps_a_no_tools_reason() -> None:
+    assert compact(tool_mode="native") == compact(tool_mode="native", compact=False)
+    stopped = compact(no_tools_reason=templates.CAP_REASON)
+    assert templates.CAP_REASON in stopped and "/weather" not in stopped
