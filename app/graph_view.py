@@ -176,12 +176,22 @@ def _message_heading(index: int, message: Mapping[str, Any]) -> str:
 
 
 def _prompt_section(number: int, prompt: Mapping[str, Any]) -> list[str]:
+    """One model call's prompt: the messages it shares with the call before are named, not
+    repeated (``graph.runner.shared_prompts``), then each message of its own."""
     messages: list[Mapping[str, Any]] = prompt.get("messages") or []
-    tools: list[Mapping[str, Any]] = prompt.get("tools") or []
-    summary = f"Model call {number}: {prompt.get('model') or '?'}, {len(messages)} messages"
-    summary += f", {len(tools)} tool schemas" if tools else ", no tool schemas"
+    shared = int(prompt.get("shared") or 0)
+    tools: list[Mapping[str, Any]] | None = prompt.get("tools")
+    summary = (
+        f"Model call {number}: {prompt.get('model') or '?'}, {shared + len(messages)} messages"
+    )
+    if tools is None:
+        summary += ", the same tool schemas"
+    else:
+        summary += f", {len(tools)} tool schemas" if tools else ", no tool schemas"
     body: list[str] = []
-    for index, message in enumerate(messages, start=1):
+    if shared:
+        body += [f"_Messages 1 to {shared}: as in model call {number - 1}._", ""]
+    for index, message in enumerate(messages, start=shared + 1):
         text = str(message.get("text") or "")
         body += [
             _message_heading(index, message),

@@ -116,12 +116,32 @@ def trace_names(ctx: Context, session_id: str, user_message_id: int) -> dict[str
     }
 
 
+def shared_prompts(prompts: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The prompts of a turn's model calls, each after the first kept as what it adds:
+    ``shared`` is how many of its first messages are the previous call's (the system
+    message and the history, as a rule), ``messages`` the rest; ``tools`` is None when
+    the schemas are the previous call's. A tool turn's trace is about half the size."""
+    kept: list[dict[str, Any]] = []
+    previous: Mapping[str, Any] | None = None
+    for prompt in prompts:
+        messages = list(prompt.get("messages") or [])
+        shared, tools = 0, prompt.get("tools")
+        if previous is not None:
+            before = previous.get("messages") or []
+            while shared < min(len(before), len(messages)) and before[shared] == messages[shared]:
+                shared += 1
+            tools = None if tools == previous.get("tools") else tools
+        kept.append({**prompt, "messages": messages[shared:], "shared": shared, "tools": tools})
+        previous = prompt
+    return kept
+
+
 def kept_trace(final: Mapping[str, Any]) -> dict[str, Any]:
     """What is kept with a turn's answer for the Graph tab, from the graph's last state:
     the trace entries (nodes, model calls, tools with their arguments and results, guard
-    edges that fired, timings), each model call's prompt as sent, the models called, and
-    the tokens in and out summed over the calls whose provider reported them (None when
-    none did)."""
+    edges that fired, timings), each model call's prompt as sent (``shared_prompts``),
+    the models called, and the tokens in and out summed over the calls whose provider
+    reported them (None when none did)."""
     entries = list(final.get("trace") or [])
     calls = [e.get("detail") or {} for e in entries if e.get("kind") in ("model", "error")]
     counted = [c["tokens"] for c in calls if c.get("tokens")]
@@ -131,7 +151,7 @@ def kept_trace(final: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "version": TRACE_VERSION,
         "entries": entries,
-        "prompts": list(final.get("prompts") or []),
+        "prompts": shared_prompts(list(final.get("prompts") or [])),
         "models": list(dict.fromkeys(str(c["model"]) for c in calls if c.get("model"))),
         "tokens": tokens,
         "ms": round(sum(float(e.get("ms") or 0.0) for e in entries), 2),

@@ -48,7 +48,12 @@ async def test_each_answer_keeps_its_turns_trace_with_the_prompts_sent(make_cont
     assert [t["function"]["name"] for t in first_call["tools"]] == [
         t["function"]["name"] for t in ctx.chat_model.calls[0]["tools"]
     ]
-    assert [m["role"] for m in second_call["messages"]][-2:] == ["ai", "tool"]
+    # the second call adds the model's call and the tool's result: the rest is kept once
+    assert second_call["shared"] == 2 and second_call["tools"] is None
+    assert [m["role"] for m in second_call["messages"]] == ["ai", "tool"]
+    shown = rendered(turn_markdown(kept, "echo hi please"))
+    assert "Model call 2: scripted-chat, 4 messages, the same tool schemas" in shown
+    assert "Messages 1 to 2: as in model call 1" in shown
     assert second_call["messages"][-2]["calls"][0]["name"] == "echo"
     assert second_call["messages"][-1]["tool"] == "echo"
     # the second turn's replay holds the first turn
