@@ -181,6 +181,10 @@ def session_rows(sessions: list[Session], tz: str) -> list[dict[str, Any]]:
     return chat_list.session_rows(sessions, tz, utc_now())
 
 
+def _listed(content: Any) -> list[Any]:
+    return content if isinstance(content, list) else [content]
+
+
 def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: Any) -> int | None:
     """The stored id of the user message an edit in the chat changed, or None when the
     edited bubble is not a stored user message (or no longer the one shown there)."""
@@ -190,7 +194,7 @@ def edited_message(entries: list[tuple[Any, int | None]], index: Any, previous: 
     bubble, message_id = entries[position]
     if message_id is None:
         return None
-    shown = bubble.content if isinstance(bubble.content, str) else ""
+    shown = " ".join(part for part in _listed(bubble.content) if isinstance(part, str))
     was = previous if isinstance(previous, str) else ""
     return message_id if not was or " ".join(was.split()) in " ".join(shown.split()) else None
 

@@ -333,9 +333,9 @@ def _image(path: str) -> Any:
     return {"path": path}
 
 
-def attachment_chip(meta: Mapping[str, Any]) -> ChatMessage | None:
-    """The chip above a user message that came with a text, Markdown or PDF file: its
-    name and kind ("📎 notes.pdf · PDF, 3 pages"), never its text; None without one."""
+def attachment_chip(meta: Mapping[str, Any]) -> str | None:
+    """The chip on a user message that came with a text, Markdown or PDF file: its name
+    and kind ("📎 notes.pdf · PDF, 3 pages"), never its text; None without one."""
     attached = meta.get("attachment")
     if not isinstance(attached, Mapping) or attached.get("kind") not in ATTACHED_KINDS:
         return None
@@ -343,20 +343,18 @@ def attachment_chip(meta: Mapping[str, Any]) -> ChatMessage | None:
     pages = int(attached.get("pages") or 0)
     extent = f", {pages} page{'' if pages == 1 else 's'}" if pages else ""
     name = plain(str(attached.get("name") or "file"))
-    return ChatMessage(role="user", content=f"📎 **{name}** · {kind}{extent}")
+    return f"📎 **{name}** · {kind}{extent}"
 
 
-def _chip(message: Message) -> list[ChatMessage]:
-    chip = attachment_chip(message.meta)
-    return [] if chip is None else [chip]
-
-
-def user_bubble(text: str, image_path: str | None = None) -> ChatMessage:
-    """The user's message: image and text in one bubble."""
+def user_bubble(
+    text: str, image_path: str | None = None, meta: Mapping[str, Any] | None = None
+) -> ChatMessage:
+    """The user's message: the attached image or file's chip, then the text, one bubble."""
     text = neutralise_markdown(text)
-    if not image_path:
+    chip = attachment_chip(meta or {})
+    parts: list[Any] = [_image(image_path)] if image_path else [chip] if chip else []
+    if not parts:
         return ChatMessage(role="user", content=text)
-    parts: list[Any] = [_image(image_path)]
     return ChatMessage(role="user", content=[*parts, text] if text else parts)
 
 
@@ -514,9 +512,8 @@ def history_entries(messages: Iterable[Message]) -> list[tuple[ChatMessage, int 
                 out.append((answer_bubble("", images, sources=sources), None))
                 images = []
             sources = []
-            out += [(bubble, None) for bubble in _chip(message)]
-            if message.content or message.image_path or not _chip(message):
-                out.append((user_bubble(message.content, message.image_path), message.id))
+            bubble = user_bubble(message.content, message.image_path, message.meta)
+            out.append((bubble, message.id))
         elif message.is_tool:
             if message.meta.get("duplicate"):
                 continue
@@ -608,9 +605,7 @@ class TurnView:
     def _user(self, event: UserStored) -> None:
         message = event.message
         self.user_message_id = message.id
-        self.messages += _chip(message)
-        if message.content or message.image_path or not _chip(message):
-            self.messages.append(user_bubble(message.content, message.image_path))
+        self.messages.append(user_bubble(message.content, message.image_path, message.meta))
 
     def _text(self, event: TextDelta) -> None:
         if self._streaming is None:

@@ -65,6 +65,9 @@ CSS = """
 #chatbot .edit-textarea {
   width: 100% !important; min-height: 5em !important; box-sizing: border-box;
 }
+#chatbot .user.message > .message:has(> .edit-textarea):has(~ .message > .edit-textarea) {
+  display: none;
+}
 @media (max-width: 768px) {
   #chatbot .icon-button, .sidebar .toggle-button { min-width: 44px; min-height: 44px; }
 }

@@ -12,6 +12,7 @@ import gradio as gr
 import pytest
 
 from app import chat_handlers
+from app.attachments import Attachment
 from app.chat_handlers import (
     GONE,
     NOT_WAITING,
@@ -445,7 +446,8 @@ async def test_a_pdf_goes_with_its_message_and_titles_a_new_chat_by_its_name(
     assert (attached["name"], attached["kind"], attached["pages"]) == ("minutes.pdf", "pdf", 1)
     assert attached["excerpt"] == "We agreed on jasmine tea." and attached["cut"] is False
     assert (await page.store.get_session(session)).title == "minutes.pdf"
-    assert contents(updates[-1][page.ui.chatbot])[0] == "📎 **minutes\\.pdf** · PDF, 1 page"
+    [asked, _] = updates[-1][page.ui.chatbot]
+    assert asked.content == ["📎 **minutes\\.pdf** · PDF, 1 page"]  # the name, not the text
 
 
 async def test_an_edit_confirmed_while_a_turn_runs_changes_nothing(page: Page) -> None:
@@ -505,3 +507,26 @@ async def test_an_answer_reaches_only_the_askers_own_turns(tmp_path: Path) -> No
     assert ann_turns.decided == []
     await handlers.on_option("s1", allow, request("ann"))
     assert ann_turns.decided == [("s1", "q1", True)]
+
+
+async def test_an_edited_first_message_keeps_its_file_and_retitles_the_chat(page: Page) -> None:
+    session = (await page.store.create_session("what is it?")).id
+    meta = Attachment("plan.pdf", "pdf", excerpt="The plan.", pages=1).meta()
+    asked = await page.store.add_message(session, "user", "what is it?", meta=meta)
+    await page.store.add_message(session, "assistant", "A plan.")
+    edited = gr.EditData(None, {"index": 0, "previous_value": "what is it?", "value": "why?"})
+    _, pending, _, _ = await page.handlers.on_edit(session, edited, request())
+    assert pending == {"id": asked.id, "text": "why?"}
+    await drain(page.handlers.on_resend(session, pending, [], request()))
+    first = (await page.store.messages(session))[0]
+    assert (first.content, first.meta) == ("why?", meta)
+    assert (await page.store.get_session(session)).title == "why?"
+
+
+async def test_a_title_the_person_chose_stays_after_an_edit(page: Page) -> None:
+    session = (await page.store.create_session("first")).id
+    asked = (await page.chat(session, "first", "second"))[0]
+    await page.store.rename_session(session, "Holiday plans")
+    pending = {"id": asked, "text": "first, edited"}
+    await drain(page.handlers.on_resend(session, pending, [], request()))
+    assert (await page.store.get_session(session)).title == "Holiday plans"

@@ -130,11 +130,8 @@ def test_the_chat_shows_the_files_name_and_never_its_text() -> None:
     only = Message(2, "s1", "user", "", "2026-11-26T10:01:00", meta=meta)
     entries = history_entries([asked, only])
     shown = [(bubble.content, message_id) for bubble, message_id in entries]
-    assert shown == [
-        ("📎 **plan\\.pdf** · PDF, 2 pages", None),  # not editable: not the person's words
-        ("what does it say?", 1),
-        ("📎 **plan\\.pdf** · PDF, 2 pages", None),
-    ]
+    chip = "📎 **plan\\.pdf** · PDF, 2 pages"  # the name as text: no Markdown of its own
+    assert shown == [([chip, "what does it say?"], 1), ([chip], 2)]
 
 
 async def test_the_model_reads_the_file_with_its_message_now_and_later(make_context) -> None:
