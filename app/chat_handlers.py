@@ -336,7 +336,7 @@ class ChatTab:
             live = [first, *live]
         while live:
             turn = live[0]
-            waiting = [user_bubble(t.text, t.image_path) for t in live[1:]]
+            waiting = [user_bubble(t.text, t.image_path, t.meta) for t in live[1:]]
             view: TurnView | None = None
             async for event in turn.follow():
                 if isinstance(event, UserStored):

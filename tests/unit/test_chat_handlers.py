@@ -530,3 +530,25 @@ async def test_a_title_the_person_chose_stays_after_an_edit(page: Page) -> None:
     pending = {"id": asked, "text": "first, edited"}
     await drain(page.handlers.on_resend(session, pending, [], request()))
     assert (await page.store.get_session(session)).title == "Holiday plans"
+
+
+async def test_a_queued_message_shows_its_files_chip_while_it_waits(
+    page: Page, tmp_path: Path
+) -> None:
+    session = (await page.store.create_session("chat")).id
+    pdf = tmp_path / "menu.pdf"
+    pdf.write_bytes(pdf_bytes(["Soup of the day."]))
+    page.turns.hold = True
+    first = page.handlers.on_send({"text": "one"}, session, "", False, [], request())
+    await anext(first)
+    second = page.handlers.on_send(
+        {"text": "two", "files": [str(pdf)]}, session, "", False, [], request()
+    )
+    await anext(second)  # taken: queued behind the first
+    update = await anext(second)
+    while page.ui.chatbot not in update:
+        update = await anext(second)
+    assert update[page.ui.chatbot][-1].content == ["📎 **menu\\.pdf** · PDF, 1 page", "two"]
+    page.turns.release()
+    await drain(first)
+    await drain(second)
