@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gradio as gr
 
@@ -419,6 +420,7 @@ class ChatHandlers:
 
     def __init__(self, chats: Chats, ui: ChatComponents) -> None:
         self.chats, self.ui = chats, ui
+        self.opened = chat_list.OpenedChats()  # the chat each page last chose in the list
         self.pages = Pages()  # the pages following a turn now (app.live_tabs)
         people = chats.people
         fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
@@ -486,6 +488,7 @@ class ChatHandlers:
         """An empty chat. Nothing is stored until the first message: "New chat" twice is
         one empty chat."""
         await self.chats.of(request).leave(left, None)
+        self.opened.choose(request.session_hash, None)
         return None, [], None, None
 
     async def on_rename(self, chosen: str, title: str, request: gr.Request) -> tuple[Any, Any]:
@@ -813,7 +816,10 @@ class ChatHandlers:
         """A chat's row in the list clicked: the chat is shown (the rename and delete rows
         close)."""
         ui, hide = self.ui, gr.update(visible=False)
+        self.opened.choose(request.session_hash, str(opened.id))
         shown, rows_now, history, *_ = await self.on_switch(str(opened.id), left, request)
+        if shown != opened.id and self.opened.still(request.session_hash, str(opened.id)):
+            self.opened.choose(request.session_hash, shown)  # gone: the chat stays
         return {
             ui.session: shown,
             ui.listing: rows_now,
@@ -834,6 +840,21 @@ class ChatHandlers:
         messages = await self.chats.of(request).store.messages(chosen) if chosen else []
         found = chat_list.bubble_at(messages, hit.message) if chosen == hit.id else -1
         return {**shown, self.ui.focus: found}
+
+    async def follow_opened(
+        self, session_id: str | None, noticed: list[str], request: gr.Request
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """``follow`` for a chat opened from the list, for as long as the page has not
+        asked for another one (``OpenedChats``)."""
+        page = request.session_hash
+        stream = self.follow(session_id, noticed, request)
+        followed = cast(AsyncGenerator[dict[Any, Any], None], stream)
+        async with aclosing(followed) as updates:
+            async for update in updates:
+                if not self.opened.still(page, session_id):
+                    yield {self.ui.stop: gr.skip()}  # a stream that yields nothing blanks all
+                    return
+                yield update
 
     async def on_row_action(
         self, rows: list[dict[str, Any]], asked: gr.EventData, request: gr.Request

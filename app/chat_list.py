@@ -17,6 +17,7 @@ whose re-renders dropped clicks and reset the Stop button (docs/app.md).
 from __future__ import annotations
 
 import html
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,6 +33,7 @@ RECENT = "Recent"
 EMPTY = "No chats yet: what you send starts one."
 NO_MATCH = "No chat mentions “{query}”."
 ACTIONS = ("rename", "pin", "unpin", "delete")  # what a row's menu can ask for
+PAGES_KEPT = 1024  # open pages whose last chosen chat is remembered (the oldest go first)
 
 
 def relative_time(stamp: str, now: datetime, tz: str) -> str:
@@ -168,6 +170,30 @@ def bubble_at(messages: Sequence[Message], message_id: int | None) -> int:
     if message_id is None or not any(m.id == message_id for m in upto):
         return -1
     return len(history_entries(upto)) - 1
+
+
+class OpenedChats:
+    """The chat each page (Gradio's ``session_hash``) last asked the list to open, or
+    None after "New chat". Following a chat opened from the list stops once the page has
+    asked for another: under load, a click's follow can start after the next click
+    has already cancelled the followers, and it would stream the old chat into the new."""
+
+    def __init__(self, kept: int = PAGES_KEPT) -> None:
+        self.kept = kept
+        self._chosen: OrderedDict[str, str | None] = OrderedDict()
+
+    def choose(self, page: str | None, chat: str | None) -> None:
+        """Page ``page`` now asks for chat ``chat`` (None: a new, empty chat)."""
+        if page is None:
+            return
+        self._chosen[page] = chat
+        self._chosen.move_to_end(page)
+        while len(self._chosen) > self.kept:
+            self._chosen.popitem(last=False)
+
+    def still(self, page: str | None, chat: str | None) -> bool:
+        """True unless ``page`` has asked for another chat than ``chat`` since."""
+        return page is None or page not in self._chosen or self._chosen[page] == chat
 
 
 # The page's side (``js_on_load``): clicks become the component's events; ⋯ opens and

@@ -300,18 +300,23 @@ class Wiring:
         self.followed = [ui.chatbot, ui.stop, ui.told, ui.listing, ui.line, ui.trace]
         self.noted = [ui.note_line, ui.remove_note]
 
-    def afterwards(self, event: Any) -> None:
+    def afterwards(self, event: Any, follow_with: Any = None) -> None:
         """Whenever the conversation in view changes, its kept note (if any) shows with
         it, the greeting while it is empty, and a turn running in it (another tab's, or
-        this page's before a reload) is followed."""
+        this page's before a reload) is followed (by ``follow_with``, else ``follow``)."""
         h, ui = self.handlers, self.parts.ui
         event.then(
             fit_sidebar, self.parts.width, [self.side.panel, self.tabs], api_visibility="private"
         )
         event.then(h.show_note, ui.session, self.noted, api_visibility="private")
         event.then(h.greet, None, ui.chatbot, api_visibility="private")
+        # Progress shows on the chat only: on Stop, it would cover the button.
         follow = event.then(
-            h.follow, [ui.session, ui.told], self.followed, api_visibility="private"
+            follow_with or h.follow,
+            [ui.session, ui.told],
+            self.followed,
+            api_visibility="private",
+            show_progress_on=ui.chatbot,
         )
         self.followers.append(follow)
 
@@ -461,30 +466,32 @@ class Wiring:
 
     def switches(self) -> None:
         """Showing another chat: switch, new, a click in the list, delete. Each cancels
-        the followers wired so far: a chat shown next is followed afresh."""
+        every follower, those of the switches too: a chat shown next is followed afresh."""
         h, side, parts, ui = self.handlers, self.side, self.parts, self.parts.ui
-        switching = list(self.followers)
+        triggers: list[Any] = []
         opened = [ui.session, ui.listing, ui.chatbot, ui.renaming, ui.deleting]
         deleted = [ui.session, ui.listing, ui.chatbot, ui.deleting]
         picked = [*opened, side.rename_row, side.delete_row]
         private = {"api_visibility": "private"}
 
         def shows(trigger: Any, handler: Any, inputs: Any, outputs: Any, **api: Any) -> Any:
-            # The cancel is a listener of its own, wired first: the page runs a listener's
-            # cancels only once its handler is done, so a message sent meanwhile was
-            # cancelled (it stayed in the composer).
-            trigger(None, None, None, cancels=switching, **private)
+            triggers.append(trigger)
+            follow_with = api.pop("follow_with", None)
             shown = trigger(handler, inputs, outputs, **api)
-            self.afterwards(shown)
+            self.afterwards(shown, follow_with)
             return shown
 
         named = [parts.target, ui.session]  # the API's calls name the chat
         shows(parts.target.submit, h.on_switch, named, opened, api_name="switch_session")
         fresh = [ui.session, ui.chatbot, ui.renaming, ui.deleting]
         shows(side.new.click, h.on_new, ui.session, fresh, api_name="new_session")
-        shows(side.chats.open_chat, h.on_open, ui.session, picked, **private)
+        # A click while a chat opens is let go (Gradio's "once"): "always_last" would run
+        # the last click with the first click's event data, and clicks run side by side
+        # could end in any order.
+        listed = {**private, "follow_with": h.follow_opened}
+        shows(side.chats.open_chat, h.on_open, ui.session, picked, **listed)
         at = [*picked, side.focus]
-        hit = shows(side.chats.open_hit, h.on_open_hit, ui.session, at, **private)
+        hit = shows(side.chats.open_hit, h.on_open_hit, ui.session, at, **listed)
         hit.then(None, side.focus, None, js=chat_list.SHOW_FOUND)
         shows(
             side.delete_yes.click,
@@ -494,6 +501,12 @@ class Wiring:
             **private,
         )
         shows(parts.api_delete.click, h.on_delete, named, deleted, api_name="delete_session")
+        # The cancel is a listener of its own: the page runs a listener's cancels only once
+        # its handler is done, so a message sent meanwhile was cancelled (it stayed in the
+        # composer). Wired last, so that it stops the chat a switch before is following too.
+        switching = list(self.followers)
+        for trigger in triggers:
+            trigger(None, None, None, cancels=switching, **private)
 
 
 def build(

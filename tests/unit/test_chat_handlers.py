@@ -372,6 +372,24 @@ async def test_a_click_on_a_row_opens_its_chat(page: Page) -> None:
     assert gone[ui.session] == session
 
 
+async def test_a_chat_opened_from_the_list_is_followed_until_another_is_chosen(
+    page: Page,
+) -> None:
+    ui, handlers = page.ui, page.handlers
+    running = (await page.store.create_session("running")).id
+    other = (await page.store.create_session("other")).id
+    page.turns.hold = True
+    sending = page.handlers.on_send({"text": "slow"}, running, "", False, [], request())
+    await anext(sending)
+    await handlers.on_open(None, gr.EventData(None, {"id": running}), request())
+    following = handlers.follow_opened(running, [], request())
+    assert await anext(following) == {ui.stop: gr.update(visible=True)}
+    await handlers.on_open(running, gr.EventData(None, {"id": other}), request())
+    assert await drain(following) == [{ui.stop: gr.skip()}]  # the old chat is let go
+    page.turns.release()
+    await drain(sending)
+
+
 async def test_search_finds_a_message_and_opens_its_chat_at_it(page: Page) -> None:
     ui = page.ui
     session = (await page.store.create_session("Weekend")).id

@@ -142,3 +142,17 @@ def test_a_found_message_is_found_among_the_chats_bubbles() -> None:
     # bubbles: weather? | the weather step | 14 °C | thanks | any time
     assert [bubble_at(messages, mid) for mid in (1, 3, 4, 5)] == [0, 2, 3, 4]
     assert bubble_at(messages, 99) == -1 and bubble_at(messages, None) == -1
+
+
+def test_a_page_that_chose_another_chat_stops_following_the_old_one() -> None:
+    opened = chat_list.OpenedChats(kept=2)
+    assert opened.still("page-1", "a")  # nothing chosen yet: follow
+    opened.choose("page-1", "a")
+    assert opened.still("page-1", "a") and not opened.still("page-1", "b")
+    opened.choose("page-1", None)  # "New chat"
+    assert not opened.still("page-1", "a")
+    opened.choose("page-2", "b")
+    opened.choose("page-3", "c")  # two pages kept: page-1 is forgotten
+    assert opened.still("page-1", "a") and not opened.still("page-2", "a")
+    opened.choose(None, "x")
+    assert opened.still(None, "y")
