@@ -2,7 +2,8 @@
 axe-core finds no serious or critical violation on the Chat, Settings and Memories
 views; the composer has an accessible name and a readable placeholder; on a phone every
 icon under a message and the sidebar's toggle are 44 px touch targets, the toggle fully
-on screen; Esc stops a running answer and Ctrl+Shift+O starts a new chat."""
+on screen; Esc stops a running answer and Ctrl+Shift+O starts a new chat; LaTeX renders
+between $$…$$ and \\(…\\), and a price in dollars stays text."""
 
 from __future__ import annotations
 
@@ -120,3 +121,10 @@ def test_ctrl_shift_o_starts_a_new_chat(page: Any) -> None:
     expect(page.locator("#chatbot .message-row")).to_have_count(0, timeout=TIMEOUT_MS)
     answered(page, "a fresh start")
     expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["a fresh start"])
+
+
+def test_latex_renders_and_a_price_stays_text(page: Any) -> None:
+    send(page, "area $$x^2+1$$ and \\(a+b\\) for $5 or $10")
+    answer = bot_messages(page).last
+    expect(answer).to_contain_text("for $5 or $10. Nice to hear", timeout=TIMEOUT_MS)
+    expect(answer.locator(".katex")).to_have_count(2)  # $$…$$ and \\(…\\), not the prices

@@ -1,7 +1,9 @@
 """Attachments in the browser, on a desktop and a phone (issue 25, item 5): a refused
 file is a notice just above the composer, in words (no exception name, nothing added to
 the chat), and the message's text stays in the composer; a PDF's text reaches the model
-with the message, while the chat shows the file's name as a chip, not its text."""
+with the message, while the chat shows the file's name as a chip, not its text; a long
+paste stays text in the composer, and a message over the limit is explained above it,
+with nothing in the chat to retry."""
 
 from __future__ import annotations
 
@@ -82,3 +84,25 @@ def test_a_pdfs_text_reaches_the_model_and_the_chat_shows_its_name(
     expect(bot_messages(page)).to_have_count(2, timeout=20_000)
     replayed = " ".join(str(m.content) for m in app.model.calls[-1]["messages"])
     assert PDF_FACT in replayed
+
+
+def test_a_long_paste_stays_text_and_a_too_long_message_is_explained(page: Any) -> None:
+    box = page.locator("#chat-input textarea")
+    pasted = "tea " * 1500  # 6,000 characters: Gradio made a paste over 1,000 a file
+    box.evaluate(
+        """(e, text) => { const data = new DataTransfer(); data.setData('text/plain', text);
+          e.dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true,
+            cancelable: true})); }""",
+        pasted,
+    )
+    page.wait_for_timeout(500)
+    expect(page.locator("#chat-input [aria-label='File thumbnail']")).to_have_count(0)
+    too_long = "x" * 100_001  # over COMPANION_MAX_MESSAGE_CHARS' 100,000
+    box.fill(too_long)
+    box.press("Enter")
+    notice = page.locator("#composer-notice")
+    expect(notice).to_contain_text(
+        "That message is 100,001 characters long; the limit is 100,000", timeout=15_000
+    )
+    expect(box).to_have_value(too_long)
+    expect(page.locator("#chatbot .message-row")).to_have_count(0)  # no answer, no Retry
