@@ -310,13 +310,13 @@ class Wiring:
         )
         event.then(h.show_note, ui.session, self.noted, api_visibility="private")
         event.then(h.greet, None, ui.chatbot, api_visibility="private")
-        # Progress shows on the chat only: on Stop, it would cover the button.
+        # No progress overlay: on Stop, it would cover the button and take its clicks.
         follow = event.then(
             follow_with or h.follow,
             [ui.session, ui.told],
             self.followed,
             api_visibility="private",
-            show_progress_on=ui.chatbot,
+            show_progress="hidden",
         )
         self.followers.append(follow)
 
