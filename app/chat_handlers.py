@@ -541,18 +541,33 @@ class ChatHandlers:
         async for update in self.stream(tab, session_id, noticed, page=page):
             yield update
 
-    async def on_watch(self, session_id: str | None, request: gr.Request) -> str:
+    async def on_watch(self, session_id: str | None, request: gr.Request) -> Any:
         """The token of what this page shows (``AsyncStore.chat_version``), polled by the
-        page's timer: when it moves, ``on_changed`` shows the change (app.live_tabs)."""
+        page's timer: when it moves, ``on_changed`` shows the change (app.live_tabs). Not
+        asked while the page follows a turn: its stream shows it, and no other event
+        touches the chat meanwhile."""
+        if self.pages.busy(request.session_hash or ""):
+            return gr.skip()
         return await self.chats.of(request).store.chat_version(session_id)
 
-    async def on_changed(self, session_id: str | None, request: gr.Request) -> tuple[Any, Any]:
-        """Something changed elsewhere: the chat list and the chat, from the store (left
-        alone while this page follows a turn: its stream shows it)."""
-        if self.pages.busy(request.session_hash or ""):
-            return gr.skip(), gr.skip()
-        tab = self.chats.of(request)
-        return await tab.rows(), await _history(tab.store, session_id)
+    async def on_changed(
+        self, session_id: str | None, noticed: list[str], request: gr.Request
+    ) -> AsyncIterator[dict[Any, Any]]:
+        """Something changed elsewhere: the chat list and the chat, from the store, then
+        the turn running in it followed; nothing while this page follows a turn already
+        (its stream shows it)."""
+        page = request.session_hash or ""
+        if self.pages.busy(page):
+            yield {self.ui.told: gr.skip()}  # nothing changes (a generator must yield)
+            return
+        tab, ui = self.chats.of(request), self.ui
+        shown: dict[Any, Any] = {ui.listing: await tab.rows()}
+        if session_id:
+            shown[ui.chatbot] = await _history(tab.store, session_id)
+        yield shown
+        if session_id:
+            async for update in self.stream(tab, session_id, noticed, page=page):
+                yield update
 
     async def stream(
         self,

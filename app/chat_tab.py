@@ -30,8 +30,8 @@ from app.chat_handlers import (
 )
 from app.feedback_view import FEEDBACK_OPTIONS
 from app.feedback_view import wire as wire_feedback
-from app.live_tabs import WATCH_SECONDS
 from app.keyboard import FOCUS_RESEND
+from app.live_tabs import WATCH_SECONDS
 from graph.setup import People
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
@@ -459,10 +459,13 @@ class Wiring:
         h, ui = self.handlers, self.parts.ui
         version = gr.Textbox(visible=False, elem_id="chat-version")
         quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
-        gr.Timer(WATCH_SECONDS).tick(h.on_watch, ui.session, version, **quiet)
-        changed = version.change(h.on_changed, ui.session, [ui.listing, ui.chatbot], **quiet)
-        follow = changed.then(h.follow, [ui.session, ui.told], self.followed, **quiet)
-        self.followers.append(follow)
+        # The timer starts once the page's load has shown its chat (a tick before would
+        # name no chat), and a change is shown and followed in one event.
+        timer = gr.Timer(WATCH_SECONDS, active=False)
+        self.loaded.then(lambda: gr.Timer(active=True), None, timer, **quiet)
+        timer.tick(h.on_watch, ui.session, version, **quiet)
+        changed = version.change(h.on_changed, [ui.session, ui.told], self.followed, **quiet)
+        self.followers.append(changed)
 
     def switches(self) -> None:
         """Showing another chat: switch, new, a click in the list, delete. Each cancels

@@ -42,16 +42,21 @@ def _text(message: BaseMessage) -> str:
 
 
 def policy(messages: list[BaseMessage], kwargs: dict[str, Any]) -> str | AIMessage:
-    """Weather → a native weather call; "nap" → a slow tool; "slowly" → a slowly
-    streamed answer (SLOW_STORY); "picture URL" → a reply showing URL as images (as an
-    injected model writes them); a tool result → a sentence."""
+    """Weather → a native weather call; "nap" → a slow tool ("long nap", three times
+    longer); "slowly" → a slowly streamed answer (SLOW_STORY; "very slowly", three times
+    slower); "picture URL" → a reply showing URL as images (as an injected model writes
+    them); a tool result → a sentence."""
     last = messages[-1]
     if isinstance(last, HumanMessage):
         asked = _text(last).lower()
         if "weather" in asked:
             return tool_call("weather", {})
+        if "long nap" in asked:  # time for another page's whole turn meanwhile, under load
+            return tool_call("nap", {"seconds": 3 * NAP_SECONDS})
         if "nap" in asked:
             return tool_call("nap", {"seconds": NAP_SECONDS})
+        if "very slowly" in asked:  # about 19 s: time for a loaded machine to open a page
+            return slow(SLOW_STORY, 3 * WORD_DELAY)
         if "slowly" in asked:
             return slow(SLOW_STORY, WORD_DELAY)
         if "picture" in asked:

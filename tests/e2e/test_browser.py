@@ -111,12 +111,12 @@ def test_two_browsers_chat_at_once(page: Any, browser: Any, app: Any) -> None:
     other.locator("#new-session").click()
     expect(other.locator("#chatbot [data-testid='bot']")).to_have_count(0)
 
-    send(page, "one more nap")
+    send(page, "one more long nap")
     spinner = step_title(page, "Using nap").locator(".loading-spinner")
     expect(spinner).to_be_visible(timeout=TIMEOUT_MS)
     send(other, "hi from the other browser")
     expect(last_answer(other)).to_contain_text("hi from the other browser", timeout=TIMEOUT_MS)
     expect(spinner).to_be_visible()  # the nap is still running
     expect(bot_messages(other)).to_have_count(1)
-    expect(last_answer(page)).to_have_text("That was a good nap.", timeout=TIMEOUT_MS)
+    expect(last_answer(page)).to_have_text("That was a good nap.", timeout=2 * TIMEOUT_MS)
     other.context.close()

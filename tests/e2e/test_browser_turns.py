@@ -114,13 +114,13 @@ def test_a_reload_mid_tool_follows_the_step_to_the_answer(page: Any, app: Runnin
 
 
 def test_a_second_tab_follows_the_running_turn(page: Any, browser: Any, app: RunningApp) -> None:
-    send(page, "slowly, for two tabs")
+    send(page, "very slowly, for two tabs")
     expect(last_answer(page)).to_contain_text("word2", timeout=TIMEOUT_MS)
     other = open_page(browser, app)
     try:
-        expect(user_bubbles(other)).to_have_text(["slowly, for two tabs"])
+        expect(user_bubbles(other)).to_have_text(["very slowly, for two tabs"])
         expect(other.locator("#stop-turn")).to_be_visible()
-        expect(last_answer(other)).to_have_text(SLOW_STORY, timeout=TIMEOUT_MS)
+        expect(last_answer(other)).to_have_text(SLOW_STORY, timeout=2 * TIMEOUT_MS)
         expect(last_answer(page)).to_have_text(SLOW_STORY, timeout=TIMEOUT_MS)
         expect(bot_messages(other)).to_have_count(1)
         expect(other.locator("#stop-turn")).to_be_hidden()

@@ -39,8 +39,17 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     await page.chat(session, "said in another tab")
     assert await h.on_watch(session, me) != before  # type: ignore[arg-type]
 
-    rows, chat = await h.on_changed(session, me)  # type: ignore[arg-type]
-    assert contents(chat) == ["said in another tab", "answer to said in another tab"]
-    assert "Kept" in str(rows)
+    shown = [update async for update in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+    ui = page.ui
+    assert contents(shown[0][ui.chatbot]) == [
+        "said in another tab",
+        "answer to said in another tab",
+    ]
+    assert "Kept" in str(shown[0][ui.listing])
+    assert shown[-1] == {ui.stop: gr.update(visible="hidden")}  # no turn runs: nothing to follow
     with h.pages.following("other-page"):  # its own stream shows the turn
-        assert await h.on_changed(session, me) == (gr.skip(), gr.skip())  # type: ignore[arg-type]
+        assert await h.on_watch(session, me) == gr.skip()  # type: ignore[arg-type]
+        unchanged = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+        assert unchanged == [{ui.told: gr.skip()}]
+    fresh = [u async for u in h.on_changed(None, [], me)]  # type: ignore[arg-type]
+    assert list(fresh[0]) == [ui.listing]  # a new, empty chat: only the list is shown again
