@@ -2,7 +2,8 @@
 a desktop (1440×900, with the chats sidebar) and on a phone (390×844, sidebar closed).
 
 Run: ``.venv/bin/python -m tests.e2e.screenshot [FOLDER]`` (default docs/); it writes
-``screenshot-1440.png`` and ``screenshot-390.png``. The app runs on the scripted policy
+``screenshot-1440.png`` and ``screenshot-390.png``, and on the desktop the search across
+chats (``screenshot-search-1440.png``) and the Graph tab (``screenshot-graph-1440.png``). The app runs on the scripted policy
 with the Open-Meteo fixture and Tokyo as the saved location, in a throwaway home; nothing
 leaves 127.0.0.1.
 """
@@ -27,6 +28,24 @@ def _open_last_step(page: Any) -> None:
     step.locator(".title").click()
     expect(step.locator(".content")).to_contain_text('"temperature": 14.2')
     page.wait_for_timeout(500)  # the accordion's opening animation
+
+
+def _more(page: Any, folder: Path) -> list[Path]:
+    """The desktop's search across chats and its Graph tab (the last turn, kept)."""
+    search = page.get_by_role("textbox", name="Search chats")
+    search.fill("jasmine")
+    search.press("Enter")
+    results = page.locator("#chats .chat-results")
+    expect(results).to_contain_text("favourite tea", timeout=15_000)
+    found = folder / "screenshot-search-1440.png"
+    page.screenshot(path=found)
+    search.fill("")
+    page.get_by_role("tab", name="Graph").click()
+    expect(page.locator("#turn-trace")).to_contain_text("weather", timeout=15_000)
+    page.wait_for_timeout(500)
+    graph = folder / "screenshot-graph-1440.png"
+    page.screenshot(path=graph, full_page=True)
+    return [found, graph]
 
 
 def take(folder: Path) -> list[Path]:
@@ -57,6 +76,8 @@ def take(folder: Path) -> list[Path]:
                 shot = folder / f"screenshot-{name}.png"
                 page.screenshot(path=shot)
                 shots.append(shot)
+                if name == "1440":
+                    shots += _more(page, folder)
                 page.close()
     return shots
 
