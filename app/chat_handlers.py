@@ -564,6 +564,9 @@ class ChatHandlers:
         shown: dict[Any, Any] = {ui.listing: await tab.rows()}
         if session_id:
             shown[ui.chatbot] = await _history(tab.store, session_id)
+        if not self.opened.still(page, session_id):  # the page chose another chat meanwhile
+            yield {ui.told: gr.skip()}
+            return
         yield shown
         if session_id:
             async for update in self.stream(tab, session_id, noticed, page=page):

@@ -51,5 +51,9 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
         assert await h.on_watch(session, me) == gr.skip()  # type: ignore[arg-type]
         unchanged = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
         assert unchanged == [{ui.told: gr.skip()}]
+    h.opened.choose("other-page", "another-chat")  # the page chose another chat meanwhile
+    stale = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+    assert stale == [{ui.told: gr.skip()}]  # the old chat is not put back
+    h.opened.choose("other-page", None)
     fresh = [u async for u in h.on_changed(None, [], me)]  # type: ignore[arg-type]
     assert list(fresh[0]) == [ui.listing]  # a new, empty chat: only the list is shown again
