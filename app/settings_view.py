@@ -515,9 +515,7 @@ def build(people: People, load: Any, opened: Any) -> None:
             elem_id="set-place",
         )
         find = gr.Button("Find", size="sm", scale=0, min_width=80, elem_id="find-place")
-        matches = gr.Dropdown(
-            [], label="Matches", visible=False, scale=3, elem_id="place-matches"
-        )
+        matches = gr.Dropdown([], label="Matches", visible=False, scale=3, elem_id="place-matches")
     place_status = gr.Markdown(elem_id="place-status")
     with gr.Row():
         latitude = gr.Number(label=LABELS["latitude"], elem_id="set-latitude")

@@ -3,9 +3,9 @@ a desktop (1440×900, with the chats sidebar) and on a phone (390×844, sidebar 
 
 Run: ``.venv/bin/python -m tests.e2e.screenshot [FOLDER]`` (default docs/); it writes
 ``screenshot-1440.png`` and ``screenshot-390.png``, and on the desktop the search across
-chats (``screenshot-search-1440.png``) and the Graph tab (``screenshot-graph-1440.png``). The app runs on the scripted policy
-with the Open-Meteo fixture and Tokyo as the saved location, in a throwaway home; nothing
-leaves 127.0.0.1.
+chats (``screenshot-search-1440.png``) and the Graph tab (``screenshot-graph-1440.png``).
+The app runs on the scripted policy with the Open-Meteo fixture and Tokyo as the saved
+location, in a throwaway home; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
