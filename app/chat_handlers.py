@@ -487,8 +487,8 @@ class ChatHandlers:
     async def on_new(self, left: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An empty chat. Nothing is stored until the first message: "New chat" twice is
         one empty chat."""
+        self.opened.choose(request.session_hash, None)  # first: a change read meanwhile is dropped
         await self.chats.of(request).leave(left, None)
-        self.opened.choose(request.session_hash, None)
         return None, [], None, None
 
     async def on_rename(self, chosen: str, title: str, request: gr.Request) -> tuple[Any, Any]:
@@ -570,6 +570,8 @@ class ChatHandlers:
         yield shown
         if session_id:
             async for update in self.stream(tab, session_id, noticed, page=page):
+                if not self.opened.still(page, session_id):
+                    return
                 yield update
 
     async def stream(

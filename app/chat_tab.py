@@ -477,7 +477,13 @@ class Wiring:
         picked = [*opened, side.rename_row, side.delete_row]
         private = {"api_visibility": "private"}
 
+        before = list(self.followers)  # the sends, retries, edits, the live tabs' follow
+
         def shows(trigger: Any, handler: Any, inputs: Any, outputs: Any, **api: Any) -> Any:
+            # Wired first: the page runs one trigger's listeners in order, so a cancel wired
+            # after the handler would come once the new chat is shown, and the old chat's
+            # last update could land on it.
+            trigger(None, None, None, cancels=before, **private)
             triggers.append(trigger)
             follow_with = api.pop("follow_with", None)
             shown = trigger(handler, inputs, outputs, **api)
@@ -507,7 +513,7 @@ class Wiring:
         # The cancel is a listener of its own: the page runs a listener's cancels only once
         # its handler is done, so a message sent meanwhile was cancelled (it stayed in the
         # composer). Wired last, so that it stops the chat a switch before is following too.
-        switching = list(self.followers)
+        switching = self.followers[len(before) :]  # the follows the switches start
         for trigger in triggers:
             trigger(None, None, None, cancels=switching, **private)
 

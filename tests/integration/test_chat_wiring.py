@@ -1,9 +1,11 @@
 """The Chat tab's event graph as Gradio's page receives it (the Blocks config).
 
-Showing another chat (switch, New chat, a click in the list, delete) cancels the page's
-following of the chat in view. The page runs the listeners of one trigger in order, and
-a listener's cancels only once that listener's handler is done: a cancel wired after the
-handler cancelled a message sent while the new chat opened (it stayed in the composer).
+Showing another chat (switch, New chat, a click in the list or a search result, delete)
+cancels the page's following of the chat in view, in a listener of its own: a listener's
+cancels run only once that listener's handler is done, so cancels on the handler's own
+listener cancelled a message sent while the new chat opened (it stayed in the composer).
+The cancel listener is wired before the handler (the page runs one trigger's listeners in
+order); a second one, wired after every switch, stops what a switch before is following.
 """
 
 from __future__ import annotations
@@ -24,17 +26,22 @@ def dependencies(home: Path) -> list[dict[str, Any]]:
     return list(demo.get_config_file()["dependencies"])
 
 
-def test_a_shown_chat_cancels_the_followers_before_its_handler_runs(tmp_path: Path) -> None:
+def test_a_shown_chat_cancels_the_followers_in_a_listener_of_its_own(tmp_path: Path) -> None:
     deps = dependencies(tmp_path / "home")
     sends = {d["id"] for d in deps if d.get("api_name") == "send_streamed"}
     cancelling = [d for d in deps if sends & set(d.get("cancels") or [])]
     shows = {"switch_session", "new_session", "delete_session"}
     assert {d.get("api_name") for d in deps} >= shows
-    assert len(cancelling) == 5  # switch, New chat, a row picked, delete in a row, delete
+    # switch, New chat, a row opened, a search result opened, delete in a row, delete
+    assert len(cancelling) == 6
     for cancel in cancelling:
+        # A listener's cancels run once its handler is done: on a handler's own listener
+        # they would cancel a message sent while the new chat opened.
+        assert not cancel["backend_fn"], cancel
         trigger = cancel["targets"][0]
         handlers = [
             d for d in deps if trigger in d["targets"] and d["backend_fn"] and d is not cancel
         ]
         assert handlers, f"nothing is shown on {trigger}"
+        assert all(not sends & set(d.get("cancels") or []) for d in handlers), handlers
         assert all(cancel["id"] < d["id"] for d in handlers), (cancel, handlers)
