@@ -7,10 +7,8 @@ Settings at the place box."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from playwright.sync_api import expect
 from evals.fixtures import OpenMeteoFixture
 from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import free_port, open_app, send
+from tests.e2e.test_browser_processes import _environment, _wait_until_serving
 from tests.support.fake_openai import FakeOpenAIServer
 
 TIMEOUT_MS = 20_000
@@ -30,25 +29,16 @@ NO_LOCATION_ANSWER = "Tell me where you are and I'll check."
 
 def _serve(home: Path, **companion: str) -> tuple[subprocess.Popen[str], str]:
     """``companion`` on a free port with only ``companion``'s settings; (process, URL)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENROUTER_"))}
-    env.update(COMPANION_HOME=str(home), **companion)
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "--port", str(port)],
-        env=env,
+        env=_environment(COMPANION_HOME=str(home), **companion),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    assert process.stdout is not None
-    said: list[str] = []
-    deadline = time.monotonic() + 90
-    for line in process.stdout:
-        if "Companion is running at" in line:
-            return process, f"http://127.0.0.1:{port}/"
-        said.append(line)
-        assert time.monotonic() < deadline, "the app did not start:\n" + "".join(said)
-    raise AssertionError(f"the app exited with {process.wait()}:\n" + "".join(said))
+    _wait_until_serving(process)
+    return process, f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture
