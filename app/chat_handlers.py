@@ -35,7 +35,7 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
-from app.live_tabs import Pages
+from app.live_tabs import MARKS_KEPT, STALE, UNFOLLOWED, Pages, shown_mark
 from app.settings_view import Connections
 from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from config.settings import Settings, fixed_fields
@@ -422,6 +422,7 @@ class ChatHandlers:
         self.chats, self.ui = chats, ui
         self.opened = chat_list.OpenedChats()  # the chat each page last chose in the list
         self.pages = Pages()  # the pages following a turn now (app.live_tabs)
+        self._marks: dict[tuple[int, str | None, str], str] = {}  # _mark's, newest last
         people = chats.people
         fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
         self.connections = Connections(people, fixed)
@@ -541,14 +542,32 @@ class ChatHandlers:
         async for update in self.stream(tab, session_id, noticed, page=page):
             yield update
 
-    async def on_watch(self, session_id: str | None, request: gr.Request) -> Any:
+    async def on_watch(self, session_id: str | None, mark: str, request: gr.Request) -> Any:
         """The token of what this page shows (``AsyncStore.chat_version``), polled by the
-        page's timer: when it moves, ``on_changed`` shows the change (app.live_tabs). Not
-        asked while the page follows a turn: its stream shows it, and no other event
-        touches the chat meanwhile."""
+        page's timer: when it moves, ``on_changed`` shows the change (app.live_tabs). It
+        moves too while the page shows another chat than its session's (``mark``, made by
+        ``SHOWN_JS``), or while a turn runs in its chat and the page does not follow it (its
+        follow was cancelled by a quick switch). Not asked while the page follows a turn:
+        its stream shows it."""
         if self.pages.busy(request.session_hash or ""):
             return gr.skip()
-        return await self.chats.of(request).store.chat_version(session_id)
+        tab = self.chats.of(request)
+        version = await tab.store.chat_version(session_id)
+        if mark and mark != await self._mark(tab.store, session_id, version):
+            return f"{version} {STALE} {mark}"  # one re-show for each wrong chat on screen
+        if session_id and tab.turns.live(session_id):
+            return f"{version} {UNFOLLOWED}"
+        return version
+
+    async def _mark(self, store: AsyncStore, session_id: str | None, version: str) -> str:
+        """``shown_mark`` of the stored chat, kept per chat and version."""
+        key = (id(store), session_id, version)
+        if key not in self._marks:
+            messages = await store.messages(session_id) if session_id else []
+            self._marks[key] = shown_mark([m.content for m in messages if m.role == "user"])
+            while len(self._marks) > MARKS_KEPT:
+                self._marks.pop(next(iter(self._marks)))
+        return self._marks[key]
 
     async def on_changed(
         self, session_id: str | None, noticed: list[str], request: gr.Request
@@ -561,9 +580,7 @@ class ChatHandlers:
             yield {self.ui.told: gr.skip()}  # nothing changes (a generator must yield)
             return
         tab, ui = self.chats.of(request), self.ui
-        shown: dict[Any, Any] = {ui.listing: await tab.rows()}
-        if session_id:
-            shown[ui.chatbot] = await _history(tab.store, session_id)
+        shown = {ui.listing: await tab.rows(), ui.chatbot: await _history(tab.store, session_id)}
         if not self.opened.still(page, session_id):  # the page chose another chat meanwhile
             yield {ui.told: gr.skip()}
             return

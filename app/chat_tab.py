@@ -31,7 +31,7 @@ from app.chat_handlers import (
 from app.feedback_view import FEEDBACK_OPTIONS
 from app.feedback_view import wire as wire_feedback
 from app.keyboard import FOCUS_RESEND
-from app.live_tabs import WATCH_SECONDS
+from app.live_tabs import SHOWN_JS, WATCH_SECONDS
 from graph.setup import People
 
 # The chat fills the window's height, less the tab bar, the composer and the lines under it.
@@ -463,7 +463,8 @@ class Wiring:
         # name no chat), and a change is shown and followed in one event.
         timer = gr.Timer(WATCH_SECONDS, active=False)
         self.loaded.then(lambda: gr.Timer(active=True), None, timer, **quiet)
-        timer.tick(h.on_watch, ui.session, version, **quiet)
+        mark = gr.Textbox(visible=False, elem_id="chat-mark")  # what the page shows
+        timer.tick(h.on_watch, [ui.session, mark], version, js=SHOWN_JS, **quiet)
         changed = version.change(h.on_changed, [ui.session, ui.told], self.followed, **quiet)
         self.followers.append(changed)
 

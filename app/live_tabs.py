@@ -8,15 +8,47 @@ turn running in it, if any (the same follow a reload does). A page that is follo
 turn already (``Pages.busy``) is left alone: its stream shows the turn, and it ends on
 the stored chat. Why polling the store: it is the one path that sees other processes too
 (docs/turns.md); one indexed read a second per open page.
+
+The same tick checks that the page shows the chat its session names (``shown_mark``: how
+many messages the person wrote there, and the first one's first letters). Gradio's page
+applies each event's updates in a loop of its own, so the last chunks of a stream it is
+still drawing can land after the next chat was shown (New chat just after an answer,
+quick clicks in the list), and the server cannot order them. A page showing another chat
+than its own is shown the stored one again within a tick; a page not following the turn
+running in its chat (a quick switch cancelled its follow) is made to follow it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 WATCH_SECONDS = 1.0
+MARK_CHARS = 24  # letters and digits of the first message, in the mark
+MARKS_KEPT = 256  # stored chats' marks kept (per chat and version)
+STALE = "stale"  # in the token while a page shows another chat than its own
+UNFOLLOWED = "unfollowed"  # in the token while a page does not follow its chat's turn
+
+# The tick's page side: the mark of the chat on screen, from its bubbles (the chat's value
+# is not an input: it would be sent each second, and an input's status redrawn).
+SHOWN_JS = (
+    "(session) => {"
+    " const asked = document.querySelectorAll('#chatbot [data-testid=\"user\"]');"
+    " const first = asked.length ? asked[0].innerText.toLowerCase() : '';"
+    " const letters = Array.from(first).filter((c) => /[\\p{L}\\p{N}]/u.test(c));"
+    f" return [session, asked.length + ':' + letters.slice(0, {MARK_CHARS}).join('')];"
+    " }"
+)
+
+
+def shown_mark(asked: Sequence[str]) -> str:
+    """The mark of a chat whose person's messages are ``asked``, as ``SHOWN_JS`` makes it
+    of the bubbles on screen: how many, and the first one's first letters and digits (the
+    bubble shows it rendered as Markdown, whose other characters may differ)."""
+    first = asked[0].lower() if asked else ""
+    letters = [c for c in first if c.isalnum()]
+    return f"{len(asked)}:{''.join(letters[:MARK_CHARS])}"
 
 
 class Pages:

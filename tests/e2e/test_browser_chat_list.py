@@ -251,15 +251,19 @@ def test_search_opens_another_chat_at_the_message(
 
 
 def shown(page: Any, title: str, first: str) -> None:
-    """Click the row titled ``title`` until its chat (first message ``first``) shows: a
-    click while another chat opens is let go."""
+    """Click the row titled ``title`` until it is the chat in view (marked in the list) and
+    its chat (first message ``first``) shows: a click while another chat opens is let go,
+    and a late chunk of a chat left can show for a moment (app.live_tabs)."""
+    opener = row(page, title).locator(".chat-open")
     for _ in range(10):
-        row(page, title).locator(".chat-open").dispatch_event("click")
+        opener.dispatch_event("click")
         try:
+            expect(opener).to_have_attribute("aria-current", "true", timeout=1500)
             expect(user_bubbles(page).first).to_have_text(first, timeout=1500)
             return
         except AssertionError:
             continue
+    expect(opener).to_have_attribute("aria-current", "true")
     expect(user_bubbles(page).first).to_have_text(first)
 
 

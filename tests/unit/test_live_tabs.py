@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from app.live_tabs import Pages
+from app.live_tabs import STALE, UNFOLLOWED, Pages, shown_mark
 from tests.unit.test_chat_handlers import Page, contents
 
 
@@ -34,10 +34,10 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     h, store = page.handlers, page.store
     session = (await store.create_session("Kept")).id
     me = SimpleNamespace(username=None, session_hash="other-page")
-    before = await h.on_watch(session, me)  # type: ignore[arg-type]
-    assert await h.on_watch(session, me) == before  # type: ignore[arg-type]
+    before = await h.on_watch(session, "", me)  # type: ignore[arg-type]
+    assert await h.on_watch(session, "", me) == before  # type: ignore[arg-type]
     await page.chat(session, "said in another tab")
-    assert await h.on_watch(session, me) != before  # type: ignore[arg-type]
+    assert await h.on_watch(session, "", me) != before  # type: ignore[arg-type]
 
     shown = [update async for update in h.on_changed(session, [], me)]  # type: ignore[arg-type]
     ui = page.ui
@@ -48,7 +48,7 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     assert "Kept" in str(shown[0][ui.listing])
     assert shown[-1] == {ui.stop: gr.update(visible="hidden")}  # no turn runs: nothing to follow
     with h.pages.following("other-page"):  # its own stream shows the turn
-        assert await h.on_watch(session, me) == gr.skip()  # type: ignore[arg-type]
+        assert await h.on_watch(session, "", me) == gr.skip()  # type: ignore[arg-type]
         unchanged = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
         assert unchanged == [{ui.told: gr.skip()}]
     h.opened.choose("other-page", "another-chat")  # the page chose another chat meanwhile
@@ -56,4 +56,46 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     assert stale == [{ui.told: gr.skip()}]  # the old chat is not put back
     h.opened.choose("other-page", None)
     fresh = [u async for u in h.on_changed(None, [], me)]  # type: ignore[arg-type]
-    assert list(fresh[0]) == [ui.listing]  # a new, empty chat: only the list is shown again
+    assert fresh[0][ui.chatbot] == []  # a new, empty chat, and the list again
+
+
+def test_a_mark_is_the_count_of_the_persons_messages_and_the_first_ones_letters() -> None:
+    assert shown_mark([]) == "0:"
+    assert shown_mark(["**Hello**, Wörld! 🌸 #1", "again"]) == "2:hellowörld1"
+    assert shown_mark(["x" * 100]) == "1:" + "x" * 24
+
+
+async def test_a_page_showing_another_chat_than_its_own_moves_the_token(tmp_path: Path) -> None:
+    page = Page(tmp_path)
+    h, store = page.handlers, page.store
+    session = (await store.create_session("Kept")).id
+    await page.chat(session, "the first words here")
+    me = SimpleNamespace(username=None, session_hash="a-page")
+    own = "1:thefirstwordshere"
+    version = await h.on_watch(session, own, me)  # type: ignore[arg-type]
+    assert STALE not in version
+    # The old chat's last chunk landed after New chat: the page's empty chat shows it.
+    late = await h.on_watch(None, own, me)  # type: ignore[arg-type]
+    assert STALE in late and late != await h.on_watch(None, "0:", me)  # type: ignore[arg-type]
+    # Another chat on screen (a click in the list overtaken by an older one's update).
+    other = await h.on_watch(session, "3:somethingelse", me)  # type: ignore[arg-type]
+    assert STALE in other and other != late
+    # The same wrong chat seen twice is one change (one re-show), not one per tick.
+    assert await h.on_watch(session, "3:somethingelse", me) == other  # type: ignore[arg-type]
+    assert await h.on_watch(session, own, me) == version  # type: ignore[arg-type]
+
+
+async def test_a_turn_the_page_does_not_follow_moves_the_token(tmp_path: Path) -> None:
+    page = Page(tmp_path)
+    h, store = page.handlers, page.store
+    session = (await store.create_session("Busy")).id
+    me = SimpleNamespace(username=None, session_hash="a-page")
+    idle = await h.on_watch(session, "", me)  # type: ignore[arg-type]
+    page.turns.hold = True
+    page.turns.start(await page.tab.make_context(), session, "a long story")
+    # The page's follow was cancelled by a quick switch: the tick makes it follow again.
+    unfollowed = await h.on_watch(session, "", me)  # type: ignore[arg-type]
+    assert UNFOLLOWED in unfollowed and unfollowed != idle
+    with h.pages.following("a-page"):  # following it: left alone
+        assert await h.on_watch(session, "", me) == gr.skip()  # type: ignore[arg-type]
+    page.turns.release()
