@@ -88,9 +88,9 @@ def test_the_composer_is_named_and_its_placeholder_readable(page: Any) -> None:
     assert contrast(placeholder, behind) >= 4.5, (placeholder, behind)
 
 
-def test_touch_targets_on_a_phone(page: Any) -> None:
-    if page.viewport_size["width"] > 768:
-        pytest.skip("touch targets are a phone's")
+@pytest.mark.parametrize("sized_page", ["phone"], indirect=True)
+def test_touch_targets_on_a_phone(sized_page: Any) -> None:
+    page = sized_page
     answered(page, "hello, thumbs")
     bot_messages(page).last.hover()
     icons = page.locator("#chatbot .icon-button:visible")  # copy, edit, retry, 👍/👎

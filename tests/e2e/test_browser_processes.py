@@ -36,6 +36,15 @@ from tests.support.postgres import PostgresServer
 TIMEOUT_MS = 20_000
 STORY = " ".join(f"tale{n}" for n in range(1, 41)) + " fin."
 WORD_DELAY = 0.15  # about 6 s for STORY
+# Asked for when a page of the other process must load and press Stop while it runs:
+# about 30 s, so a page that loads slowly on a busy machine still finds it running.
+LONG_STORY = " ".join(f"tale{n}" for n in range(1, 201)) + " fin."
+
+
+def told(request: dict[str, Any]) -> Step:
+    """The fake endpoint's answer: the long story when another one is asked for."""
+    asked = str(request["messages"][-1].get("content"))
+    return Step(content=LONG_STORY if "another story" in asked else STORY, word_delay=WORD_DELAY)
 
 
 @dataclass
@@ -117,8 +126,7 @@ def processes(
     tmp_path_factory: pytest.TempPathFactory, database_url: str | None
 ) -> Iterator[Processes]:
     home = tmp_path_factory.mktemp("processes") / "home"
-    slow = Step(content=STORY, word_delay=WORD_DELAY)
-    with FakeOpenAIServer(responder=lambda request: slow) as server:
+    with FakeOpenAIServer(responder=told) as server:
         ports = (free_port(), free_port())
         started = [_serve(home, port, server, database_url) for port in ports]
         try:
@@ -201,7 +209,8 @@ def test_stop_in_the_other_process_stops_the_turn(browser: Any, processes: Proce
     expect(other.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     stopped = newest_chat(processes)[-1]
     assert stopped.meta == {"stopped": True}
-    assert stopped.content and STORY.startswith(stopped.content) and stopped.content != STORY
+    assert stopped.content and LONG_STORY.startswith(stopped.content)
+    assert stopped.content != LONG_STORY
     one.context.close()
     other.context.close()
 
