@@ -27,6 +27,7 @@ from app.attachments import Attachment, AttachmentError, pasted_image, take_uplo
 from app.chat_view import (
     TurnView,
     answer_bubble,
+    bubble_text,
     chosen_option,
     history_entries,
     history_messages,
@@ -563,8 +564,9 @@ class ChatHandlers:
         """``shown_mark`` of the stored chat, kept per chat and version."""
         key = (id(store), session_id, version)
         if key not in self._marks:
-            messages = await store.messages(session_id) if session_id else []
-            self._marks[key] = shown_mark([m.content for m in messages if m.role == "user"])
+            bubbles = await _history(store, session_id)
+            asked = [bubble_text(b) for b in bubbles if b.role == "user"]
+            self._marks[key] = shown_mark(asked, bubble_text(bubbles[-1]) if bubbles else "")
             while len(self._marks) > MARKS_KEPT:
                 self._marks.pop(next(iter(self._marks)))
         return self._marks[key]

@@ -682,3 +682,13 @@ class TurnView:
         else:
             self.messages[self._last_call] = bubble
         self._images, self._sources = [], []
+
+
+def bubble_text(bubble: ChatMessage) -> str:
+    """A bubble's text: its content, or the text parts of a content with files."""
+    content = bubble.content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part for part in content if isinstance(part, str))
+    return ""

@@ -9,11 +9,13 @@ turn already (``Pages.busy``) is left alone: its stream shows the turn, and it e
 the stored chat. Why polling the store: it is the one path that sees other processes too
 (docs/turns.md); one indexed read a second per open page.
 
-The same tick checks that the page shows the chat its session names (``shown_mark``: how
-many messages the person wrote there, and the first one's first letters). Gradio's page
+The same tick checks that the page shows the chat its session names as it is stored
+(``shown_mark``: how many messages the person wrote there, the first one's first letters
+and the last bubble's last ones). Gradio's page
 applies each event's updates in a loop of its own, so the last chunks of a stream it is
 still drawing can land after the next chat was shown (New chat just after an answer,
-quick clicks in the list), and the server cannot order them. A page showing another chat
+quick clicks in the list, a follow cancelled while the page still drew it), and the
+server cannot order them. A page showing another chat
 than its own is shown the stored one again within a tick; a page not following the turn
 running in its chat (a quick switch cancelled its follow) is made to follow it.
 """
@@ -34,21 +36,29 @@ UNFOLLOWED = "unfollowed"  # in the token while a page does not follow its chat'
 # is not an input: it would be sent each second, and an input's status redrawn).
 SHOWN_JS = (
     "(session) => {"
+    " const letters = (bubble) => Array.from(bubble ? bubble.innerText.toLowerCase() : '')"
+    "   .filter((c) => /[\\p{L}\\p{N}]/u.test(c)).join('');"
     " const asked = document.querySelectorAll('#chatbot [data-testid=\"user\"]');"
-    " const first = asked.length ? asked[0].innerText.toLowerCase() : '';"
-    " const letters = Array.from(first).filter((c) => /[\\p{L}\\p{N}]/u.test(c));"
-    f" return [session, asked.length + ':' + letters.slice(0, {MARK_CHARS}).join('')];"
+    " const all = document.querySelectorAll("
+    '   \'#chatbot [data-testid="user"], #chatbot [data-testid="bot"]\');'
+    f" const first = letters(asked[0]).slice(0, {MARK_CHARS});"
+    f" const last = letters(all[all.length - 1]).slice(-{MARK_CHARS});"
+    " return [session, asked.length + ':' + first + ':' + last];"
     " }"
 )
 
 
-def shown_mark(asked: Sequence[str]) -> str:
-    """The mark of a chat whose person's messages are ``asked``, as ``SHOWN_JS`` makes it
-    of the bubbles on screen: how many, and the first one's first letters and digits (the
-    bubble shows it rendered as Markdown, whose other characters may differ)."""
-    first = asked[0].lower() if asked else ""
-    letters = [c for c in first if c.isalnum()]
-    return f"{len(asked)}:{''.join(letters[:MARK_CHARS])}"
+def shown_mark(asked: Sequence[str], last: str) -> str:
+    """The mark of a chat whose person's messages are ``asked`` and whose last bubble's
+    text is ``last``, as ``SHOWN_JS`` makes it of the bubbles on screen: how many messages
+    the person wrote, the first one's first letters and digits, the last bubble's last
+    ones (a bubble shows its text rendered as Markdown, whose other characters differ)."""
+
+    def letters(text: str) -> str:
+        return "".join(c for c in text.lower() if c.isalnum())
+
+    first = letters(asked[0])[:MARK_CHARS] if asked else ""
+    return f"{len(asked)}:{first}:{letters(last)[-MARK_CHARS:]}"
 
 
 class Pages:

@@ -13,6 +13,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
+from app.live_tabs import SHOWN_JS, shown_mark
 from tests.e2e.harness import bot_messages, send
 
 TIMEOUT_MS = 20_000
@@ -121,6 +122,11 @@ def test_ctrl_shift_o_starts_a_new_chat(page: Any) -> None:
     expect(page.locator("#chatbot .message-row")).to_have_count(0, timeout=TIMEOUT_MS)
     answered(page, "a fresh start")
     expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["a fresh start"])
+    # The page's mark of the chat on screen is the server's of the stored chat (a page
+    # whose mark differs is shown the stored chat again: app.live_tabs).
+    _, mark = page.evaluate(f"({SHOWN_JS})('a-chat')")
+    answer = "Hello! You said: a fresh start. Nice to hear from you today."
+    assert mark == shown_mark(["a fresh start"], answer)
 
 
 def test_latex_renders_and_a_price_stays_text(page: Any) -> None:

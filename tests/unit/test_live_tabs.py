@@ -59,10 +59,11 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     assert fresh[0][ui.chatbot] == []  # a new, empty chat, and the list again
 
 
-def test_a_mark_is_the_count_of_the_persons_messages_and_the_first_ones_letters() -> None:
-    assert shown_mark([]) == "0:"
-    assert shown_mark(["**Hello**, Wörld! 🌸 #1", "again"]) == "2:hellowörld1"
-    assert shown_mark(["x" * 100]) == "1:" + "x" * 24
+def test_a_mark_is_the_persons_messages_the_first_ones_letters_and_the_last_bubbles() -> None:
+    assert shown_mark([], "") == "0::"
+    marked = shown_mark(["**Hello**, Wörld! 🌸 #1", "again"], "The answer, *at last*: 42.")
+    assert marked == "2:hellowörld1:theansweratlast42"
+    assert shown_mark(["x" * 100], "a" + "y" * 100) == "1:" + "x" * 24 + ":" + "y" * 24
 
 
 async def test_a_page_showing_another_chat_than_its_own_moves_the_token(tmp_path: Path) -> None:
@@ -71,12 +72,15 @@ async def test_a_page_showing_another_chat_than_its_own_moves_the_token(tmp_path
     session = (await store.create_session("Kept")).id
     await page.chat(session, "the first words here")
     me = SimpleNamespace(username=None, session_hash="a-page")
-    own = "1:thefirstwordshere"
+    own = "1:thefirstwordshere:nswertothefirstwordshere"  # the last 24 letters
     version = await h.on_watch(session, own, me)  # type: ignore[arg-type]
     assert STALE not in version
     # The old chat's last chunk landed after New chat: the page's empty chat shows it.
     late = await h.on_watch(None, own, me)  # type: ignore[arg-type]
-    assert STALE in late and late != await h.on_watch(None, "0:", me)  # type: ignore[arg-type]
+    assert STALE in late and late != await h.on_watch(None, "0::", me)  # type: ignore[arg-type]
+    # The answer cut short on screen: a late chunk of a follow cancelled meanwhile.
+    cut = await h.on_watch(session, "1:thefirstwordshere:answertothe", me)  # type: ignore[arg-type]
+    assert STALE in cut
     # Another chat on screen (a click in the list overtaken by an older one's update).
     other = await h.on_watch(session, "3:somethingelse", me)  # type: ignore[arg-type]
     assert STALE in other and other != late
