@@ -36,7 +36,7 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
-from app.live_tabs import MARKS_KEPT, STALE, UNFOLLOWED, Pages, shown_mark
+from app.live_tabs import MARK_LIMIT, MARKS_KEPT, STALE, UNFOLLOWED, Pages, shown_mark
 from app.settings_view import Connections
 from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from config.settings import Settings, fixed_fields
@@ -554,6 +554,7 @@ class ChatHandlers:
             return gr.skip()
         tab = self.chats.of(request)
         version = await tab.store.chat_version(session_id)
+        mark = str(mark or "")[:MARK_LIMIT]  # from the page: a hostile one could be long
         if mark and mark != await self._mark(tab.store, session_id, version):
             return f"{version} {STALE} {mark}"  # one re-show for each wrong chat on screen
         if session_id and tab.turns.live(session_id):

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 
 WATCH_SECONDS = 1.0
 MARK_CHARS = 24  # letters and digits of the first message, in the mark
+MARK_LIMIT = 2 * MARK_CHARS + 16  # a page's mark is cut to this before it is used
 MARKS_KEPT = 256  # stored chats' marks kept (per chat and version)
 STALE = "stale"  # in the token while a page shows another chat than its own
 UNFOLLOWED = "unfollowed"  # in the token while a page does not follow its chat's turn

@@ -87,6 +87,9 @@ async def test_a_page_showing_another_chat_than_its_own_moves_the_token(tmp_path
     # The same wrong chat seen twice is one change (one re-show), not one per tick.
     assert await h.on_watch(session, "3:somethingelse", me) == other  # type: ignore[arg-type]
     assert await h.on_watch(session, own, me) == version  # type: ignore[arg-type]
+    # A page's mark is its own input: a long one is cut before it is used or sent back.
+    long = await h.on_watch(session, "9:" + "x" * 100_000, me)  # type: ignore[arg-type]
+    assert STALE in long and len(long) < len(version) + 100
 
 
 async def test_a_turn_the_page_does_not_follow_moves_the_token(tmp_path: Path) -> None:
