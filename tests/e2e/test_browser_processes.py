@@ -7,7 +7,9 @@ Every case runs on both backends: the home's SQLite file, and a Postgres databas
 migrate``) that both processes reach through COMPANION_DATABASE_URL.
 
 The chat model is a loopback OpenAI-compatible server (``FakeOpenAIServer``) that streams
-every answer slowly, so there is time to switch processes mid-answer.
+every answer slowly. A test that must meet a turn still running in the other process
+holds the answer after its first words (``Processes.held``) until it has seen what it
+needs, so a page that loads slowly on a busy machine cannot miss it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,16 +39,17 @@ from tests.support.postgres import PostgresServer
 
 TIMEOUT_MS = 20_000
 STORY = " ".join(f"tale{n}" for n in range(1, 41)) + " fin."
-WORD_DELAY = 0.15  # about 6 s for STORY
-# Asked for when a page of the other process must load and press Stop while it runs:
-# about 30 s, so a page that loads slowly on a busy machine still finds it running.
-LONG_STORY = " ".join(f"tale{n}" for n in range(1, 201)) + " fin."
+WORD_DELAY = 0.15  # about 6 s for STORY, unless held
 
 
-def told(request: dict[str, Any]) -> Step:
-    """The fake endpoint's answer: the long story when another one is asked for."""
-    asked = str(request["messages"][-1].get("content"))
-    return Step(content=LONG_STORY if "another story" in asked else STORY, word_delay=WORD_DELAY)
+def teller(going: threading.Event) -> Any:
+    """The fake endpoint's answer: the story, held after its first words while ``going``
+    is clear."""
+
+    def told(request: dict[str, Any]) -> Step:
+        return Step(content=STORY, word_delay=WORD_DELAY, hold=going)
+
+    return told
 
 
 @dataclass
@@ -52,6 +57,17 @@ class Processes:
     home: Path
     urls: tuple[str, str]
     database_url: str | None  # the Postgres database they share; None: the home's SQLite file
+    going: threading.Event  # set: answers stream on; clear: they wait after their 6th word
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Answers started inside wait after their first words until the block ends (or
+        a minute has passed): the turn is surely still running while the block checks."""
+        self.going.clear()
+        try:
+            yield
+        finally:
+            self.going.set()
 
 
 def _environment(**companion: str) -> dict[str, str]:
@@ -126,14 +142,16 @@ def processes(
     tmp_path_factory: pytest.TempPathFactory, database_url: str | None
 ) -> Iterator[Processes]:
     home = tmp_path_factory.mktemp("processes") / "home"
-    with FakeOpenAIServer(responder=told) as server:
+    going = threading.Event()
+    going.set()
+    with FakeOpenAIServer(responder=teller(going)) as server:
         ports = (free_port(), free_port())
         started = [_serve(home, port, server, database_url) for port in ports]
         try:
             for process in started:
                 _wait_until_serving(process)
             urls = (f"http://127.0.0.1:{ports[0]}/", f"http://127.0.0.1:{ports[1]}/")
-            yield Processes(home, urls, database_url)
+            yield Processes(home, urls, database_url, going)
         finally:
             for process in started:
                 process.terminate()
@@ -174,14 +192,15 @@ def test_a_turn_started_in_one_process_is_followed_from_the_other(
     one = browser.new_context().new_page()
     open_app(one, processes.urls[0])
     one.locator("#new-session").click()
-    send(one, "tell me a story")
-    expect(answer(one)).to_contain_text("tale3", timeout=TIMEOUT_MS)
-    one.context.close()  # the page goes away; the turn goes on in process one
-
     other = browser.new_context().new_page()
-    open_app(other, processes.urls[1])
-    expect(answer(other)).to_contain_text("tale", timeout=TIMEOUT_MS)  # the text so far
-    expect(other.locator("#stop-turn")).to_be_visible()
+    with processes.held():
+        send(one, "tell me a story")
+        expect(answer(one)).to_contain_text("tale3", timeout=TIMEOUT_MS)
+        one.context.close()  # the page goes away; the turn goes on in process one
+
+        open_app(other, processes.urls[1])
+        expect(answer(other)).to_contain_text("tale", timeout=TIMEOUT_MS)  # the text so far
+        expect(other.locator("#stop-turn")).to_be_visible()
     expect(answer(other)).to_have_text(STORY, timeout=TIMEOUT_MS)  # then the whole answer
     expect(other.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     stored = newest_chat(processes)
@@ -196,21 +215,21 @@ def test_stop_in_the_other_process_stops_the_turn(browser: Any, processes: Proce
     one = browser.new_context().new_page()
     open_app(one, processes.urls[0])
     one.locator("#new-session").click()
-    send(one, "another story, please")
-    expect(answer(one)).to_contain_text("tale3", timeout=TIMEOUT_MS)
-
     other = browser.new_context().new_page()
-    open_app(other, processes.urls[1])
-    expect(other.locator("#stop-turn")).to_be_visible(timeout=TIMEOUT_MS)
-    other.locator("#stop-turn").click()
-    expect(answer(one)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
-    expect(answer(other)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
+    with processes.held():
+        send(one, "another story, please")
+        expect(answer(one)).to_contain_text("tale3", timeout=TIMEOUT_MS)
+        open_app(other, processes.urls[1])
+        expect(other.locator("#stop-turn")).to_be_visible(timeout=TIMEOUT_MS)
+        other.locator("#stop-turn").click()
+        expect(answer(one)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
+        expect(answer(other)).to_contain_text("Stopped", timeout=TIMEOUT_MS)
     expect(one.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     expect(other.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     stopped = newest_chat(processes)[-1]
     assert stopped.meta == {"stopped": True}
-    assert stopped.content and LONG_STORY.startswith(stopped.content)
-    assert stopped.content != LONG_STORY
+    assert stopped.content and STORY.startswith(stopped.content)
+    assert stopped.content != STORY
     one.context.close()
     other.context.close()
 
@@ -253,18 +272,20 @@ def test_an_open_page_shows_turns_retries_and_renames_made_elsewhere(
     expect(answer(one)).to_have_text(STORY, timeout=TIMEOUT_MS)
     open_app(two, processes.urls[1])  # it opens the newest chat: the same one
     said = f"live from one at {width}"
-    send(one, said)
-    asked = two.locator("#chatbot [data-testid='user']").last
-    expect(asked).to_have_text(said, timeout=5_000)  # the poll is every second
-    expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
+    with processes.held():
+        send(one, said)
+        asked = two.locator("#chatbot [data-testid='user']").last
+        expect(asked).to_have_text(said, timeout=5_000)  # the poll is every second
+        expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
     expect(answer(two)).to_have_text(STORY, timeout=TIMEOUT_MS)
     expect(two.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     expect(answer(one)).to_have_text(STORY, timeout=TIMEOUT_MS)
     answers = two.locator("#chatbot [data-testid='bot']")
     shown = answers.count()
 
-    one.locator("#chatbot button[aria-label='Retry']").last.click()
-    expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
+    with processes.held():
+        one.locator("#chatbot button[aria-label='Retry']").last.click()
+        expect(two.locator("#stop-turn")).to_be_visible(timeout=5_000)
     expect(answer(two)).to_have_text(STORY, timeout=TIMEOUT_MS)
     expect(two.locator("#stop-turn")).to_be_hidden(timeout=TIMEOUT_MS)
     expect(answers).to_have_count(shown)  # the answer replaced, not added

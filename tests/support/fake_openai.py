@@ -35,6 +35,13 @@ class Step:
     cut: bool = False  # close the stream after the first chunk
     word_delay: float = 0.0  # seconds between two streamed chunks (a slow answer)
     dimensions: int | None = None  # an embeddings answer of this width, not the server's
+    # A stream that waits, before its chunk number ``hold_at``, until ``hold`` is set (at
+    # most HOLD_LIMIT seconds): a test keeps a turn running until it has seen what it needs.
+    hold: threading.Event | None = None
+    hold_at: int = 6
+
+
+HOLD_LIMIT = 60.0
 
 
 class _Server(ThreadingHTTPServer):
@@ -110,11 +117,14 @@ class FakeOpenAIServer:
                 return
 
             def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a drill's timeout): nothing to tell it
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
@@ -160,17 +170,21 @@ class FakeOpenAIServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                for index, chunk in enumerate(_chunks(request, step)):
-                    if index and step.word_delay:
-                        time.sleep(step.word_delay)
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                    if step.cut and index == 0:
-                        self.close_connection = True
-                        return
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
                 self.close_connection = True
+                try:
+                    for index, chunk in enumerate(_chunks(request, step)):
+                        if index and step.word_delay:
+                            time.sleep(step.word_delay)
+                        if step.hold is not None and index == step.hold_at:
+                            step.hold.wait(HOLD_LIMIT)
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if step.cut and index == 0:
+                            return
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client went away (a stopped turn): nothing to tell it
 
         return Handler
 
