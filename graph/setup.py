@@ -81,7 +81,8 @@ async def startup_settings(factory: ContextFactory, *, warm: bool = False) -> Se
 async def warm_local_model(ctx: Context) -> None:
     """With the bundled model, start its server now in the background and have a new
     chat's first system message processed, so the first message finds the model loaded
-    and that prompt in its cache (providers.LocalServer.warm); nothing for another model."""
+    and that prompt in its cache (providers.LocalServer.warm), and its client made
+    (``LazyLocalChatModel.connect_early``); nothing for another model."""
     if not ctx.settings.is_local:
         return
     tools = await ctx.registry.enabled(ctx.tool_context(None))
@@ -89,6 +90,9 @@ async def warm_local_model(ctx: Context) -> None:
     server = local_server()
     server.log_dir = ctx.settings.home / "logs"
     server.warm(system)
+    connect_early = getattr(ctx.chat_model, "connect_early", None)
+    if connect_early is not None:  # the bundled model's client, made while it loads
+        connect_early()
 
 
 def context_for(

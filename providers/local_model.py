@@ -21,6 +21,7 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,23 @@ class LazyLocalChatModel(BaseChatModel):
 
         formatted = [convert_to_openai_tool(t) for t in tools]
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def connect_early(self) -> threading.Thread:
+        """Make the client for the server in the background now (a daemon thread): the
+        OpenAI client's import alone takes about a second on 2 cores, which the first
+        message would otherwise wait for after the warm start. It waits for the server
+        the warm start is loading; a failure is left for the first call to report."""
+
+        def connect() -> None:
+            try:
+                importlib.import_module("langchain_openai")  # while the model loads
+                self._model()
+            except Exception as exc:  # the first call raises it again, to the person
+                log.info("connecting to the local model early failed: %s", exc)
+
+        thread = threading.Thread(target=connect, name="local-model-connect", daemon=True)
+        thread.start()
+        return thread
 
     def _model(self) -> Any:
         """The client for the running server, (re)started if it is not running."""

@@ -46,3 +46,38 @@ async def test_the_warmed_prompt_is_the_first_turns_system_message(
 async def test_another_model_starts_nothing(make_context: Any, server: FakeServer) -> None:
     await setup.warm_local_model(make_context(["Hello!"]))
     assert server.warmed == []
+
+
+async def test_the_bundled_models_client_is_made_while_it_loads(
+    make_context: Any, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OpenAI client (about a second of imports) is made by the warm start, not by the
+    first message: the first call reuses it."""
+    from providers import local_model
+    from providers.local_model import LazyLocalChatModel
+
+    class Started:
+        log_dir: Any = None
+        model_path: Any = None
+
+        def ensure(self, timeout: float = 180.0) -> str:
+            return "http://127.0.0.1:9/v1"
+
+    made: list[str] = []
+
+    def connect(settings: Any) -> str:
+        made.append("client")
+        return "the client"
+
+    monkeypatch.setattr(local_model, "local_server", Started)
+    ctx = make_context(["Hello!"], provider="local")
+    lazy = LazyLocalChatModel(settings=ctx.settings, connect=connect)
+    lazy.connect_early().join(timeout=30)
+    assert made == ["client"]
+    assert lazy._model() == "the client" and made == ["client"]
+
+    ctx.chat_model = lazy
+    started: list[bool] = []
+    monkeypatch.setattr(LazyLocalChatModel, "connect_early", lambda self: started.append(True))
+    await setup.warm_local_model(ctx)
+    assert started == [True] and len(server.warmed) == 1
