@@ -7,7 +7,9 @@ tool calls, an HTTP error status, a delay, a malformed body, a stream cut mid-an
 tool-call arguments that are not JSON — the failures a provider can produce. A
 ``responder`` answers from the request itself when no step is queued (concurrent
 sessions, where a shared queue cannot say whose reply is next). The listen backlog is
-deep enough for many clients connecting at once.
+deep enough for many clients connecting at once. ``timings`` says, for each request, when
+it arrived and when its stream's first chunk was written (``time.perf_counter``: a bench in
+the same process splits a client's wait into before the request, the server, and after).
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ class Step:
 HOLD_LIMIT = 60.0
 
 
+@dataclass
+class Timing:
+    """When one request reached the server and its first streamed chunk left it."""
+
+    arrived: float  # time.perf_counter() once the request's body was read
+    first_chunk: float | None = None  # as its first chunk was written; None: not streamed
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of clients
@@ -68,6 +78,7 @@ class FakeOpenAIServer:
         self.embedding_dimensions = 8  # the width of /v1/embeddings' vectors
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # each POST's headers, in order
+        self.timings: list[Timing] = []  # each POST's times, in order
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -139,9 +150,11 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
+                timing = Timing(arrived=time.perf_counter())
                 with server._lock:
                     server.requests.append(request)
                     server.headers.append(dict(self.headers.items()))
+                    server.timings.append(timing)
                 step = server._next(request)
                 time.sleep(server.latency + step.delay)
                 if step.status != 200:
@@ -161,11 +174,11 @@ class FakeOpenAIServer:
                     width = step.dimensions or server.embedding_dimensions
                     self._send(200, json.dumps(_embeddings(request, width)).encode())
                 elif request.get("stream"):
-                    self._stream(request, step)
+                    self._stream(request, step, timing)
                 else:
                     self._send(200, json.dumps(_completion(request, step)).encode())
 
-            def _stream(self, request: dict[str, Any], step: Step) -> None:
+            def _stream(self, request: dict[str, Any], step: Step, timing: Timing) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -177,6 +190,8 @@ class FakeOpenAIServer:
                             time.sleep(step.word_delay)
                         if step.hold is not None and index == step.hold_at:
                             step.hold.wait(HOLD_LIMIT)
+                        if index == 0:
+                            timing.first_chunk = time.perf_counter()
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         if step.cut and index == 0:
