@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy
 from psycopg import AsyncCursor
@@ -56,6 +56,11 @@ class PersonStore(Protocol):
 
     def _transaction(self) -> AbstractAsyncContextManager[Cursor]:
         """A cursor (dict rows) in one transaction scoped to the store's person."""
+        ...
+
+    async def _rows(self, query: str, params: Sequence[Any] = ()) -> list[DictRow]:
+        """One statement's rows, in a transaction of its own scoped to the store's person
+        (one round trip)."""
         ...
 
 
@@ -432,18 +437,14 @@ async def refresh_segments(
     """memory.sqlite.segments.refresh_segments on Postgres: cut and summarise the session's
     closed segments not yet stored, oldest first (at most ``limit``); how many segments
     were added. ``force`` closes the newest span too."""
-    async with store._transaction() as cursor:
-        await cursor.execute(
-            "SELECT COALESCE(MAX(end_message_id), 0) AS done FROM segments WHERE session_id = %s",
-            (session_id,),
-        )
-        done = await cursor.fetchone()
-        await cursor.execute(
-            f"""SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = %s AND m.id > %s
-                ORDER BY m.id LIMIT %s""",
-            (session_id, done["done"] if done else 0, read_cap(limit)),
-        )
-        unsegmented = [pg_rows.message(row) for row in await cursor.fetchall()]
+    rows = await store._rows(
+        f"""SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = %s
+            AND m.id > (SELECT COALESCE(MAX(end_message_id), 0) FROM segments
+                        WHERE session_id = %s)
+            ORDER BY m.id LIMIT %s""",
+        (session_id, session_id, read_cap(limit)),
+    )
+    unsegmented = [pg_rows.message(row) for row in rows]
     segments = closed_segments(unsegmented, force, limit, store.clock())
     if not segments:
         return 0

@@ -1,8 +1,11 @@
 """``PgStore``: the ``AsyncStore`` interface on one Postgres database shared by everyone.
 
 Every row carries its ``person``; forced row-level security shows a query only the rows
-of ``app.person``, which each call sets for its own transaction. The app's role owns no
-table and cannot turn the policies off; the schema is ``memory.postgres.schema``'s. Same
+of ``app.person``, which each call sets for its own transaction (``set_config(...,
+true)``: local to it), in the same round trip as the transaction's BEGIN; a call whose
+statements need no result of one another sends them, its BEGIN, the person and its
+COMMIT in one round trip (``PgStore._batch``, psycopg's pipeline mode). The app's role
+owns no table and cannot turn the policies off; the schema is ``memory.postgres.schema``'s. Same
 behaviour as SQLite (the contract tests); recall and segments are
 ``memory.postgres.recall``'s. Each person's images live in the ``media_dir`` given.
 Driver failures a caller can act on become ``memory.errors``. Design: docs/postgres.md.
@@ -13,17 +16,18 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import replace
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy
-from psycopg import AsyncCursor, errors
+from psycopg import AsyncConnection, AsyncCursor, Error, errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import DictRow, dict_row
+from psycopg.pq import TransactionStatus
+from psycopg.rows import DictRow, TupleRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -67,6 +71,8 @@ NOT_MIGRATED = (
     "run `companion db migrate` (with COMPANION_DATABASE_ADMIN_URL set)"
 )
 POOL_MAX = 10  # connections a PgStore.open pool keeps at most
+# The person a transaction's rows are (row-level security); local: gone at its end.
+_SET_PERSON = "SELECT set_config('app.person', %s, true)"
 _LAST_ID = 2**63 - 1  # bigint's largest: a search over every message
 
 
@@ -85,6 +91,19 @@ def _ranked(memories: list[Memory], now: datetime) -> list[Memory]:
     memories.sort(key=lambda m: m.updated_at, reverse=True)
     memories.sort(key=lambda m: m.retrievability(now), reverse=True)
     return memories
+
+
+# A statement of a batch (``PgStore._batch``): its SQL and parameters.
+Statement = tuple[str, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Done:
+    """What one statement of a batch gave: its rows (none for a plain write), and how
+    many rows it touched."""
+
+    rows: list[DictRow]
+    rowcount: int
 
 
 _SESSION_COLUMNS = "s.id, s.title, s.persona, s.created_at, s.pinned_at, s.renamed"
@@ -109,39 +128,41 @@ _SAME_KEY = 'lower(key COLLATE "C") = lower(%s COLLATE "C")'
 _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 
 
-async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Message:
-    """Insert ``message`` (its id is ignored; its session is created if missing) in the
-    open transaction; the stored copy."""
+def _message_statements(message: Message) -> tuple[Statement, Statement]:
+    """Insert ``message`` (its id is ignored; its session is created if missing): two
+    statements, the second returning the new id."""
     created_at = datetime.fromisoformat(message.created_at + "+00:00")
-    await cursor.execute(
-        """INSERT INTO sessions (id, title, created_at) VALUES (%s, 'New chat', %s)
-           ON CONFLICT DO NOTHING""",
-        (message.session_id, created_at),
-    )
-    await cursor.execute(
-        """INSERT INTO messages (session_id, role, content, created_at, tool_name,
-                                 tool_call_id, meta, image_path)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+    return (
         (
-            message.session_id,
-            message.role,
-            message.content,
-            created_at,
-            message.tool_name,
-            message.tool_call_id,
-            _jsonb(message.meta),
-            message.image_path,
+            """INSERT INTO sessions (id, title, created_at) VALUES (%s, 'New chat', %s)
+               ON CONFLICT DO NOTHING""",
+            (message.session_id, created_at),
+        ),
+        (
+            """INSERT INTO messages (session_id, role, content, created_at, tool_name,
+                                     tool_call_id, meta, image_path)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+            (
+                message.session_id,
+                message.role,
+                message.content,
+                created_at,
+                message.tool_name,
+                message.tool_call_id,
+                _jsonb(message.meta),
+                message.image_path,
+            ),
         ),
     )
+
+
+async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Message:
+    """Insert ``message`` (``_message_statements``) in the open transaction; the stored copy."""
+    for query, params in _message_statements(message):
+        await cursor.execute(query, params)
     row = await cursor.fetchone()
     assert row is not None
     return replace(message, id=row["id"])
-
-
-async def _all_memories(cursor: AsyncCursor[DictRow]) -> list[Memory]:
-    """Every memory, in the order SQLite's ``all_memories`` gives them."""
-    await cursor.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
-    return [pg_rows.memory(row) for row in await cursor.fetchall()]
 
 
 async def _find_by_key(cursor: AsyncCursor[DictRow], key: str, category: str | None) -> Memory:
@@ -246,12 +267,30 @@ async def _put_back(cursor: AsyncCursor[DictRow], edit: Edit) -> bool:
     return cursor.rowcount == 1
 
 
+async def _roll_back(conn: AsyncConnection[TupleRow]) -> None:
+    """End a failed call's transaction where the connection can still take a ROLLBACK
+    (one whose query was cancelled midway is the pool's to check and discard)."""
+    if conn.pgconn.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        with suppress(Error):
+            await conn.rollback()
+
+
+async def _done(cursor: AsyncCursor[DictRow]) -> Done:
+    """A batch statement's rows (none when it returns no rows) and row count."""
+    rows = await cursor.fetchall() if cursor.description is not None else []
+    return Done(rows, cursor.rowcount)
+
+
 # A pool of its own (``open``), or the process's pools shared by every person's store.
 Pool = AsyncConnectionPool | LoopPools
 
 
 class PgStore:
     """One person's store on a shared Postgres database (see the module docstring)."""
+
+    # False: the BEGIN, the person, each statement and the COMMIT each in a round trip of
+    # their own, as before issue 27 (bench.round_trips measures both in one run).
+    pipeline = True
 
     def __init__(
         self,
@@ -333,13 +372,12 @@ class PgStore:
         return _stamp(self.clock())
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[AsyncCursor[DictRow]]:
-        """A cursor in one transaction scoped to this store's person."""
+    async def _connection(self) -> AsyncIterator[AsyncConnection[TupleRow]]:
+        """A connection of the pool; the driver failures a caller can act on raised as
+        ``memory.errors``."""
         try:
-            async with self.pool.connection() as conn, conn.transaction():
-                cursor = conn.cursor(row_factory=dict_row)
-                await cursor.execute("SELECT set_config('app.person', %s, true)", (self.person,))
-                yield cursor
+            async with self.pool.connection() as conn:
+                yield conn
         except (errors.UndefinedTable, errors.UndefinedColumn) as exc:
             raise StoreError(f"{NOT_MIGRATED} ({exc.diag.message_primary})") from exc
         except (
@@ -348,6 +386,63 @@ class PgStore:
             errors.InsufficientPrivilege,
         ) as exc:
             raise WriteRefused(str(exc)) from exc
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncCursor[DictRow]]:
+        """A cursor in one transaction scoped to this store's person: its BEGIN and the
+        person go to the server in one round trip, then each statement in its own (for
+        work that reads a result before its next statement, or catches one's error)."""
+        async with self._connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            if not self.pipeline:
+                async with conn.transaction():
+                    await cursor.execute(_SET_PERSON, (self.person,))
+                    yield cursor
+                return
+            try:
+                async with conn.pipeline():  # psycopg's transaction() would sync its BEGIN
+                    await cursor.execute("BEGIN")
+                    await cursor.execute(_SET_PERSON, (self.person,))
+                yield cursor
+                await conn.commit()
+            except BaseException:
+                await _roll_back(conn)
+                raise
+
+    async def _batch(self, *statements: Statement) -> list[Done]:
+        """Run ``statements`` in one transaction scoped to this store's person, and what
+        each gave. Its BEGIN, the person, the statements and its COMMIT go to the server
+        in one round trip (psycopg's pipeline mode): for statements that need no result
+        of one another. A failing statement rolls back the whole transaction and is
+        raised, as in ``_transaction``."""
+        if not self.pipeline:
+            async with self._transaction() as first:
+                cursors = [first.connection.cursor(row_factory=dict_row) for _ in statements]
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    await cursor.execute(query, params)
+                return [await _done(cursor) for cursor in cursors]
+        async with self._connection() as conn:
+            cursors = [conn.cursor(row_factory=dict_row) for _ in statements]
+            try:
+                async with conn.pipeline():
+                    await conn.execute("BEGIN")
+                    await conn.execute(_SET_PERSON, (self.person,))
+                    for cursor, (query, params) in zip(cursors, statements, strict=True):
+                        await cursor.execute(query, params)
+                    await conn.execute("COMMIT")
+            except BaseException:
+                await _roll_back(conn)
+                raise
+            return [await _done(cursor) for cursor in cursors]
+
+    async def _run(self, query: str, params: Sequence[Any] = ()) -> Done:
+        """One statement as a batch of its own (``_batch``): one round trip."""
+        (done,) = await self._batch((query, params))
+        return done
+
+    async def _rows(self, query: str, params: Sequence[Any] = ()) -> list[DictRow]:
+        """One statement's rows (``_run``)."""
+        return (await self._run(query, params)).rows
 
     # sessions -------------------------------------------------------------------
 
@@ -364,13 +459,10 @@ class PgStore:
 
     async def get_session(self, session_id: str) -> Session | None:
         """The session with that id, or None."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = %s",
-                (session_id,),
-            )
-            row = await cursor.fetchone()
-        return pg_rows.session(row) if row else None
+        found = await self._run(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = %s", (session_id,)
+        )
+        return pg_rows.session(found.rows[0]) if found.rows else None
 
     async def list_sessions(self) -> list[Session]:
         """All sessions, most recently active first: by their newest message's time (an
@@ -406,10 +498,8 @@ class PgStore:
 
     async def style_note(self, session_id: str) -> str | None:
         """The style note kept on the session, or None."""
-        async with self._transaction() as cursor:
-            await cursor.execute("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
-            row = await cursor.fetchone()
-        return row["style_note"] if row else None
+        note = await self._run("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
+        return note.rows[0]["style_note"] if note.rows else None
 
     async def set_style_note(self, session_id: str, note: str | None) -> None:
         """Keep a style note on the session; None or blank removes it."""
@@ -443,8 +533,8 @@ class PgStore:
         message = Message(
             0, session_id, role, content, stamp, tool_name, tool_call_id, meta or {}, image_path
         )
-        async with self._transaction() as cursor:
-            return await _insert_message(cursor, message)
+        inserts = await self._batch(*_message_statements(message))
+        return replace(message, id=inserts[-1].rows[0]["id"])
 
     async def import_chat(self, chat: ImportedChat) -> Session | None:
         """A conversation from another app as a new session with its own title and times,
@@ -485,13 +575,11 @@ class PgStore:
 
     async def messages(self, session_id: str) -> list[Message]:
         """Every message of a session, oldest first."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            )
-            rows = await cursor.fetchall()
-        return [pg_rows.message(row) for row in rows]
+        found = await self._run(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s ORDER BY id",
+            (session_id,),
+        )
+        return [pg_rows.message(row) for row in found.rows]
 
     async def count_messages(self, session_id: str | None = None) -> int:
         """How many messages there are (in one session, or in all)."""
@@ -509,32 +597,34 @@ class PgStore:
     async def read_turn(
         self, session_id: str, user_message_id: int, *, history: int, now: datetime
     ) -> TurnReads:
-        """build_context's reads, in one transaction: this turn's messages, ``history``
-        messages up to the user's (0: none), the kept style note, and the memories ranked
-        at ``now``."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
+        """build_context's reads, in one transaction and one round trip: this turn's
+        messages, ``history`` messages up to the user's (0: none), the kept style note,
+        and the memories ranked at ``now``."""
+        turn, note, memories, *earlier = await self._batch(
+            (
                 f"""SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND id > %s
                     ORDER BY id""",
                 (session_id, user_message_id),
-            )
-            turn = [pg_rows.message(row) for row in await cursor.fetchall()]
-            earlier: list[Message] = []
-            if history:
-                await cursor.execute(
-                    f"""SELECT {_MESSAGE_COLUMNS} FROM messages
-                        WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
-                    (session_id, user_message_id, history),
-                )
-                earlier = [pg_rows.message(row) for row in reversed(await cursor.fetchall())]
-            await cursor.execute("SELECT style_note FROM sessions WHERE id = %s", (session_id,))
-            session = await cursor.fetchone()
-            memories = await _all_memories(cursor)
+            ),
+            ("SELECT style_note FROM sessions WHERE id = %s", (session_id,)),
+            (f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}", ()),
+            *(
+                [
+                    (
+                        f"""SELECT {_MESSAGE_COLUMNS} FROM messages
+                            WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
+                        (session_id, user_message_id, history),
+                    )
+                ]
+                if history
+                else []
+            ),
+        )
         return TurnReads(
-            turn=turn,
-            history=earlier,
-            style_note=session["style_note"] if session else None,
-            memories=_ranked(memories, now),
+            turn=[pg_rows.message(row) for row in turn.rows],
+            history=[pg_rows.message(row) for row in reversed(earlier[0].rows)] if earlier else [],
+            style_note=note.rows[0]["style_note"] if note.rows else None,
+            memories=_ranked([pg_rows.memory(row) for row in memories.rows], now),
         )
 
     async def delete_messages_from(self, session_id: str, message_id: int) -> int:
@@ -555,21 +645,17 @@ class PgStore:
     async def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the
         question being answered, which is not history yet); gates the memory tools."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s)
-                          OR EXISTS(SELECT 1 FROM memories) AS found""",
-                (before_id if before_id is not None else 2**62,),
-            )
-            row = await cursor.fetchone()
-        return bool(row and row["found"])
+        found = await self._run(
+            """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s)
+                      OR EXISTS(SELECT 1 FROM memories) AS found""",
+            (before_id if before_id is not None else 2**62,),
+        )
+        return bool(found.rows[0]["found"])
 
     async def has_memories(self) -> bool:
         """True when any memory is stored (gates updating and forgetting one)."""
-        async with self._transaction() as cursor:
-            await cursor.execute("SELECT EXISTS(SELECT 1 FROM memories) AS found")
-            row = await cursor.fetchone()
-        return bool(row and row["found"])
+        found = await self._run("SELECT EXISTS(SELECT 1 FROM memories) AS found")
+        return bool(found.rows[0]["found"])
 
     async def latest_image(self, session_id: str) -> Message | None:
         """The newest message of the session that carries an image, or None."""
@@ -611,16 +697,14 @@ class PgStore:
     async def chat_version(self, session_id: str | None) -> str:
         """The newest message's id, the session's message count and every chat's title
         and pin, as one token (``memory.rules.chat_search.version``)."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """SELECT (SELECT MAX(id) FROM messages) AS newest,
-                          (SELECT COUNT(*) FROM messages WHERE session_id = %s) AS count,
-                          (SELECT string_agg(concat_ws(' ', id, pinned_at, title), E'\n'
-                                             ORDER BY id) FROM sessions) AS chats""",
-                (session_id,),
-            )
-            row = await cursor.fetchone()
-        assert row is not None
+        seen = await self._run(
+            """SELECT (SELECT MAX(id) FROM messages) AS newest,
+                      (SELECT COUNT(*) FROM messages WHERE session_id = %s) AS count,
+                      (SELECT string_agg(concat_ws(' ', id, pinned_at, title), E'\n'
+                                         ORDER BY id) FROM sessions) AS chats""",
+            (session_id,),
+        )
+        row = seen.rows[0]
         return version(row["newest"], row["count"], row["chats"])
 
     async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
@@ -642,12 +726,11 @@ class PgStore:
 
     async def save_trace(self, message_id: int, trace: dict[str, Any]) -> None:
         """Keep ``trace`` with the answer ``message_id`` (a second one replaces it)."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """INSERT INTO answer_traces (message_id, trace) VALUES (%s, %s)
-                   ON CONFLICT (message_id) DO UPDATE SET trace = EXCLUDED.trace""",
-                (message_id, _jsonb(trace)),
-            )
+        await self._run(
+            """INSERT INTO answer_traces (message_id, trace) VALUES (%s, %s)
+               ON CONFLICT (message_id) DO UPDATE SET trace = EXCLUDED.trace""",
+            (message_id, _jsonb(trace)),
+        )
 
     async def turn_trace(self, message_id: int) -> dict[str, Any] | None:
         """The trace kept with an answer, or None."""
@@ -713,57 +796,45 @@ class PgStore:
     async def begin_turn(self, session_id: str, user_message_id: int, owner: str) -> int:
         """Record a turn as running for process ``owner``; the record's id."""
         stamp = self._now()
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """INSERT INTO running_turns (session_id, user_message_id, owner, started_at,
-                                              updated_at)
-                   VALUES (%s, %s, %s, %s, %s) RETURNING id""",
-                (session_id, user_message_id, owner, stamp, stamp),
-            )
-            row = await cursor.fetchone()
-        assert row is not None
-        return int(row["id"])
+        begun = await self._run(
+            """INSERT INTO running_turns (session_id, user_message_id, owner, started_at,
+                                          updated_at)
+               VALUES (%s, %s, %s, %s, %s) RETURNING id""",
+            (session_id, user_message_id, owner, stamp, stamp),
+        )
+        return int(begun.rows[0]["id"])
 
     async def save_partial(self, turn_id: int, text: str) -> None:
         """Keep the running turn's answer so far."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                "UPDATE running_turns SET partial = %s, updated_at = %s WHERE id = %s",
-                (text, self._now(), turn_id),
-            )
+        await self._run(
+            "UPDATE running_turns SET partial = %s, updated_at = %s WHERE id = %s",
+            (text, self._now(), turn_id),
+        )
 
     async def end_turn(self, turn_id: int) -> None:
         """The turn is over: forget its record."""
-        async with self._transaction() as cursor:
-            await cursor.execute("DELETE FROM running_turns WHERE id = %s", (turn_id,))
+        await self._run("DELETE FROM running_turns WHERE id = %s", (turn_id,))
 
     async def running_turns(self) -> list[RunningTurn]:
         """Every turn recorded as running, oldest first."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """SELECT id, session_id, user_message_id, owner, partial FROM running_turns
-                   ORDER BY id"""
-            )
-            rows = await cursor.fetchall()
-        return [RunningTurn(**row) for row in rows]
+        running = await self._run(
+            """SELECT id, session_id, user_message_id, owner, partial FROM running_turns
+               ORDER BY id"""
+        )
+        return [RunningTurn(**row) for row in running.rows]
 
     async def request_stop(self, session_id: str) -> bool:
         """Ask whichever process runs the session's turn to stop it; False if none runs."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                "UPDATE running_turns SET stop_requested = true WHERE session_id = %s",
-                (session_id,),
-            )
-            return cursor.rowcount > 0
+        asked = await self._run(
+            "UPDATE running_turns SET stop_requested = true WHERE session_id = %s",
+            (session_id,),
+        )
+        return asked.rowcount > 0
 
     async def stop_requested(self, turn_id: int) -> bool:
         """True once Stop was asked for the turn (``request_stop``)."""
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                "SELECT stop_requested FROM running_turns WHERE id = %s", (turn_id,)
-            )
-            row = await cursor.fetchone()
-        return bool(row and row["stop_requested"])
+        turn = await self._run("SELECT stop_requested FROM running_turns WHERE id = %s", (turn_id,))
+        return bool(turn.rows and turn.rows[0]["stop_requested"])
 
     async def claim(self, job: str, holder: str, seconds: float) -> bool:
         """Take (or renew) the lease of a background job for ``seconds``: True when
@@ -771,16 +842,15 @@ class PgStore:
         two processes claiming at once queue on the row, and the second sees the first's
         lease."""
         now = self.clock()
-        async with self._transaction() as cursor:
-            await cursor.execute(
-                """INSERT INTO job_leases (name, holder, until) VALUES (%s, %s, %s)
-                   ON CONFLICT (person, name) DO UPDATE
-                   SET holder = excluded.holder, until = excluded.until
-                   WHERE job_leases.holder = excluded.holder OR job_leases.until <= %s
-                   RETURNING holder""",
-                (job, holder, _stamp(now + timedelta(seconds=seconds)), now),
-            )
-            return await cursor.fetchone() is not None
+        lease = await self._run(
+            """INSERT INTO job_leases (name, holder, until) VALUES (%s, %s, %s)
+               ON CONFLICT (person, name) DO UPDATE
+               SET holder = excluded.holder, until = excluded.until
+               WHERE job_leases.holder = excluded.holder OR job_leases.until <= %s
+               RETURNING holder""",
+            (job, holder, _stamp(now + timedelta(seconds=seconds)), now),
+        )
+        return bool(lease.rows)
 
     async def close_interrupted(self, turn: RunningTurn, meta: dict[str, Any]) -> Message | None:
         """Store a dead turn's text so far as its answer, marked by ``meta``, and forget
@@ -875,9 +945,8 @@ class PgStore:
 
     async def ranked_memories(self, now: datetime) -> list[Memory]:
         """Every memory, most retrievable at ``now`` first (ties: most recently updated)."""
-        async with self._transaction() as cursor:
-            memories = await _all_memories(cursor)
-        return _ranked(memories, now)
+        found = await self._run(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}")
+        return _ranked([pg_rows.memory(row) for row in found.rows], now)
 
     async def create_memory(
         self, category: str, key: str, value: str, now: datetime | None = None
@@ -1047,10 +1116,8 @@ class PgStore:
 
     async def profile(self) -> dict[str, str]:
         """Every profile setting as text."""
-        async with self._transaction() as cursor:
-            await cursor.execute("SELECT key, value FROM profile")
-            rows = await cursor.fetchall()
-        return {row["key"]: row["value"] for row in rows}
+        settings = await self._run("SELECT key, value FROM profile")
+        return {row["key"]: row["value"] for row in settings.rows}
 
     async def set_profile(self, values: dict[str, str | float | int | None]) -> None:
         """Save settings; a None value removes the key."""

@@ -1,0 +1,140 @@
+"""A Postgres store call in one round trip (issue 27), counted on the wire by
+``bench.round_trips.WireCounter`` in front of a real server: the turn's calls, the
+person set in the same trip and still alone with their rows, a failing batch rolled back
+as a whole, and the bench at a small size."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from bench import round_trips
+from bench.round_trips import WireCounter
+from memory.postgres.store import PgStore
+from tests.support.pg_people import migrated_postgres
+from tests.support.postgres import PostgresServer
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    with migrated_postgres() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def counter(server: PostgresServer) -> Iterator[WireCounter]:
+    proxy = WireCounter(server.port)
+    yield proxy
+    proxy.close()
+
+
+async def trips(counter: WireCounter, call: Callable[[], Awaitable[Any]]) -> tuple[int, Any]:
+    """The round trips ``call`` takes, and what it gave."""
+    before = counter.counts().round_trips
+    result = await call()
+    return counter.counts().round_trips - before, result
+
+
+def test_a_turns_calls_take_one_round_trip_each(
+    server: PostgresServer, counter: WireCounter
+) -> None:
+    async def run() -> dict[str, tuple[int, int]]:
+        store = await PgStore.open(counter.url(server.url), "trips")
+        try:
+            await store.create_memory("identity", "cat", "Miso")
+            asked = await store.add_message("s", "user", "hello")
+            calls: dict[str, Callable[[], Awaitable[Any]]] = {
+                "add_message": lambda: store.add_message("s", "assistant", "hi"),
+                "read_turn": lambda: store.read_turn("s", asked.id, history=10, now=NOW),
+                "has_history": lambda: store.has_history(asked.id),
+                "save_trace": lambda: store.save_trace(asked.id, {"entries": []}),
+                "refresh_segments": lambda: store.refresh_segments(
+                    "s", None, force=False, tz="UTC"
+                ),
+                "set_pinned": lambda: store.set_pinned("s", True),  # a general transaction
+            }
+            counted: dict[str, tuple[int, int]] = {}
+            for name, call in calls.items():
+                store.pipeline = False
+                before, _ = await trips(counter, call)
+                store.pipeline = True
+                after, _ = await trips(counter, call)
+                counted[name] = (before, after)
+            reads = await store.read_turn("s", asked.id, history=10, now=NOW)
+            assert [m.content for m in reads.history] == ["hello"]
+            assert [m.content for m in reads.turn] == ["hi", "hi"]
+            assert [m.value for m in reads.memories] == ["Miso"]
+            return counted
+        finally:
+            await store.close()
+
+    counted = asyncio.run(run())
+    # Before: BEGIN, the person, each statement and COMMIT, a round trip each.
+    assert counted["read_turn"] == (7, 1)
+    assert counted["has_history"] == (4, 1)
+    assert counted["save_trace"][1] == 1 and counted["save_trace"][0] >= 4
+    assert counted["add_message"][1] == 1 and counted["add_message"][0] >= 5
+    assert counted["refresh_segments"][1] == 1 and counted["refresh_segments"][0] >= 4
+    # A transaction that reads between its statements: BEGIN and the person in one trip.
+    assert counted["set_pinned"] == (4, 3)
+
+
+def test_the_person_set_in_the_same_trip_sees_only_their_rows(server: PostgresServer) -> None:
+    async def run() -> None:
+        alice = await PgStore.open(server.url, "alice-trips")
+        bob = PgStore.for_person(alice.pool, "bob-trips")
+        try:
+            asked = await alice.add_message("shared-id", "user", "alice's secret")
+            await alice.create_memory("identity", "dog", "Rex")
+            seen = await bob.read_turn("shared-id", 0, history=10, now=NOW)
+            assert (seen.turn, seen.history, seen.memories) == ([], [], [])
+            assert await bob.messages("shared-id") == []
+            assert not await bob.has_history(asked.id + 1)
+            mine = await bob.add_message("shared-id", "user", "bob's own")
+            assert [m.content for m in await alice.messages("shared-id")] == ["alice's secret"]
+            assert [m.id for m in await bob.messages("shared-id")] == [mine.id]
+            # The setting is local to each call's transaction: a pooled connection keeps none.
+            async with alice.pool.connection() as conn:
+                cursor = await conn.execute("SELECT current_setting('app.person', true)")
+                assert (await cursor.fetchone()) in [("",), (None,)]
+        finally:
+            await alice.close()
+
+    asyncio.run(run())
+
+
+def test_a_failing_batch_writes_nothing_and_the_connection_is_clean(
+    server: PostgresServer,
+) -> None:
+    async def run() -> None:
+        store = await PgStore.open(server.url, "failing-batch")
+        try:
+            with pytest.raises(Exception, match="division by zero"):
+                await store._batch(
+                    ("INSERT INTO sessions (id, title, created_at) VALUES ('x', 't', now())", ()),
+                    ("SELECT 1 / 0", ()),
+                )
+            assert await store.get_session("x") is None
+            assert await store.has_history() is False
+            async with store.pool.connection() as conn:
+                assert conn.pgconn.transaction_status == 0  # idle, not left in a transaction
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_the_bench_measures_every_store(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = round_trips.main(["--turns", "2", "--rounds", "1", "--warm", "1"])
+    assert set(runs) == set(round_trips.VARIANTS)
+    for figures in runs.values():
+        assert figures.errors == [] and figures.turns == 2 and figures.cpu > 0
+    assert runs["sqlite"].round_trips == 0
+    assert 0 < runs["postgres"].round_trips < runs["postgres, before"].round_trips
+    assert "| postgres, before | 2 |" in capsys.readouterr().out
