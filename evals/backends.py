@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from config.settings import ConfigError
 from evals.cases import Case
+from graph.jobs import settle_embedding
 from memory import AsyncStore, open_store, release_connections
 from memory.backends import check_rows
 
@@ -90,6 +91,7 @@ class SqliteBackend:
         try:
             yield CaseStore(store, rows)
         finally:
+            await settle_embedding(store.location)  # the turns' last job, before it closes
             await store.close()
 
     async def close(self) -> None:
@@ -133,6 +135,7 @@ class PostgresBackend:
         try:
             yield CaseStore(store, rows)
         finally:
+            await settle_embedding(store.location)  # the turns' last job, before it closes
             await store.close()
 
     async def close(self) -> None:

@@ -5,10 +5,11 @@
 at a time, and with ``every`` sweeps again at that interval; several processes on one
 database sweep once, whoever holds the lease (``AsyncStore.claim``). ``catch_up_once``
 starts that sweep the first time this process opens a database; ``settle`` waits for a
-session's refreshes. ``schedule_embedding`` gives recall its vectors: after each turn
-(and from ``catch_up_once``) it embeds every message with no vector of the context's
-embedder, a batch at a time in a thread, once per database (the lease); the first time
-in a process it forgets other models' vectors, so a changed model re-embeds everything.
+session's refreshes, ``settle_embedding`` for a store's embedding. ``schedule_embedding``
+gives recall its vectors: after each turn (and from ``catch_up_once``) it embeds every
+message with no vector of the context's embedder, a batch at a time in a thread, once per
+database (the lease); the first time in a process it forgets other models' vectors, so a
+changed model re-embeds everything.
 A failure is logged, never raised: the next turn retries (recall stays lexical).
 ``PROCESS`` names this process in the database (running turns, job leases).
 """
@@ -180,6 +181,15 @@ def _background(work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None
     _BACKGROUND.add(task)
     task.add_done_callback(_BACKGROUND.discard)
     return task
+
+
+async def settle_embedding(location: str) -> None:
+    """Wait for the embedding of the store at ``location`` (``AsyncStore.location``), if
+    this process is at it: before that store closes (an eval case's), so the job does not
+    find its threads gone."""
+    name = _embedding_task_name(location)
+    mine = [task for task in _BACKGROUND if task.get_name() == name]
+    await asyncio.gather(*mine, return_exceptions=True)
 
 
 async def settle(session_id: str) -> None:

@@ -2,14 +2,16 @@
 
 ``stream_turn`` refuses a message over the size limit before anything is stored, stores
 the user's message (nothing is lost if anything later fails), runs the graph and yields
-typed events (``graph.events``) as they happen, ending with ``Answer``; then it schedules
-the session's segment refresh (``graph.jobs``). ``run_turn`` consumes it with the model
-invoked rather than streamed (only ``UserStored``, ``ToolEnd``, ``TurnError`` and ``Answer``
-come), waits for that refresh and returns a ``TurnResult`` (scripts, evals, benches): the
-answer, the turn's tool results and its count of memory operations. A call
-that needs the person's yes is put to ``Context.confirm`` (declined when there is none).
-Once the answer is stored, its trace is kept with it (``kept_trace``: the steps, each
-model call's prompt as sent, the tokens): the Graph tab shows any turn of a chat from it.
+typed events (``graph.events``) as they happen, ending with ``Answer``; then, read to its
+end, it keeps the turn's trace and schedules the session's segment refresh and the
+embedding of its messages (``graph.jobs``): nothing that can wait delays the answer.
+``run_turn`` consumes it with the model invoked rather than streamed (only ``UserStored``,
+``ToolEnd``, ``TurnError`` and ``Answer`` come), waits for that refresh and returns a
+``TurnResult`` (scripts, evals, benches): the answer, the turn's tool results and its
+count of memory operations. A call that needs the person's yes is put to
+``Context.confirm`` (declined when there is none). The trace kept with the answer
+(``kept_trace``: the steps, each model call's prompt as sent, the tokens) is what the
+Graph tab shows of any turn of a chat.
 Why the pipeline has this shape: docs/turns.md.
 """
 
@@ -36,14 +38,14 @@ from graph.events import (
     UserStored,
 )
 from graph.jobs import schedule_embedding, schedule_segments, settle
-from graph.state import ExecutedCall, State, TraceEvent
+from graph.state import ExecutedCall, State, TraceEvent, fold
 from memory import Message, StoreError
 
 log = logging.getLogger("companion.runner")
 
 RECURSION_LIMIT = 40
 TRACE_VERSION = 1  # of the dict kept with an answer (``kept_trace``)
-STREAM_MODES = ["custom", "values"]  # node events as they happen; the state after each step
+STREAM_MODES = ["custom", "updates"]  # node events as they happen; each node's update
 # what the nodes write to the custom stream
 LIVE_EVENTS = (TextDelta, ModelDone, ConfirmationAsked, ConfirmationDecided, ToolStart, ToolEnd)
 QUIET_EVENTS = (ToolEnd,)  # what a turn without live progress still yields: each call's end
@@ -212,10 +214,11 @@ async def stream_turn(
         session_id, "user", text, image_path=image_path, meta=user_meta or {}
     )
     yield UserStored(user)
-    final: dict[str, Any] = {}
+    initial = _initial_state(session_id, user.id)
+    final: dict[str, Any] = dict(initial)  # the state, followed from the nodes' updates
     shown = LIVE_EVENTS if ctx.stream_tokens else QUIET_EVENTS
     async for mode, chunk in graph.astream(
-        _initial_state(session_id, user.id),
+        initial,
         config={
             **(config or _config(session_id, user.id)),
             **trace_names(ctx, session_id, user.id),
@@ -223,21 +226,25 @@ async def stream_turn(
         context=ctx,
         stream_mode=STREAM_MODES,
     ):
-        if mode == "values":
-            final = chunk
+        if mode == "updates":
+            for node, update in chunk.items():
+                if not node.startswith("__"):  # "__interrupt__" and the like: no state
+                    fold(final, update)
         elif isinstance(chunk, shown):
             yield chunk
     if final.get("error"):
         yield TurnError(final["error"])
-    await keep_trace(ctx, final)
-    schedule_segments(ctx, session_id)
-    schedule_embedding(ctx)
     yield Answer(
         text=final.get("answer") or "",
         message_id=final.get("answer_message_id"),
         executed=list(final.get("executed") or []),
         trace=list(final.get("trace") or []),
     )
+    # After the answer is out (the event carries the trace the page shows now): what is
+    # kept for later and the background work. Every consumer reads the stream to its end.
+    await keep_trace(ctx, final)
+    schedule_segments(ctx, session_id)
+    schedule_embedding(ctx)
 
 
 async def run_turn(

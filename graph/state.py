@@ -11,7 +11,8 @@ build_context, which rebuilds both from the store. So is each model call's promp
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict, get_type_hints
 
 from langchain_core.messages import BaseMessage
 from langgraph.channels.untracked_value import UntrackedValue
@@ -89,3 +90,23 @@ class State(TypedDict, total=False):
     trace: Annotated[list[TraceEvent], operator.add]  # the turn's path, for the Graph tab
     # each model call's prompt as sent, in order (never checkpointed: it is the context)
     prompts: Annotated[list[SentPrompt], UntrackedValue]
+
+
+# the keys whose channel adds each update to what it holds (an ``operator.add`` reducer)
+GROWING = frozenset(
+    key
+    for key, hint in get_type_hints(State, include_extras=True).items()
+    if operator.add in getattr(hint, "__metadata__", ())
+)
+
+
+def fold(state: dict[str, Any], update: Mapping[str, Any] | None) -> None:
+    """Apply one node's update to ``state`` as the graph's channels do: a ``GROWING`` key
+    grows by the update's list, any other key is replaced. The runner follows the turn
+    from its nodes' updates this way (stream mode "updates"), not from a copy of the
+    whole state after every step ("values"), which costs about 0.2 ms a step."""
+    for key, value in (update or {}).items():
+        if key in GROWING:
+            state[key] = [*(state.get(key) or []), *value]
+        else:
+            state[key] = value

@@ -209,7 +209,7 @@ class AsyncSqliteStore:
     set_pinned = _writes(chats.set_pinned)
     search_chats = _reads(chats.search_chats)
     chat_version = _reads(chats.chat_version, inline=True)  # polled: WAL reads on the loop
-    save_trace = _writes(chats.save_trace)
+    save_trace = _writes(chats.save_trace, inline=True)  # the turn's last write, on its path
     turn_trace = _reads(chats.turn_trace)
     traced_answers = _reads(chats.traced_answers)
     set_feedback = _writes(chats.set_feedback)

@@ -218,3 +218,20 @@ def test_an_extractive_episode_counts_the_lines_it_quotes_toward_the_turns_shown
 
     assert shown(TURN_BUDGET) == [2]  # the budget is spent: only the one quoting nothing
     assert shown(TURN_BUDGET - 3) == [1, 2]
+
+
+async def test_a_store_closed_after_settle_embedding_has_all_its_vectors(
+    store: SqliteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An eval case closes its store right after its last turn: waiting for the store's
+    embedding first (jobs.settle_embedding) leaves no job to find the threads gone."""
+    history(store, 70)  # three batches
+    closing = AsyncSqliteStore(SqliteStore.open_home(store.path.parent))
+    embedder = FakeEmbedder()
+    ctx: Any = type("Ctx", (), {"store": closing, "embedder": embedder})()
+    with caplog.at_level(logging.ERROR, logger="companion.jobs"):
+        assert jobs.schedule_embedding(ctx) is not None
+        await jobs.settle_embedding(closing.location)
+        assert await closing.vector_status(embedder.model) == (71, 71)
+        await closing.close()
+    assert "embedding messages failed" not in caplog.text

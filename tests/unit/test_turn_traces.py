@@ -11,7 +11,8 @@ from markdown_it import MarkdownIt
 
 from app.graph_tab import chat_turns
 from app.graph_view import NOT_KEPT, turn_label, turn_markdown, verbatim
-from graph.runner import kept_trace, run_turn
+from graph.events import Answer
+from graph.runner import kept_trace, run_turn, stream_turn
 from memory import Feedback
 from nodes.call_model import MAX_PROMPT_CHARS, _sent_message, token_counts
 from tests.support.chat_model import tool_call
@@ -59,6 +60,22 @@ async def test_each_answer_keeps_its_turns_trace_with_the_prompts_sent(make_cont
     # the second turn's replay holds the first turn
     again = await store.turn_trace(second.answer_message_id)
     assert again is not None and "echo hi please" in str(again["prompts"][0]["messages"])
+
+
+async def test_the_trace_is_kept_after_the_answer_is_out(make_context) -> None:
+    """Issue 27: nothing that can wait delays the answer. The Answer event carries the
+    trace the page shows; the stored copy (for the Graph tab later) is written once the
+    consumer asks for more, before the stream ends."""
+    ctx = make_context(["Four."])
+    seen: list[object] = []
+    async for event in stream_turn(ctx, "s1", "What is 2+2?"):
+        if isinstance(event, Answer):
+            assert event.message_id is not None and event.trace
+            seen.append(await ctx.store.turn_trace(event.message_id))
+            answered = event.message_id
+    assert seen == [None]
+    kept = await ctx.store.turn_trace(answered)
+    assert kept is not None and [e["kind"] for e in kept["entries"]] == ["node", "model"]
 
 
 def test_token_counts_are_kept_when_the_provider_reports_them() -> None:
