@@ -27,6 +27,8 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
     """A chat model for the configured provider (``model`` overrides the chat model)."""
     from langchain_openai import ChatOpenAI
 
+    from providers.plain_body import plain_bodies
+
     if settings.is_local:
         base_url = local_server().ensure()
         name = "smollm2"
@@ -40,7 +42,7 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
             raise ConfigError(NO_CHAT_MODEL)
         name = chosen
         api_key = settings.api_key or PLACEHOLDER_KEY
-    return ChatOpenAI(
+    chat = ChatOpenAI(
         model=name,
         base_url=base_url,
         api_key=api_key,  # type: ignore[arg-type]
@@ -54,6 +56,7 @@ def make_chat_model(settings: Settings, model: str | None = None) -> BaseChatMod
         extra_body={"max_tokens": LOCAL_MAX_TOKENS} if settings.is_local else None,
         **_http_clients(settings),
     )
+    return plain_bodies(chat)  # the SDK's request transform is skipped: 8.8 ms a call
 
 
 def _http_clients(settings: Settings) -> dict[str, Any]:
