@@ -12,6 +12,13 @@ throughput is compared with sessions × turns / ideal. Errors must be 0, and no 
 may be lost: every session must hold exactly ``turns`` user messages, tool results and
 final answers.
 
+Where the time goes: every session's turn path runs on the one event loop, so the loop's
+own CPU per turn (``time.thread_time`` of its thread) bounds the throughput: with 2 calls
+of ``latency`` per turn the loop can overlap them only while it is busy less than the
+whole wall time ("loop busy"). The other threads' CPU is the background embedding of the
+new messages (its own line: the context's embedder, timed in its thread) and the rest
+(the store's threads, the loopback server's). ``--no-embedder`` runs without vectors.
+
     python -m bench.concurrency --sessions 32 --turns 10 --latency 0.2
 """
 
@@ -19,8 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import tempfile
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +79,32 @@ async def session(ctx: Any, name: str, turns: int) -> list[str]:
     return errors
 
 
-async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -> dict:
-    """Every session at once; wall time, errors, and what the store holds after."""
+class TimedEmbedder:
+    """The context's embedder, its calls' CPU summed (they run in worker threads)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model, self.dimensions = inner.model, inner.dimensions
+        self.cpu = 0.0
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> Any:
+        started = time.thread_time()
+        try:
+            return self.inner.passages(texts)
+        finally:
+            with self._lock:
+                self.cpu += time.thread_time() - started
+
+    def query(self, text: str) -> Any:
+        return self.inner.query(text)
+
+
+async def run(
+    sessions: int, turns: int, server: FakeOpenAIServer, home: Path, *, embed: bool = True
+) -> dict:
+    """Every session at once; wall time, errors, what the store holds after, and the CPU
+    of the event loop's thread, of the whole process and of the embedder's calls."""
     settings = Settings(
         home=home,
         provider="openai-compatible",
@@ -86,11 +120,15 @@ async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -
         [ToolSpec("lookup", "Look a key up.", LOOKUP_SCHEMA, lookup, "web_tool")]
     )
     ctx = context_for(settings, AsyncSqliteStore(store), registry=registry)
+    embedder = TimedEmbedder(ctx.embedder) if embed and ctx.embedder is not None else None
+    ctx = dataclasses.replace(ctx, embedder=embedder)
     started = time.perf_counter()
+    loop_cpu, process_cpu = time.thread_time(), time.process_time()
     results = await asyncio.gather(
         *(session(ctx, f"bench-{i}", turns) for i in range(sessions)), return_exceptions=True
     )
     wall = time.perf_counter() - started
+    loop_cpu, process_cpu = time.thread_time() - loop_cpu, time.process_time() - process_cpu
     errors = [e for r in results for e in (r if isinstance(r, list) else [repr(r)])]
     counts = dict.fromkeys(("user", "assistant", "web_tool"), 0)
     short = 0
@@ -101,7 +139,15 @@ async def run(sessions: int, turns: int, server: FakeOpenAIServer, home: Path) -
         for role, n in per_role.items():
             counts[role] += n
     store.close()
-    return {"wall": wall, "errors": errors, "counts": counts, "lost": short}
+    return {
+        "wall": wall,
+        "errors": errors,
+        "counts": counts,
+        "lost": short,
+        "loop_cpu": loop_cpu,
+        "process_cpu": process_cpu,
+        "embedding_cpu": embedder.cpu if embedder else 0.0,
+    }
 
 
 def main() -> None:
@@ -109,13 +155,19 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.2, help="server seconds per call")
+    parser.add_argument(
+        "--no-embedder", action="store_true", help="no background embedding of the messages"
+    )
     args = parser.parse_args()
 
     with (
         tempfile.TemporaryDirectory(prefix="companion-bench-") as folder,
         FakeOpenAIServer(latency=args.latency, responder=respond) as server,
     ):
-        outcome = asyncio.run(run(args.sessions, args.turns, server, Path(folder) / "home"))
+        home = Path(folder) / "home"
+        outcome = asyncio.run(
+            run(args.sessions, args.turns, server, home, embed=not args.no_embedder)
+        )
         requests = len(server.requests)
     total_turns = args.sessions * args.turns
     ideal = args.turns * CALLS_PER_TURN * args.latency
@@ -137,6 +189,11 @@ def main() -> None:
         f"{counts['assistant']} / {counts['web_tool']} (expected {total_turns} each) |"
     )
     print(f"| messages lost | {outcome['lost']} |")
+    loop_cpu, embedding = outcome["loop_cpu"], outcome["embedding_cpu"]
+    print(f"| event loop CPU per turn (ms) | {loop_cpu / total_turns * 1000:.1f} |")
+    print(f"| loop busy (its CPU / wall time) | {loop_cpu / wall:.0%} |")
+    print(f"| background embedding CPU (s) | {embedding:.2f} |")
+    print(f"| other threads' CPU (s) | {outcome['process_cpu'] - loop_cpu - embedding:.2f} |")
     for error in outcome["errors"][:5]:
         print(f"\nerror: {error}")
 

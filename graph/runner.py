@@ -37,7 +37,7 @@ from graph.events import (
     TurnEvent,
     UserStored,
 )
-from graph.jobs import schedule_embedding, schedule_segments, settle
+from graph.jobs import schedule_embedding, schedule_segments, settle, turn_running
 from graph.state import ExecutedCall, State, TraceEvent, fold
 from memory import Message, StoreError
 
@@ -217,21 +217,22 @@ async def stream_turn(
     initial = _initial_state(session_id, user.id)
     final: dict[str, Any] = dict(initial)  # the state, followed from the nodes' updates
     shown = LIVE_EVENTS if ctx.stream_tokens else QUIET_EVENTS
-    async for mode, chunk in graph.astream(
-        initial,
-        config={
-            **(config or _config(session_id, user.id)),
-            **trace_names(ctx, session_id, user.id),
-        },
-        context=ctx,
-        stream_mode=STREAM_MODES,
-    ):
-        if mode == "updates":
-            for node, update in chunk.items():
-                if not node.startswith("__"):  # "__interrupt__" and the like: no state
-                    fold(final, update)
-        elif isinstance(chunk, shown):
-            yield chunk
+    with turn_running():  # background embedding waits meanwhile
+        async for mode, chunk in graph.astream(
+            initial,
+            config={
+                **(config or _config(session_id, user.id)),
+                **trace_names(ctx, session_id, user.id),
+            },
+            context=ctx,
+            stream_mode=STREAM_MODES,
+        ):
+            if mode == "updates":
+                for node, update in chunk.items():
+                    if not node.startswith("__"):  # "__interrupt__" and the like: no state
+                        fold(final, update)
+            elif isinstance(chunk, shown):
+                yield chunk
     if final.get("error"):
         yield TurnError(final["error"])
     yield Answer(

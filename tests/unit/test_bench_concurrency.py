@@ -20,3 +20,15 @@ def test_two_sessions_lose_nothing(
     assert numbers(table["stored user / assistant / tool messages"][0])[:3] == [4, 4, 4]
     assert numbers(table["wall time (s)"][0])[0] > 0
     assert 0 < numbers(table["efficiency (ideal / actual)"][0])[0] <= 100
+    # where the time went: the loop's own CPU per turn, and the embedding beside it
+    assert numbers(table["event loop CPU per turn (ms)"][0])[0] > 0
+    assert 0 < numbers(table["loop busy (its CPU / wall time)"][0])[0] <= 100
+    assert numbers(table["background embedding CPU (s)"][0])[0] >= 0
+
+
+def test_without_the_embedder_nothing_is_embedded(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = run_main(main, [*TINY, "--no-embedder"], monkeypatch, capsys)
+    assert numbers(table["messages lost"][0]) == [0]
+    assert numbers(table["background embedding CPU (s)"][0]) == [0]

@@ -4,6 +4,7 @@ reason logged, embedding after a turn, ``reindex`` resuming and re-embedding."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import replace
@@ -235,3 +236,21 @@ async def test_a_store_closed_after_settle_embedding_has_all_its_vectors(
         assert await closing.vector_status(embedder.model) == (71, 71)
         await closing.close()
     assert "embedding messages failed" not in caplog.text
+
+
+async def test_the_embedding_waits_while_a_turn_runs(
+    store: SqliteStore, async_store: AsyncSqliteStore
+) -> None:
+    """Issue 27: the background embedding takes no core from running turns; it starts
+    once none runs (or after EMBED_PATIENCE)."""
+    history(store, 3)
+    embedder = FakeEmbedder()
+    ctx: Any = type("Ctx", (), {"store": async_store, "embedder": embedder})()
+    with jobs.turn_running():
+        task = jobs.schedule_embedding(ctx)
+        assert task is not None
+        await asyncio.sleep(0.3)
+        assert embedder.calls == 0 and not task.done()
+    await task
+    assert embedder.calls == 4
+    assert await async_store.vector_status(embedder.model) == (4, 4)
