@@ -13,6 +13,7 @@ docs/app.md; what the server refuses: docs/security.md.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -227,8 +228,17 @@ def serve(
     print(f"Companion is running at {url}{login} — press Ctrl+C to stop.", flush=True)
     names = ", ".join(trusted_hosts(host, settings.allowed_hosts))
     print(f"It answers to the host names {names} (more: COMPANION_ALLOWED_HOSTS).", flush=True)
+    freeze_startup_objects()
     demo.block_thread()
     return 0
+
+
+def freeze_startup_objects() -> None:
+    """Move what start-up made (modules, the UI, the clients: about 300,000 objects) out of
+    the garbage collector's reach. A full collection scanned them all, 150-400 ms on 2
+    cores, inside whichever turn it fell in; they live as long as the process anyway."""
+    gc.collect()
+    gc.freeze()
 
 
 def _interrupt(signum: int, frame: object) -> None:
