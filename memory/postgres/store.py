@@ -275,6 +275,30 @@ async def _roll_back(conn: AsyncConnection[TupleRow]) -> None:
             await conn.rollback()
 
 
+async def _pipelined(
+    conn: AsyncConnection[TupleRow], statements: Sequence[Statement]
+) -> list[AsyncCursor[DictRow]]:
+    """Send ``statements`` in one round trip (psycopg's pipeline mode); a cursor each, for
+    its results. The first failing statement's error is raised once the pipeline has
+    ended: raised inside it, psycopg would also log the pipeline's own end ("error
+    ignored terminating …: pipeline aborted") as a warning, which the CLI prints."""
+    cursors = [conn.cursor(row_factory=dict_row) for _ in statements]
+    failure: Error | None = None
+    try:
+        async with conn.pipeline():
+            try:
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    await cursor.execute(query, params)
+            except Error as exc:
+                failure = exc
+    except Error:
+        if failure is None:
+            raise
+    if failure is not None:
+        raise failure
+    return cursors
+
+
 async def _done(cursor: AsyncCursor[DictRow]) -> Done:
     """A batch statement's rows (none when it returns no rows) and row count."""
     rows = await cursor.fetchall() if cursor.description is not None else []
@@ -400,9 +424,8 @@ class PgStore:
                     yield cursor
                 return
             try:
-                async with conn.pipeline():  # psycopg's transaction() would sync its BEGIN
-                    await cursor.execute("BEGIN")
-                    await cursor.execute(_SET_PERSON, (self.person,))
+                # psycopg's transaction() would sync its BEGIN alone
+                await _pipelined(conn, [("BEGIN", ()), (_SET_PERSON, (self.person,))])
                 yield cursor
                 await conn.commit()
             except BaseException:
@@ -422,18 +445,13 @@ class PgStore:
                     await cursor.execute(query, params)
                 return [await _done(cursor) for cursor in cursors]
         async with self._connection() as conn:
-            cursors = [conn.cursor(row_factory=dict_row) for _ in statements]
+            opening: list[Statement] = [("BEGIN", ()), (_SET_PERSON, (self.person,))]
             try:
-                async with conn.pipeline():
-                    await conn.execute("BEGIN")
-                    await conn.execute(_SET_PERSON, (self.person,))
-                    for cursor, (query, params) in zip(cursors, statements, strict=True):
-                        await cursor.execute(query, params)
-                    await conn.execute("COMMIT")
+                cursors = await _pipelined(conn, [*opening, *statements, ("COMMIT", ())])
             except BaseException:
                 await _roll_back(conn)
                 raise
-            return [await _done(cursor) for cursor in cursors]
+            return [await _done(cursor) for cursor in cursors[len(opening) : -1]]
 
     async def _run(self, query: str, params: Sequence[Any] = ()) -> Done:
         """One statement as a batch of its own (``_batch``): one round trip."""
