@@ -124,9 +124,7 @@ def test_a_failing_batch_writes_nothing_and_the_connection_is_clean(
             # statements after it) is raised once: psycopg logs no second error from the
             # pipeline's end (`companion doctor` on a database never migrated printed it).
             with pytest.raises(Exception, match="no_such_table"):
-                await store._batch(
-                    ("SELECT * FROM no_such_table", ()), *[("SELECT 1", ())] * 2000
-                )
+                await store._batch(("SELECT * FROM no_such_table", ()), *[("SELECT 1", ())] * 2000)
             assert "error ignored terminating" not in caplog.text
             assert await store.get_session("x") is None
             assert await store.has_history() is False
