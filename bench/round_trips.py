@@ -47,6 +47,7 @@ from bench import quiet_environment
 
 quiet_environment()
 
+from bench.scale import worker_flags  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
 from graph.setup import ContextFactory, release_connections  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
@@ -210,15 +211,7 @@ async def run_job(job: Job, go: Queue[object], results: Queue[object]) -> Done:
     from memory.postgres.store import PgStore
 
     PgStore.pipeline = job.variant != "postgres, before"
-    flags = {
-        "home": job.home,
-        "provider": "openai-compatible",
-        "base_url": job.base_url,
-        "chat_model": "fake-chat",
-        "tool_mode": "commands",
-    }
-    if job.database_url is not None:
-        flags["database_url"] = job.database_url
+    flags = worker_flags(job.home, job.base_url, job.database_url)
     person = Path(job.home).name
     ctx = await ContextFactory(flags, {"COMPANION_API_KEY": "bench"}, person=person)()
     errors: list[str] = []

@@ -146,18 +146,25 @@ async def session(ctx: Context, session_id: str, turns: int) -> tuple[list[float
     return latencies, errors
 
 
-async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[object]) -> Report:
-    """Open the home, warm up, wait for the go, then run every session at once."""
+def worker_flags(home: str, base_url: str, database_url: str | None) -> dict[str, str]:
+    """A bench worker's command-line flags: its home, the fake endpoint in commands mode,
+    and the shared Postgres database when there is one."""
     flags = {
-        "home": job.home,
+        "home": home,
         "provider": "openai-compatible",
-        "base_url": job.base_url,
+        "base_url": base_url,
         "chat_model": "fake-chat",
         "tool_mode": "commands",
     }
+    if database_url is not None:
+        flags["database_url"] = database_url
+    return flags
+
+
+async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[object]) -> Report:
+    """Open the home, warm up, wait for the go, then run every session at once."""
+    flags = worker_flags(job.home, job.base_url, job.database_url)
     env = {"COMPANION_API_KEY": "bench"}
-    if job.database_url is not None:
-        flags["database_url"] = job.database_url
     ctx = await ContextFactory(flags, env, person=job.person)()
     try:
         warm = await run_turn(ctx, f"warmup-{index}", "warm up")
