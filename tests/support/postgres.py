@@ -19,6 +19,7 @@ lexical. pgvector missing is an error too.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -66,6 +67,35 @@ def find_binaries() -> Path:
     return versions[-1]
 
 
+def reachable_by_postgres(folder: Path) -> Path:
+    """``folder`` (a ``bin``) if the ``postgres`` user can run its initdb, else a copy in
+    the temp folder, made once and shared by the test workers, of the package holding it
+    (pgserver: ``pgserver/pginstall/{bin,lib,share}``) and of the wheel's libraries beside
+    it (``pgserver.libs``, which the binaries find by a path relative to themselves). A
+    checkout under a folder only root may enter (``mktemp -d`` makes it 0700) holds the
+    bundled binaries where postgres cannot reach them."""
+    probe = ["runuser", "-u", SUPERUSER, "--", "test", "-x", str(folder / "initdb")]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return folder
+    package = folder.parent.parent  # site-packages/pgserver
+    parts = [package, package.with_name(f"{package.name}.libs")]
+    key = hashlib.sha256(str(package.resolve()).encode()).hexdigest()[:12]
+    shared = Path(tempfile.gettempdir()) / f"companion-pginstall-{key}"
+    inside = shared / folder.relative_to(package.parent)
+    if not (inside / "initdb").exists():
+        copying = Path(tempfile.mkdtemp(prefix="companion-pginstall-", dir=shared.parent))
+        for part in parts:
+            if part.exists():
+                shutil.copytree(part, copying / "copy" / part.name, symlinks=True)
+        (copying / "copy").chmod(0o755)
+        try:
+            (copying / "copy").rename(shared)  # atomic: another worker may have won
+        except OSError:
+            shutil.rmtree(copying / "copy", ignore_errors=True)
+        copying.rmdir()
+    return inside
+
+
 def _version(name: str) -> tuple[int, ...]:
     return tuple(int(part) for part in name.split(".") if part.isdigit())
 
@@ -82,9 +112,11 @@ class PostgresServer:
     the database unless ``vector=False``."""
 
     def __init__(self, *, vector: bool = True) -> None:
-        self.bin = find_binaries()
         self.vector = vector
         self.as_postgres = os.geteuid() == 0
+        self.bin = find_binaries()
+        if self.as_postgres:
+            self.bin = reachable_by_postgres(self.bin)
         self.folder = Path(tempfile.mkdtemp(prefix="companion-pg-"))
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
