@@ -466,6 +466,8 @@ class ChatHandlers:
         await tab.recover_once()
         sessions = await tab.store.list_sessions()
         current = sessions[0].id if sessions else None
+        # Read before the chat is: a change made meanwhile is shown by the next tick.
+        self.pages.saw(request.session_hash or "", await tab.store.chat_version(current))
         return (
             current,
             await tab.rows(),
@@ -573,16 +575,21 @@ class ChatHandlers:
         return self._marks[key]
 
     async def on_changed(
-        self, session_id: str | None, noticed: list[str], request: gr.Request
+        self,
+        session_id: str | None,
+        noticed: list[str],
+        token: str | None,
+        request: gr.Request,
     ) -> AsyncIterator[dict[Any, Any]]:
         """Something changed elsewhere: the chat list and the chat, from the store, then
         the turn running in it followed; nothing while this page follows a turn already
-        (its stream shows it)."""
+        (its stream shows it), nor for a ``token`` the page was shown already."""
         page = request.session_hash or ""
-        if self.pages.busy(page):
+        if self.pages.busy(page) or (token is not None and token == self.pages.seen(page)):
             yield {self.ui.told: gr.skip()}  # nothing changes (a generator must yield)
             return
         tab, ui = self.chats.of(request), self.ui
+        self.pages.saw(page, await tab.store.chat_version(session_id))  # read first, as above
         shown = {ui.listing: await tab.rows(), ui.chatbot: await _history(tab.store, session_id)}
         if not self.opened.still(page, session_id):  # the page chose another chat meanwhile
             yield {ui.told: gr.skip()}
@@ -606,7 +613,7 @@ class ChatHandlers:
         """``follow`` for ``tab``, from ``first`` (the turn this page just started), while
         ``page`` counts as following (app.live_tabs)."""
         with self.pages.following(page or ""):
-            async for update in self._stream(tab, session_id, noticed, first):
+            async for update in self._stream(tab, session_id, noticed, first, page=page):
                 yield update
 
     async def _stream(
@@ -615,6 +622,8 @@ class ChatHandlers:
         session_id: str | None,
         noticed: list[str],
         first: LiveTurn | None = None,
+        *,
+        page: str | None = None,
     ) -> AsyncIterator[dict[Any, Any]]:
         """``stream``'s updates. Always yields: a generator that yields nothing would
         blank every output."""
@@ -637,6 +646,8 @@ class ChatHandlers:
             # Stop is shown again each time: a re-render of the sidebar's rows (another
             # event) puts it back in its initial, hidden state.
             yield {ui.chatbot: shown, ui.stop: gr.update(visible=True)}
+        if page:  # it ends on the stored chat and list: the next tick shows nothing again
+            self.pages.saw(page, await tab.store.chat_version(session_id))  # read first
         settings = await tab.settings()
         yield {
             ui.chatbot: shown,

@@ -390,8 +390,11 @@ class Wiring:
             )
         settings.click(lambda: gr.Tabs(selected="settings"), None, self.tabs, **private)
         # Back from Settings after a save: what the chat shows follows what is in effect.
-        shows = self.tabs.select(h.on_shown, None, [*shown, ui.line], **private)
-        shows.then(h.greet, None, ui.chatbot, **private)
+        # A tab chosen refreshes these quietly: Gradio's fade and timer on the chat and the
+        # model line at every tab click would be noise (and its grey timer fails contrast).
+        quiet = {**private, "show_progress": "hidden"}
+        shows = self.tabs.select(h.on_shown, None, [*shown, ui.line], **quiet)
+        shows.then(h.greet, None, ui.chatbot, **quiet)
 
     def persona(self, load: Any) -> None:
         """The persona chip, on the page load and whenever a tab is chosen (back from
@@ -402,6 +405,7 @@ class Wiring:
             None,
             self.parts.persona,
             api_visibility="private",
+            show_progress="hidden",
         )
 
     def controls(self) -> None:
@@ -465,7 +469,9 @@ class Wiring:
         self.loaded.then(lambda: gr.Timer(active=True), None, timer, **quiet)
         mark = gr.Textbox(visible=False, elem_id="chat-mark")  # what the page shows
         timer.tick(h.on_watch, [ui.session, mark], version, js=SHOWN_JS, **quiet)
-        changed = version.change(h.on_changed, [ui.session, ui.told], self.followed, **quiet)
+        changed = version.change(
+            h.on_changed, [ui.session, ui.told, version], self.followed, **quiet
+        )
         self.followers.append(changed)
 
     def switches(self) -> None:

@@ -6,8 +6,11 @@ pinned or deleted, by another tab or another app process on the same database. W
 moves, the page shows the chat list and the chat again from the store, then follows the
 turn running in it, if any (the same follow a reload does). A page that is following a
 turn already (``Pages.busy``) is left alone: its stream shows the turn, and it ends on
-the stored chat. Why polling the store: it is the one path that sees other processes too
-(docs/turns.md); one indexed read a second per open page.
+the stored chat. A token the page was shown already (``Pages.seen``: its load, the end
+of its own turn) shows nothing again: the first tick after a load, or after an answer,
+would otherwise send the whole chat and the list once more, a second after they came.
+Why polling the store: it is the one path that sees other processes too (docs/turns.md);
+one indexed read a second per open page.
 
 The same tick checks that the page shows the chat its session names as it is stored
 (``shown_mark``: how many messages the person wrote there, the first one's first letters
@@ -30,6 +33,7 @@ WATCH_SECONDS = 1.0
 MARK_CHARS = 24  # letters and digits of the first message, in the mark
 MARK_LIMIT = 2 * MARK_CHARS + 16  # a page's mark is cut to this before it is used
 MARKS_KEPT = 256  # stored chats' marks kept (per chat and version)
+PAGES_KEPT = 1024  # open pages whose last shown token is kept
 STALE = "stale"  # in the token while a page shows another chat than its own
 UNFOLLOWED = "unfollowed"  # in the token while a page does not follow its chat's turn
 
@@ -63,10 +67,24 @@ def shown_mark(asked: Sequence[str], last: str) -> str:
 
 
 class Pages:
-    """Which pages (Gradio's ``session_hash``, one per open tab) follow a turn now."""
+    """Which pages (Gradio's ``session_hash``, one per open tab) follow a turn now, and
+    the token (``chat_version``) of what each page was last shown from the store."""
 
     def __init__(self) -> None:
         self._following: Counter[str] = Counter()
+        self._seen: dict[str, str] = {}
+
+    def saw(self, page: str, version: str) -> None:
+        """``page`` was shown the stored chats as of ``version`` (a load, the end of its
+        own turn, a change shown): a tick that finds that token shows nothing again."""
+        self._seen.pop(page, None)
+        self._seen[page] = version
+        while len(self._seen) > PAGES_KEPT:
+            self._seen.pop(next(iter(self._seen)))
+
+    def seen(self, page: str) -> str | None:
+        """The token ``page`` was last shown as, if known."""
+        return self._seen.get(page)
 
     @contextmanager
     def following(self, page: str) -> Iterator[None]:

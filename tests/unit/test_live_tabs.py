@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import gradio as gr
 
 from app.live_tabs import STALE, UNFOLLOWED, Pages, shown_mark
-from tests.unit.test_chat_handlers import Page, contents
+from tests.support.app_fakes import request
+from tests.unit.test_chat_handlers import Page, contents, drain
 
 
 def test_a_page_counts_as_following_until_its_last_stream_ends() -> None:
@@ -39,7 +40,7 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     await page.chat(session, "said in another tab")
     assert await h.on_watch(session, "", me) != before  # type: ignore[arg-type]
 
-    shown = [update async for update in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+    shown = [update async for update in h.on_changed(session, [], None, me)]  # type: ignore[arg-type]
     ui = page.ui
     assert contents(shown[0][ui.chatbot]) == [
         "said in another tab",
@@ -49,14 +50,42 @@ async def test_a_change_elsewhere_moves_the_token_and_shows_the_stored_chat(
     assert shown[-1] == {ui.stop: gr.update(visible="hidden")}  # no turn runs: nothing to follow
     with h.pages.following("other-page"):  # its own stream shows the turn
         assert await h.on_watch(session, "", me) == gr.skip()  # type: ignore[arg-type]
-        unchanged = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+        unchanged = [u async for u in h.on_changed(session, [], None, me)]  # type: ignore[arg-type]
         assert unchanged == [{ui.told: gr.skip()}]
     h.opened.choose("other-page", "another-chat")  # the page chose another chat meanwhile
-    stale = [u async for u in h.on_changed(session, [], me)]  # type: ignore[arg-type]
+    stale = [u async for u in h.on_changed(session, [], None, me)]  # type: ignore[arg-type]
     assert stale == [{ui.told: gr.skip()}]  # the old chat is not put back
     h.opened.choose("other-page", None)
-    fresh = [u async for u in h.on_changed(None, [], me)]  # type: ignore[arg-type]
+    fresh = [u async for u in h.on_changed(None, [], None, me)]  # type: ignore[arg-type]
     assert fresh[0][ui.chatbot] == []  # a new, empty chat, and the list again
+
+
+async def test_a_token_the_page_was_shown_already_shows_nothing_again(tmp_path: Path) -> None:
+    """The first tick after a load, and after the page's own answer, finds the token the
+    page was shown: no second copy of the chat and the list (it could land on a click)."""
+    page = Page(tmp_path)
+    h, ui, me = page.handlers, page.ui, request()
+    session = (await page.store.create_session("Mine")).id
+    await page.chat(session, "an old question")
+    await h.on_load(me)
+    loaded = await h.on_watch(session, "", me)
+    assert await drain(h.on_changed(session, [], loaded, me)) == [{ui.told: gr.skip()}]
+
+    await page.send("asked here", session)  # this page's own turn, followed to its end
+    answered = await h.on_watch(session, "", me)
+    assert answered != loaded
+    assert await drain(h.on_changed(session, [], answered, me)) == [{ui.told: gr.skip()}]
+
+    await page.chat(session, "said in another tab")
+    moved = await h.on_watch(session, "", me)
+    shown = await drain(h.on_changed(session, [], moved, me))
+    assert contents(shown[0][ui.chatbot])[-2:] == [
+        "said in another tab",
+        "answer to said in another tab",
+    ]
+    assert await drain(h.on_changed(session, [], moved, me)) == [{ui.told: gr.skip()}]
+    other = SimpleNamespace(username=None, session_hash="another-page")  # never shown it
+    assert ui.chatbot in (await drain(h.on_changed(session, [], moved, other)))[0]
 
 
 def test_a_mark_is_the_persons_messages_the_first_ones_letters_and_the_last_bubbles() -> None:
