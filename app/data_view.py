@@ -360,7 +360,14 @@ def build(people: People, chat: ChatComponents, shown: list[Any], limit: int) ->
         api_name="export_my_data",
         show_progress="hidden",
     )
-    gr.on(shown, handlers.on_show, None, [status, zipped], api_visibility="private")
+    gr.on(
+        shown,
+        handlers.on_show,
+        None,
+        [status, zipped],
+        api_visibility="private",
+        show_progress="hidden",
+    )
     return [imported, deleting(handlers, chat, status)]
 
 

@@ -75,4 +75,4 @@ def build(people: People, load: Any, opened: Any) -> None:
         home = (await people.factory(request.username)()).settings.home
         return mcp_markdown(home)
 
-    gr.on([load, opened], shown, None, section, api_visibility="private")
+    gr.on([load, opened], shown, None, section, api_visibility="private", show_progress="hidden")

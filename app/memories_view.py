@@ -206,8 +206,13 @@ def build(people: People, refresh: list[Any], chat: ChatComponents, upload_limit
     segments = listing(
         SEGMENT_COLUMNS, "Past conversations (each stretch of a chat, summarised)", "segments-table"
     )
-    gr.on(refresh, handlers.rows, None, [table, status], api_name="memories")
-    gr.on(refresh, handlers.segments_now, None, segments, api_name="segments")
+    # Refreshed quietly when the tab is chosen (the status line says what is shown).
+    gr.on(
+        refresh, handlers.rows, None, [table, status], api_name="memories", show_progress="hidden"
+    )
+    gr.on(
+        refresh, handlers.segments_now, None, segments, api_name="segments", show_progress="hidden"
+    )
     form = [memory_id, category, key, value]
     table.select(handlers.on_select, None, form, api_visibility="private")
     save.click(handlers.on_save, form, [table, status, memory_id], api_name="update_memory")

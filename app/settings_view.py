@@ -581,7 +581,16 @@ def build(people: People, load: Any, opened: Any) -> None:
     load(handlers.fill, None, [provider, *form, identity, no_vision], **private).then(
         handlers.shown, None, filled, **private
     )
-    opened(handlers.refill, filled, [*refreshed, filled], **private)
-    gr.on([load, opened], handlers.offer, None, offered, **private)
-    gr.on([load, opened], handlers.on_check, None, endpoint, api_name="endpoint_status")
+    # The tab chosen refreshes it quietly (no fade and timer over the form at each click).
+    quiet: dict[str, Any] = {**private, "show_progress": "hidden"}
+    opened(handlers.refill, filled, [*refreshed, filled], **quiet)
+    gr.on([load, opened], handlers.offer, None, offered, **quiet)
+    gr.on(
+        [load, opened],
+        handlers.on_check,
+        None,
+        endpoint,
+        api_name="endpoint_status",
+        show_progress="hidden",
+    )
     mcp_view.build(people, load, opened)  # the MCP servers and their tools, read-only
