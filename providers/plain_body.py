@@ -11,18 +11,24 @@ loop). ``PlainCompletions.create`` sends such a body as it is, through the SDK's
 ``_post`` (the same headers, retries, timeout, errors and stream classes); a body with
 anything else (a file, an iterator, a type the walk would convert) takes the SDK's path.
 
+A streamed answer comes back the same way (``PlainChunks``): each server-sent chunk as
+the JSON dict the server sent, which is what ChatOpenAI reads (it ``model_dump``s the
+SDK's pydantic ``ChatCompletionChunk`` back into that dict): building and dumping the
+model cost 171 µs of CPU per chunk, a third of a streamed answer's own work. The SDK's
+error events and the stream's closing are unchanged (its own ``AsyncStream`` reads it).
+
 ``plain_bodies(model)`` puts it on a ChatOpenAI made by ``providers.chat``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from openai import AsyncStream, NotGiven, Omit
 from openai._base_client import make_request_options
 from openai.resources.chat.completions import AsyncCompletions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 # create()'s keyword arguments that are request options, not part of the body
 OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
@@ -48,6 +54,20 @@ def is_plain_json(value: Any) -> bool:
     return True
 
 
+class PlainChunks(AsyncStream[object]):
+    """A streamed chat completion's chunks as the dicts the server sent (the SDK returns
+    the parsed JSON as it is for a stream of ``object``). A choice without a ``delta``
+    gets ``None``, as the SDK's model gave it: ChatOpenAI indexes ``choice["delta"]``."""
+
+    async def __stream__(self) -> AsyncIterator[object]:
+        async for chunk in super().__stream__():
+            if isinstance(chunk, dict):
+                for choice in chunk.get("choices") or ():
+                    if isinstance(choice, dict):
+                        choice.setdefault("delta", None)
+            yield chunk
+
+
 class PlainCompletions(AsyncCompletions):
     """``chat.completions`` whose ``create`` skips the transform for a plain JSON body."""
 
@@ -68,7 +88,7 @@ class PlainCompletions(AsyncCompletions):
             options=make_request_options(**options, security={"bearer_auth": True}),
             cast_to=ChatCompletion,
             stream=stream,
-            stream_cls=AsyncStream[ChatCompletionChunk],
+            stream_cls=PlainChunks,
         )
 
 

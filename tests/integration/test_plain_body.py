@@ -97,3 +97,47 @@ def test_plain_json_is_dicts_lists_and_scalars_only() -> None:
     assert not is_plain_json({"a": b"bytes"})
     assert not is_plain_json({1: "key not a string"})
     assert not is_plain_json({"a": iter([1])})
+
+
+def merged(chunks: list[Any]) -> Any:
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    return whole
+
+
+@pytest.mark.parametrize(
+    "step",
+    [Step("It is 31.4 °C in Jakarta."), Step(tool_calls=[("weather", '{"city": "Jakarta"}')])],
+)
+async def test_a_streamed_answer_is_the_sdks_chunk_for_chunk(
+    server: FakeOpenAIServer, step: Step
+) -> None:
+    """The chunks read as the server's dicts make the same message chunks as the SDK's
+    models dumped back: text, tool calls, finish reason, model name and token usage."""
+    server.push(step, step)
+    plain = plain_bodies(chat(server)).bind_tools([TOOL])
+    sdk = chat(server).bind_tools([TOOL])
+    ours = [chunk async for chunk in plain.astream(MESSAGES[:2])]
+    theirs = [chunk async for chunk in sdk.astream(MESSAGES[:2])]
+    assert len(ours) == len(theirs) > 2
+    for mine, its in zip(ours, theirs, strict=True):
+        assert (mine.content, mine.tool_call_chunks) == (its.content, its.tool_call_chunks)
+        assert mine.response_metadata == its.response_metadata
+        assert mine.usage_metadata == its.usage_metadata
+    whole = merged(ours)
+    assert whole.response_metadata["finish_reason"] in ("stop", "tool_calls")
+    assert whole.usage_metadata is not None and whole.usage_metadata["total_tokens"] > 0
+
+
+async def test_the_stream_gives_the_servers_dicts_and_a_choice_without_delta_is_kept(
+    server: FakeOpenAIServer,
+) -> None:
+    server.push("fine")
+    completions = PlainCompletions(openai.AsyncOpenAI(base_url=server.url, api_key="k"))
+    asked = [{"role": "user", "content": "hi"}]
+    stream = await completions.create(model="fake-model", messages=asked, stream=True)
+    async with stream:
+        chunks = [chunk async for chunk in stream]
+    assert all(isinstance(chunk, dict) for chunk in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "fine"
