@@ -173,7 +173,7 @@ def url_problem(url: str) -> str | None:
 
 def origin_of(url: httpx.URL | str) -> Origin:
     """Scheme, host and port (the default one filled in) of a URL."""
-    parsed = httpx.URL(url)
+    parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
     default = 443 if parsed.scheme == "https" else 80
     return parsed.scheme, parsed.host, parsed.port or default
 
@@ -191,11 +191,12 @@ class AddressRule:
         self.trusted = frozenset(origin_of(url) for url in trusted)
 
     def trusts(self, request: httpx.Request) -> bool:
-        """True to send ``request`` unchanged; Refused when its URL cannot be fetched at all."""
-        problem = url_problem(str(request.url))
-        if problem:
-            raise Refused(problem, request=request)
-        return origin_of(request.url) in self.trusted
+        """True to send ``request`` unchanged; Refused when its URL cannot be fetched at all
+        (its URL is parsed already: read, not parsed again, on every model request)."""
+        url = request.url
+        if url.scheme not in ("http", "https") or not url.host:
+            raise Refused(url_problem(str(url)) or f"not a valid URL: {url}", request=request)
+        return origin_of(url) in self.trusted
 
     def vetted(self, request: httpx.Request, addresses: list[str]) -> list[str]:
         """``addresses`` (the host's, in order) when every one may be reached, else raise."""
