@@ -28,7 +28,10 @@ take turns for ``--rounds`` rounds (one round's ratio moves with machine noise);
 figures pool its rounds. Per run: turns, wall time, throughput, p50 and p95 turn
 latency, errors, and messages lost (two per turn, the user's and the answer, minus what
 the database holds for those sessions, read back through the person's store; must be
-0). Then each run's throughput over (a)'s, pooled and per round.
+0), the workers' CPU per turn (every thread of each worker process, from the go to its
+last turn), and on Postgres the round trips per turn to the database (counted by
+``bench.round_trips.WireCounter``, a proxy in front of the server; ``--no-round-trips``
+connects directly). Then each run's throughput over (a)'s, pooled and per round.
 
 The model bounds a run from below: it cannot be shorter than ``turns × latency`` (the
 ideal wall time printed), when every session's calls overlap perfectly; the ideal ratio
@@ -56,6 +59,7 @@ from dataclasses import dataclass, field
 from multiprocessing.context import SpawnProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench import quiet_environment
 
@@ -67,6 +71,9 @@ from graph.setup import OWNER, ContextFactory, release_connections  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+
+if TYPE_CHECKING:
+    from bench.round_trips import WireCounter  # which imports this module's worker_flags
 
 MESSAGES_PER_TURN = 2  # the user's message and the answer
 WAIT = 300.0  # seconds the parent waits for any one message of a worker before it gives up
@@ -100,6 +107,7 @@ class Report:
     sessions: list[str]  # the session ids it ran (the warm-up's excluded)
     latencies: list[float]  # seconds of each turn that returned
     errors: list[str]  # exceptions and TurnResult errors, one line each
+    cpu: float = 0.0  # the worker process's CPU seconds from the go to its last turn
 
 
 @dataclass
@@ -114,6 +122,12 @@ class Figures:
     errors: list[str] = field(default_factory=list)
     lost: int = 0  # messages expected in the database minus messages it holds
     rounds: list[float] = field(default_factory=list)  # each round's throughput
+    cpu: float = 0.0  # the workers' CPU seconds, summed
+    round_trips: int | None = None  # to the database server (Postgres), summed
+
+    def per_turn(self, total: float | None, scale: float = 1.0) -> str:
+        """``total`` per turn asked, as a table cell ("–" when not measured)."""
+        return "–" if total is None or not self.turns else f"{total * scale / self.turns:.1f}"
 
     @property
     def throughput(self) -> float:
@@ -174,14 +188,17 @@ async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[obje
         if await asyncio.to_thread(jobs.get) != GO:
             raise RuntimeError("expected the go")
         ids = [f"p{index}-s{j}" for j in range(job.sessions)]
+        cpu = time.process_time()  # every thread of the worker: the loop, the store's
         outcomes = await asyncio.gather(*(session(ctx, name, job.turns) for name in ids))
+        cpu = time.process_time() - cpu
     finally:
         if isinstance(ctx.store, AsyncSqliteStore):
             await ctx.store.close()
         else:
             await release_connections()
     latencies = [seconds for done, _ in outcomes for seconds in done]
-    return Report(index, ids, latencies, [error for _, seen in outcomes for error in seen])
+    errors = [error for _, seen in outcomes for error in seen]
+    return Report(index, ids, latencies, errors, cpu)
 
 
 def worker(index: int, jobs: Queue[object], results: Queue[object]) -> None:
@@ -224,10 +241,11 @@ class Workers:
             process.join(timeout=WAIT)
 
     def run(
-        self, count: int, job: Job, server: FakeOpenAIServer
-    ) -> tuple[float, int, list[Report]]:
+        self, count: int, job: Job, server: FakeOpenAIServer, counter: WireCounter | None = None
+    ) -> tuple[float, int, list[Report], int | None]:
         """Run ``job`` on the first ``count`` workers at once: wall seconds from the go to
-        the last report, model calls in that time, and the reports."""
+        the last report, model calls in that time, the reports, and the round trips to
+        the database ``counter`` counted in that time (None without one)."""
         for queue in self.jobs[:count]:
             queue.put(job)
         ready: list[int] = []
@@ -239,6 +257,7 @@ class Workers:
                 case Report() as report:
                     reports.append(report)
         calls = len(server.requests)
+        trips = counter.counts().round_trips if counter else 0
         started = time.perf_counter()
         for index in ready:
             self.jobs[index].put(GO)
@@ -247,7 +266,8 @@ class Workers:
             assert isinstance(message, Report), message
             reports.append(message)
         wall = time.perf_counter() - started
-        return wall, len(server.requests) - calls, reports
+        trips = counter.counts().round_trips - trips if counter else None
+        return wall, len(server.requests) - calls, reports, trips
 
 
 def fresh_home(home: Path) -> Path:
@@ -287,6 +307,7 @@ def measure(
     home: Path,
     server: FakeOpenAIServer,
     database_url: str | None = None,
+    counter: WireCounter | None = None,
 ) -> None:
     """One round of a run in a fresh home (on Postgres: a fresh person, named after the
     home), and the messages its database holds, added to the run's figures."""
@@ -295,7 +316,9 @@ def measure(
     else:
         home.mkdir(parents=True)  # the person's media folder goes here; their rows are new
         job = Job(str(home), server.url, sessions, turns, database_url, person=home.name)
-    wall, calls, reports = workers.run(figures.processes, job, server)
+    wall, calls, reports, trips = workers.run(figures.processes, job, server, counter)
+    if trips is not None:
+        figures.round_trips = (figures.round_trips or 0) + trips
     asked = figures.processes * sessions * turns
     figures.turns += asked
     figures.wall += wall
@@ -304,6 +327,7 @@ def measure(
     for report in reports:
         figures.latencies += report.latencies
         figures.errors += report.errors
+        figures.cpu += report.cpu
     held = held_messages(job, [s for report in reports for s in report.sessions])
     figures.lost += asked * MESSAGES_PER_TURN - held
 
@@ -325,16 +349,18 @@ def print_figures(
     )
     print(
         "| run | processes | turns | model calls | wall (s) | ideal wall (s) "
-        "| throughput (turns/s) | p50 turn (s) | p95 turn (s) | errors | messages lost |"
+        "| throughput (turns/s) | p50 turn (s) | p95 turn (s) | errors | messages lost "
+        "| CPU per turn (ms) | database round trips per turn |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, figures in runs.items():
         print(
             f"| {name} | {figures.processes} | {figures.turns} | {figures.model_calls} "
             f"| {figures.wall:.2f} | {rounds * turns * latency:.2f} | {figures.throughput:.1f} "
             f"| {percentile(figures.latencies, 0.50):.3f} "
             f"| {percentile(figures.latencies, 0.95):.3f} "
-            f"| {len(figures.errors)} | {figures.lost} |"
+            f"| {len(figures.errors)} | {figures.lost} "
+            f"| {figures.per_turn(figures.cpu, 1000)} | {figures.per_turn(figures.round_trips)} |"
         )
     (first, baseline), *others = runs.items()
     print()
@@ -364,6 +390,13 @@ def main(argv: list[str] | None = None) -> dict[str, Figures]:
         default=True,
         help="run (c) on a Postgres server started for the bench (needs postgresql)",
     )
+    parser.add_argument(
+        "--round-trips",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="count (c)'s round trips through bench.round_trips' proxy (its relay threads "
+        "run in this process, beside the workers)",
+    )
     args = parser.parse_args(argv)
 
     with (
@@ -377,17 +410,27 @@ def main(argv: list[str] | None = None) -> dict[str, Figures]:
             f"(b) {args.processes} processes, one SQLite database": Figures(args.processes),
         }
         plan: list[tuple[str, str | None]] = [("baseline", None), ("scale-out", None)]
+        counter: WireCounter | None = None
         if args.postgres:
             from tests.support.pg_people import migrated_postgres  # psycopg: postgres extra
 
             runs[f"(c) {args.processes} processes, one Postgres database"] = Figures(args.processes)
-            plan.append(("postgres", stack.enter_context(migrated_postgres()).url))
+            database = stack.enter_context(migrated_postgres())
+            url = database.url
+            if args.round_trips:
+                from bench.round_trips import WireCounter
+
+                counter = WireCounter(database.port)
+                stack.callback(counter.close)
+                url = counter.url(url)
+            plan.append(("postgres", url))
         workers = Workers.start(args.processes)
         try:
             for index in range(args.rounds):
                 for (kind, url), figures in zip(plan, runs.values(), strict=True):
                     home = root / f"{kind}-{index}"
-                    measure(workers, figures, args.sessions, args.turns, home, server, url)
+                    counted = counter if kind == "postgres" else None
+                    measure(workers, figures, args.sessions, args.turns, home, server, url, counted)
         finally:
             workers.stop()
     print_figures(runs, args.sessions, args.turns, args.latency, args.rounds)

@@ -59,3 +59,8 @@ def test_scale_runs_two_processes_on_postgres(tmp_path: Path) -> None:
     assert (postgres.processes, postgres.turns) == (2, 8)
     for figures in runs.values():
         assert figures.errors == [] and figures.lost == 0
+        assert figures.cpu > 0  # the workers' CPU per turn, in the table
+    # Round trips are counted on Postgres only (SQLite has no server to talk to): at least
+    # the user's message and the answer stored, each turn.
+    assert postgres.round_trips is not None and postgres.round_trips >= 2 * postgres.turns
+    assert [f.round_trips for name, f in runs.items() if "SQLite" in name] == [None, None]
