@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -377,9 +377,10 @@ class PgStore:
             raise StoreError("memory_sql needs the pool's connection string")
         return conninfo
 
-    @property
+    @cached_property
     def location(self) -> str:
-        """The database URL, without its password."""
+        """The database URL, without its password (parsed once: asked on every turn, by
+        the background jobs that key their work by database)."""
         conninfo = self.pool.conninfo
         if not isinstance(conninfo, str):
             return "postgresql (connection string made per connection)"
