@@ -23,7 +23,7 @@ from memory.errors import (
     StoreUnavailable,
     WriteRefused,
 )
-from memory.protocol import Accounts, AsyncStore, TurnReads
+from memory.protocol import Accounts, AsyncStore, MemoryGates, TurnReads
 from memory.query_vector import QueryVector
 from memory.types import (
     OWNER,
@@ -73,6 +73,7 @@ __all__ = [
     "InvalidMemory",
     "Memory",
     "MemoryExists",
+    "MemoryGates",
     "MemoryNotFound",
     "MemoryRecordError",
     "Message",

@@ -31,6 +31,16 @@ from memory.types import (
 
 
 @dataclass(frozen=True)
+class MemoryGates:
+    """Whether the memory tools have anything to work on, read in one query: the gates of
+    memory_search and memory_sql (``history``) and of updating or forgetting a memory
+    (``memories``)."""
+
+    history: bool  # a memory, or a message older than the question being answered
+    memories: bool  # a structured memory
+
+
+@dataclass(frozen=True)
 class TurnReads:
     """What build_context reads for one model call, in one trip to the database."""
 
@@ -261,6 +271,11 @@ class AsyncStore(Protocol):
         ...
 
     # what tools reach (memory_search, memory_sql, the memory writes, image_analyze)
+    async def memory_gates(self, before_id: int | None = None) -> MemoryGates:
+        """``has_history(before_id)`` and ``has_memories()`` in one query (one round trip
+        on Postgres): what the registry's gates ask before each model call."""
+        ...
+
     async def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the
         question being answered): gates memory_search and memory_sql."""

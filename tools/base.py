@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy
 
 from config.settings import Settings
-from memory import AsyncStore, ToolRole, utc_now
+from memory import AsyncStore, MemoryGates, ToolRole, utc_now
 
 
 class QueryEmbedder(Protocol):
@@ -39,25 +39,25 @@ class ToolContext:
     vision_available: bool = False
     user_message_id: int | None = None  # the message this turn answers (None outside a turn)
     embedder: QueryEmbedder | None = None  # memory_search's query vectors (None: lexical)
-    # gates' answers by question (several gates ask the same), kept for one ``enabled``
-    _answers: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
+    # the memory gates' answer (several gates ask it), kept for one ``enabled`` call
+    _gates: MemoryGates | None = field(default=None, init=False, repr=False)
 
     def forget_answers(self) -> None:
-        """Forget the gates' answers: the next ``ask`` of each question asks the store."""
-        self._answers.clear()
+        """Forget the gates' answer: the next ``memory_gates`` asks the store."""
+        self._gates = None
 
     def now(self) -> datetime:
         """The injectable clock's current time (aware, UTC)."""
         return self.clock()
 
-    async def ask(self, question: str, answer: Callable[[], Awaitable[bool]]) -> bool:
-        """A gate's question of the store, asked once per ``ToolRegistry.enabled`` call:
-        memory_search and memory_sql both ask ``has_history``, update and delete_memory
-        ``has_memories`` (one query each per turn, not one per tool; on Postgres each is
-        a transaction)."""
-        if question not in self._answers:
-            self._answers[question] = await answer()
-        return self._answers[question]
+    async def memory_gates(self) -> MemoryGates:
+        """The store's ``memory_gates`` before this turn's question, asked once per
+        ``ToolRegistry.enabled`` call: memory_search and memory_sql gate on its
+        ``history``, update and delete_memory on its ``memories`` (one query for the
+        four, a round trip on Postgres)."""
+        if self._gates is None:
+            self._gates = await self.store.memory_gates(self.user_message_id)
+        return self._gates
 
 
 ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]

@@ -270,7 +270,7 @@ def format_search(result: dict[str, Any]) -> str:
 
 async def has_history(ctx: ToolContext) -> bool:
     """Gate: offered only when there is something to remember besides the question."""
-    return await ctx.ask("has_history", lambda: ctx.store.has_history(ctx.user_message_id))
+    return (await ctx.memory_gates()).history
 
 
 TOOLS = [

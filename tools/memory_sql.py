@@ -84,7 +84,7 @@ def is_write(args: dict[str, Any]) -> bool:
 
 async def has_history(ctx: ToolContext) -> bool:
     """Gate: offered only when there is history beyond the message being answered."""
-    return await ctx.ask("has_history", lambda: ctx.store.has_history(ctx.user_message_id))
+    return (await ctx.memory_gates()).history
 
 
 TOOLS = [

@@ -150,7 +150,7 @@ def format_write(result: dict[str, Any]) -> str:
 
 async def has_memories(ctx: ToolContext) -> bool:
     """Gate for changing or forgetting: there must be a memory to change."""
-    return await ctx.ask("has_memories", lambda: ctx.store.has_memories())
+    return (await ctx.memory_gates()).memories
 
 
 TOOLS = [

@@ -39,7 +39,7 @@ from memory.postgres import rows as pg_rows
 from memory.postgres import sql_guard as pg_sql_guard
 from memory.postgres import vectors as pg_vectors
 from memory.postgres.pool import LoopPools
-from memory.protocol import TurnReads
+from memory.protocol import MemoryGates, TurnReads
 from memory.query_vector import QueryVector
 from memory.rules import scoring
 from memory.rules.budget import TURN_BUDGET
@@ -661,20 +661,24 @@ class PgStore:
             )
             return cursor.rowcount
 
+    async def memory_gates(self, before_id: int | None = None) -> MemoryGates:
+        """``has_history`` and ``has_memories`` in one statement (one round trip)."""
+        (row,) = await self._rows(
+            """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s) AS earlier,
+                      EXISTS(SELECT 1 FROM memories) AS memories""",
+            (before_id if before_id is not None else 2**62,),
+        )
+        memories = bool(row["memories"])
+        return MemoryGates(history=bool(row["earlier"]) or memories, memories=memories)
+
     async def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the
         question being answered, which is not history yet); gates the memory tools."""
-        found = await self._run(
-            """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s)
-                      OR EXISTS(SELECT 1 FROM memories) AS found""",
-            (before_id if before_id is not None else 2**62,),
-        )
-        return bool(found.rows[0]["found"])
+        return (await self.memory_gates(before_id)).history
 
     async def has_memories(self) -> bool:
         """True when any memory is stored (gates updating and forgetting one)."""
-        found = await self._run("SELECT EXISTS(SELECT 1 FROM memories) AS found")
-        return bool(found.rows[0]["found"])
+        return (await self.memory_gates()).memories
 
     async def latest_image(self, session_id: str) -> Message | None:
         """The newest message of the session that carries an image, or None."""

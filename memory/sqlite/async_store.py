@@ -240,7 +240,8 @@ class AsyncSqliteStore:
     undo_last_sql_edit = _writes(undo_last_edit)
     profile = _reads(SqliteStore.profile)
     set_profile = _writes(SqliteStore.set_profile)
-    has_history = _reads(SqliteStore.has_history, inline=True)  # gates: WAL reads on the loop
+    memory_gates = _reads(SqliteStore.memory_gates, inline=True)  # gates: WAL reads on the loop
+    has_history = _reads(SqliteStore.has_history, inline=True)
     has_memories = _reads(SqliteStore.has_memories, inline=True)
     latest_image = _reads(SqliteStore.latest_image)
     # Tens of ms of searches on a long history: a reader thread, not the writers' queue;

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import StoreError
+from memory.protocol import MemoryGates
 from memory.rules.files import owner_only, owner_only_folder, private_folder
 from memory.sqlite.db import BUSY_TIMEOUT_MS, connect, migrate
 from memory.types import (
@@ -354,18 +355,22 @@ class SqliteStore:
             ).fetchone()
         return int(row[0])
 
+    def memory_gates(self, before_id: int | None = None) -> MemoryGates:
+        """``has_history`` and ``has_memories`` in one query."""
+        earlier, memories = self.conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM messages WHERE id < ?), EXISTS(SELECT 1 FROM memories)",
+            (before_id if before_id is not None else 2**62,),
+        ).fetchone()
+        return MemoryGates(history=bool(earlier or memories), memories=bool(memories))
+
     def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the
         question being answered, which is not history yet); gates the memory tools."""
-        row = self.conn.execute(
-            "SELECT EXISTS(SELECT 1 FROM messages WHERE id < ?) OR EXISTS(SELECT 1 FROM memories)",
-            (before_id if before_id is not None else 2**62,),
-        ).fetchone()
-        return bool(row[0])
+        return self.memory_gates(before_id).history
 
     def has_memories(self) -> bool:
         """True when any structured memory is stored (gates updating and forgetting)."""
-        return bool(self.conn.execute("SELECT EXISTS(SELECT 1 FROM memories)").fetchone()[0])
+        return self.memory_gates().memories
 
     def latest_image(self, session_id: str) -> Message | None:
         """The newest message of the session that carries an image."""

@@ -52,7 +52,7 @@ def test_a_turns_calls_take_one_round_trip_each(
             calls: dict[str, Callable[[], Awaitable[Any]]] = {
                 "add_message": lambda: store.add_message("s", "assistant", "hi"),
                 "read_turn": lambda: store.read_turn("s", asked.id, history=10, now=NOW),
-                "has_history": lambda: store.has_history(asked.id),
+                "memory_gates": lambda: store.memory_gates(asked.id),
                 "save_trace": lambda: store.save_trace(asked.id, {"entries": []}),
                 "refresh_segments": lambda: store.refresh_segments(
                     "s", None, force=False, tz="UTC"
@@ -77,7 +77,7 @@ def test_a_turns_calls_take_one_round_trip_each(
     counted = asyncio.run(run())
     # Before: BEGIN, the person, each statement and COMMIT, a round trip each.
     assert counted["read_turn"] == (7, 1)
-    assert counted["has_history"] == (4, 1)
+    assert counted["memory_gates"] == (4, 1)  # the four tools' gates
     assert counted["save_trace"][1] == 1 and counted["save_trace"][0] >= 4
     assert counted["add_message"][1] == 1 and counted["add_message"][0] >= 5
     assert counted["refresh_segments"][1] == 1 and counted["refresh_segments"][0] >= 4

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
+from memory import MemoryGates
 from memory.sqlite.async_store import AsyncSqliteStore
 from memory.sqlite.store import SqliteStore
+from tests.conftest import FIXED_NOW
 from tools.base import ToolContext, ToolSpec
 from tools.registry import (
     ToolRegistry,
@@ -51,26 +53,26 @@ class CountingStore(AsyncSqliteStore):
 
     asked: list[str]
 
-    async def has_history(self, before_id: int | None = None) -> bool:
-        self.asked.append("has_history")
-        return await super().has_history(before_id)
-
-    async def has_memories(self) -> bool:
-        self.asked.append("has_memories")
-        return await super().has_memories()
+    async def memory_gates(self, before_id: int | None = None) -> MemoryGates:
+        self.asked.append(f"memory_gates({before_id})")
+        return await super().memory_gates(before_id)
 
 
-async def test_gates_ask_the_store_each_question_once(store: SqliteStore) -> None:
-    store.add_message("s1", "user", "hello")
+async def test_the_gates_ask_the_store_once_per_call(store: SqliteStore) -> None:
+    """memory_search's, memory_sql's and the two memory writes' gates share one query."""
+    asked = store.add_message("s1", "user", "hello").id
     counting = CountingStore(store)
     counting.asked = []
-    context = ToolContext(Settings(home=store.path.parent), counting, "s1")
+    settings = Settings(home=store.path.parent)
+    context = ToolContext(settings, counting, "s1", user_message_id=asked)
     offered = {spec.name for spec in await default_registry().enabled(context)}
-    assert {"memory_search", "memory_sql"} <= offered  # two gates, one question
-    assert sorted(counting.asked) == ["has_history", "has_memories"]
+    assert not {"memory_search", "memory_sql", "update_memory"} & offered  # nothing yet
+    assert counting.asked == [f"memory_gates({asked})"]  # four gates, one question
     # The next call asks again (the data may have changed since).
-    await default_registry().enabled(context)
-    assert len(counting.asked) == 4
+    await counting.remember("identity", "cat", "Miso", FIXED_NOW)
+    offered = {spec.name for spec in await default_registry().enabled(context)}
+    assert {"memory_search", "memory_sql", "update_memory", "delete_memory"} <= offered
+    assert len(counting.asked) == 2
 
 
 async def test_gates_follow_the_data(store: SqliteStore) -> None:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from memory import AsyncStore, Session, StoreError, format_time
+from memory import AsyncStore, MemoryGates, Session, StoreError, format_time
 from tests.conftest import FIXED_NOW
 
 
@@ -79,6 +79,16 @@ async def test_the_memory_tools_gates(store: AsyncStore) -> None:
     await store.forget(None, "name")
     assert await store.has_memories() is False
     assert await store.has_history(before_id=asked.id) is False
+
+
+async def test_the_gates_in_one_query_answer_as_the_two(store: AsyncStore) -> None:
+    """``memory_gates``: what the registry asks before each model call."""
+    assert await store.memory_gates() == MemoryGates(history=False, memories=False)
+    asked = await store.add_message("s", "user", "hello")
+    assert await store.memory_gates(asked.id) == MemoryGates(history=False, memories=False)
+    assert await store.memory_gates(asked.id + 1) == MemoryGates(history=True, memories=False)
+    await store.remember("identity", "name", "Budi", FIXED_NOW)
+    assert await store.memory_gates(asked.id) == MemoryGates(history=True, memories=True)
 
 
 async def test_latest_image_is_the_sessions_newest_message_with_one(
