@@ -166,6 +166,10 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+# No event pending: Gradio marks (fades) the blocks an event will update until it has run.
+SETTLED = "() => !document.querySelector('.pending, .generating, [aria-busy=\"true\"]')"
+
+
 def loaded(page: Any) -> None:
     """Wait until the page's load events have run (the model line is filled last), so a
     click that follows cannot be overtaken by them."""

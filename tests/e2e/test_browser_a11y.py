@@ -14,7 +14,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from app.live_tabs import SHOWN_JS, shown_mark
-from tests.e2e.harness import bot_messages, send
+from tests.e2e.harness import SETTLED, bot_messages, send
 
 TIMEOUT_MS = 20_000
 VIEWS = ("Chat", "Settings", "Memories")
@@ -23,8 +23,6 @@ TOUCH_PX = 44
 # Rules and the exact elements of Gradio's own components they are waived for, each with
 # why it cannot be fixed from our side. None so far.
 WAIVED: dict[str, tuple[str, ...]] = {}
-# A view is checked once its events have run: Gradio fades a block whose update is pending.
-SETTLED = "() => !document.querySelector('.pending, .generating, [aria-busy=\"true\"]')"
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from memory import Message
 from memory.sqlite.store import SqliteStore
 from tests.e2e.harness import (
+    SETTLED,
     SLOW_STORY,
     RunningApp,
     bot_messages,
@@ -174,11 +175,16 @@ def test_retry_answers_the_last_message_again(page: Any, app: RunningApp) -> Non
 
 
 def edit_first_message(page: Any, text: str) -> None:
-    """Open the first user bubble's editor, type ``text`` and submit it."""
+    """Open the first user bubble's editor, type ``text`` and submit it. The page is let
+    settle first: the chat the Cancel before sent is drawn after the confirm row hides,
+    and drawn over an open editor it closes it (CI, under load, once)."""
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
     first = user_bubbles(page).first
     first.hover()
     page.locator("#chatbot button[aria-label='Edit']").first.click()
-    page.locator("#chatbot textarea").fill(text)
+    editor = page.locator("#chatbot textarea")
+    expect(editor).to_be_visible(timeout=TIMEOUT_MS)
+    editor.fill(text)
     page.locator("#chatbot button[aria-label='Submit']").click()
 
 
