@@ -260,11 +260,16 @@ def vision_notice(trace: list[TraceEvent], session_id: str, told: list[str]) -> 
     return next(notices, None)
 
 
+def narrow_sidebar(shown: float | None) -> Any:
+    """On a phone (``shown``, the window's width, under ``NARROW``) the sidebar, which
+    covers the chat, closes."""
+    return gr.Sidebar(open=False) if 0 < (shown or 0) < NARROW else gr.skip()
+
+
 def fit_sidebar(shown: float | None) -> tuple[Any, Any]:
-    """A chat chosen: the Chat tab shows it; on a phone (``shown``, the window's width,
-    under ``NARROW``) the sidebar, which covers the chat, closes."""
-    narrow = 0 < (shown or 0) < NARROW
-    return gr.Sidebar(open=False) if narrow else gr.skip(), gr.Tabs(selected="chat")
+    """A chat chosen: the Chat tab shows it, and on a phone the sidebar closes. Not at
+    the page's load: a tab chosen while the load runs stays chosen."""
+    return narrow_sidebar(shown), gr.Tabs(selected="chat")
 
 
 def close_row() -> tuple[None, Any]:
@@ -467,11 +472,15 @@ class ChatHandlers:
         sessions = await tab.store.list_sessions()
         current = sessions[0].id if sessions else None
         # Read before the chat is: a change made meanwhile is shown by the next tick.
-        self.pages.saw(request.session_hash or "", await tab.store.chat_version(current))
+        page = request.session_hash or ""
+        self.pages.saw(page, await tab.store.chat_version(current))
+        rows, history = await tab.rows(), await _history(tab.store, current)
+        self.pages.fresh(page, "list", rows)
+        self.pages.fresh(page, "chat", (current, history))
         return (
             current,
-            await tab.rows(),
-            await _history(tab.store, current),
+            rows,
+            history,
             model_line(ctx.settings),
             gr.update(visible=ctx.settings.is_local),
         )
@@ -486,7 +495,9 @@ class ChatHandlers:
             gr.Warning(GONE)
             return left, await tab.rows(), await _history(tab.store, left), None, None
         await tab.leave(left, going.id)
-        return going.id, gr.skip(), await _history(tab.store, going.id), None, None
+        history = await _history(tab.store, going.id)
+        self.pages.fresh(request.session_hash or "", "chat", (going.id, history))
+        return going.id, gr.skip(), history, None, None
 
     async def on_new(self, left: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An empty chat. Nothing is stored until the first message: "New chat" twice is
@@ -583,17 +594,26 @@ class ChatHandlers:
     ) -> AsyncIterator[dict[Any, Any]]:
         """Something changed elsewhere: the chat list and the chat, from the store, then
         the turn running in it followed; nothing while this page follows a turn already
-        (its stream shows it), nor for a ``token`` the page was shown already."""
+        (its stream shows it), nor for a ``token`` the page was shown already. The list
+        and the chat are each sent only if they differ from what the page was shown last
+        (``Pages.fresh``), the chat always when the page shows another one or does not
+        follow its turn (the token says so)."""
         page = request.session_hash or ""
         if self.pages.busy(page) or (token is not None and token == self.pages.seen(page)):
             yield {self.ui.told: gr.skip()}  # nothing changes (a generator must yield)
             return
         tab, ui = self.chats.of(request), self.ui
         self.pages.saw(page, await tab.store.chat_version(session_id))  # read first, as above
-        shown = {ui.listing: await tab.rows(), ui.chatbot: await _history(tab.store, session_id)}
+        rows, history = await tab.rows(), await _history(tab.store, session_id)
         if not self.opened.still(page, session_id):  # the page chose another chat meanwhile
             yield {ui.told: gr.skip()}
             return
+        redraw = any(word in (token or "").split() for word in (STALE, UNFOLLOWED))
+        shown: dict[Any, Any] = {ui.told: gr.skip()}
+        if self.pages.fresh(page, "list", rows):
+            shown[ui.listing] = rows
+        if self.pages.fresh(page, "chat", (session_id, history)) or redraw:
+            shown[ui.chatbot] = history
         yield shown
         if session_id:
             async for update in self.stream(tab, session_id, noticed, page=page):
@@ -648,12 +668,15 @@ class ChatHandlers:
             yield {ui.chatbot: shown, ui.stop: gr.update(visible=True)}
         if page:  # it ends on the stored chat and list: the next tick shows nothing again
             self.pages.saw(page, await tab.store.chat_version(session_id))  # read first
-        settings = await tab.settings()
+        settings, rows = await tab.settings(), await tab.rows()
+        if page:
+            self.pages.fresh(page, "list", rows)
+            self.pages.fresh(page, "chat", (session_id, shown))
         yield {
             ui.chatbot: shown,
             ui.stop: gr.update(visible="hidden"),
             ui.told: told_now,
-            ui.listing: await tab.rows(),
+            ui.listing: rows,
             ui.line: model_line(settings, list(answered or [])),
             ui.trace: trace_markdown(answered) if answered else gr.skip(),
         }

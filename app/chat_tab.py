@@ -27,6 +27,7 @@ from app.chat_handlers import (
     close_row,
     example_message,
     fit_sidebar,
+    narrow_sidebar,
 )
 from app.feedback_view import FEEDBACK_OPTIONS
 from app.feedback_view import wire as wire_feedback
@@ -300,14 +301,19 @@ class Wiring:
         self.followed = [ui.chatbot, ui.stop, ui.told, ui.listing, ui.line, ui.trace]
         self.noted = [ui.note_line, ui.remove_note]
 
-    def afterwards(self, event: Any, follow_with: Any = None) -> None:
+    def afterwards(self, event: Any, follow_with: Any = None, *, chosen: bool = True) -> None:
         """Whenever the conversation in view changes, its kept note (if any) shows with
         it, the greeting while it is empty, and a turn running in it (another tab's, or
-        this page's before a reload) is followed (by ``follow_with``, else ``follow``)."""
+        this page's before a reload) is followed (by ``follow_with``, else ``follow``). A
+        chat ``chosen`` (not the page's load) brings the Chat tab forward."""
         h, ui = self.handlers, self.parts.ui
-        event.then(
-            fit_sidebar, self.parts.width, [self.side.panel, self.tabs], api_visibility="private"
-        )
+        if chosen:
+            event.then(
+                fit_sidebar,
+                self.parts.width,
+                [self.side.panel, self.tabs],
+                api_visibility="private",
+            )
         event.then(h.show_note, ui.session, self.noted, api_visibility="private")
         event.then(h.greet, None, ui.chatbot, api_visibility="private")
         # No progress overlay: on Stop, it would cover the button and take its clicks.
@@ -327,9 +333,9 @@ class Wiring:
         loaded = load(h.on_load, None, shown, api_name="load")
         self.loaded = loaded
         load(lambda seen: seen, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
-            fit_sidebar, width, [self.side.panel, self.tabs], api_visibility="private"
+            narrow_sidebar, width, self.side.panel, api_visibility="private"
         )
-        self.afterwards(loaded)
+        self.afterwards(loaded, chosen=False)  # a tab clicked while the page loads stays
         taking = [ui.box, ui.session, ui.note, ui.keep]
         taken = [ui.chatbot, ui.box, ui.notice, ui.session, ui.note, ui.keep, *self.noted]
         taken.append(ui.started)

@@ -9,6 +9,10 @@ turn already (``Pages.busy``) is left alone: its stream shows the turn, and it e
 the stored chat. A token the page was shown already (``Pages.seen``: its load, the end
 of its own turn) shows nothing again: the first tick after a load, or after an answer,
 would otherwise send the whole chat and the list once more, a second after they came.
+A token that moved for another chat (a message there, a title) shows the list only: a
+chat or a list is sent only when it differs from what the page was last shown of it
+(``Pages.fresh``). Sending the same chat again redraws every bubble, and a click made
+then (Edit's Submit, a Retry) is lost with the button it landed on (CI, once).
 Why polling the store: it is the one path that sees other processes too (docs/turns.md);
 one indexed read a second per open page.
 
@@ -25,6 +29,7 @@ running in its chat (a quick switch cancelled its follow) is made to follow it.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -73,6 +78,7 @@ class Pages:
     def __init__(self) -> None:
         self._following: Counter[str] = Counter()
         self._seen: dict[str, str] = {}
+        self._shown: dict[tuple[str, str], bytes] = {}
 
     def saw(self, page: str, version: str) -> None:
         """``page`` was shown the stored chats as of ``version`` (a load, the end of its
@@ -85,6 +91,18 @@ class Pages:
     def seen(self, page: str) -> str | None:
         """The token ``page`` was last shown as, if known."""
         return self._seen.get(page)
+
+    def fresh(self, page: str, part: str, value: object) -> bool:
+        """True unless ``value`` is what ``page`` was last shown as its ``part`` ("chat":
+        the session and its bubbles, "list": the rows); ``value`` counts as shown now."""
+        key, digest = (page, part), hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
+        if self._shown.get(key) == digest:
+            return False
+        self._shown.pop(key, None)
+        self._shown[key] = digest
+        while len(self._shown) > 2 * PAGES_KEPT:
+            self._shown.pop(next(iter(self._shown)))
+        return True
 
     @contextmanager
     def following(self, page: str) -> Iterator[None]:

@@ -185,11 +185,34 @@ def open_app(page: Any, url: str) -> None:
     loaded(page)
 
 
+def sidebar_open(page: Any, inside: str = "#chat-list") -> None:
+    """Open the chats sidebar until ``inside`` (an element in it) is on screen: a phone's
+    starts closed and closes when a chat is chosen, and the page's load may close it
+    again once it knows the width, so toggle until it stays open."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    on_screen = f"""() => {{
+      const box = document.querySelector({inside!r})?.getBoundingClientRect();
+      return !!box && box.x >= 0 && box.right <= window.innerWidth && box.width > 0;
+    }}"""
+    for _ in range(4):
+        try:
+            page.wait_for_function(on_screen, timeout=2500)
+            page.wait_for_timeout(400)  # the slide settles (a late close included)
+            page.wait_for_function(on_screen, timeout=500)
+            return
+        except PlaywrightTimeout:
+            page.get_by_role("button", name="Toggle Sidebar").click()
+    page.wait_for_function(on_screen, timeout=15_000)
+
+
 def new_chat(page: Any) -> None:
-    """Click "New chat" and wait until the empty chat is shown: until then the chat in
-    view is the newest one, whose bubbles a test would otherwise read as its own."""
+    """Click "New chat" (the sidebar opened first, on a phone) and wait until the empty
+    chat is shown: until then the chat in view is the newest one, whose bubbles a test
+    would otherwise read as its own."""
     from playwright.sync_api import expect
 
+    sidebar_open(page, "#new-session")
     page.locator("#new-session").click()
     expect(page.locator("#chatbot .message-row")).to_have_count(0, timeout=15_000)
 

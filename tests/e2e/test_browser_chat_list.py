@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import RunningApp, bot_messages, open_app, send
+from tests.e2e.harness import RunningApp, bot_messages, open_app, send, sidebar_open
 
 TIMEOUT_MS = 15_000
 WIDTHS = [390, 1440]
@@ -69,24 +68,6 @@ def browse(browser: Any, app: RunningApp, width: int) -> Iterator[Any]:
     yield opened
     for context in contexts:
         context.close()
-
-
-def sidebar_open(page: Any) -> None:
-    """Open the chats sidebar (a phone's starts closed, and closes when a chat is chosen;
-    the page's load may close it again once it knows the width: toggle until it stays)."""
-    on_screen = """() => {
-      const list = document.querySelector('#chat-list').getBoundingClientRect();
-      return list.x >= 0 && list.right <= window.innerWidth && list.width > 0;
-    }"""
-    for _ in range(4):
-        try:
-            page.wait_for_function(on_screen, timeout=2500)
-            page.wait_for_timeout(400)  # the slide settles (a late close included)
-            page.wait_for_function(on_screen, timeout=500)
-            return
-        except PlaywrightTimeout:
-            page.get_by_role("button", name="Toggle Sidebar").click()
-    page.wait_for_function(on_screen, timeout=TIMEOUT_MS)
 
 
 def row(page: Any, title: str) -> Any:

@@ -33,7 +33,7 @@ from playwright.sync_api import expect
 from graph.setup import OWNER
 from memory import Message
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import free_port, open_app, send
+from tests.e2e.harness import free_port, new_chat, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
 from tests.support.postgres import PostgresServer
 
@@ -268,6 +268,9 @@ def test_an_open_page_shows_turns_retries_and_renames_made_elsewhere(
     one = browser.new_context(viewport=size).new_page()
     two = browser.new_context(viewport=size).new_page()
     open_app(one, processes.urls[0])
+    # A chat of its own: in the newest chat, an earlier test's answer would pass for this
+    # one's, and the next message would queue behind the turn still running (5 s, once).
+    new_chat(one)
     send(one, f"first words at {width}")  # a chat for both pages to show
     expect(answer(one)).to_have_text(STORY, timeout=TIMEOUT_MS)
     open_app(two, processes.urls[1])  # it opens the newest chat: the same one

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from app.ui import launch_app
@@ -21,7 +20,7 @@ from graph.setup import People
 from memory.sqlite.accounts import SqliteAccounts
 from memory.sqlite.memories import create_memory
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import free_port, loaded, policy, send
+from tests.e2e.harness import free_port, loaded, policy, send, sidebar_open
 from tests.support.chat_model import ScriptedChatModel
 
 TIMEOUT_MS = 15_000
@@ -194,19 +193,6 @@ def test_no_other_page_may_frame_the_app(
         context.close()
 
 
-def open_sidebar(page: Any) -> None:
-    """Open the chats sidebar (a phone's starts closed, and the page's load closes it
-    again once it knows the width: toggle until it stays open)."""
-    on_screen = "() => document.querySelector('#logout').getBoundingClientRect().x >= 0"
-    for _ in range(3):
-        try:
-            page.wait_for_function(on_screen, timeout=3000)
-            return
-        except PlaywrightTimeout:
-            page.get_by_role("button", name="Toggle Sidebar").click()
-    page.wait_for_function(on_screen, timeout=TIMEOUT_MS)
-
-
 @pytest.mark.parametrize("width", [390, 1440])
 def test_the_sidebar_says_who_is_signed_in_and_logs_out(
     browser: Any, with_accounts: str, width: int
@@ -218,9 +204,9 @@ def test_the_sidebar_says_who_is_signed_in_and_logs_out(
         expect(page.get_by_text("Sign in with your name and password")).to_be_visible()
         log_in(page, with_accounts, "bob")
         expect(page.locator("#who")).to_have_text("Signed in as bob", timeout=TIMEOUT_MS)
-        open_sidebar(page)
+        sidebar_open(page, "#logout")
         page.wait_for_timeout(1000)  # the slide settles (a late close by the load included)
-        open_sidebar(page)
+        sidebar_open(page, "#logout")
         page.locator("#logout").click()
         page.locator("input[type=password]").wait_for(timeout=TIMEOUT_MS)  # the login again
         assert context.cookies() == []  # the login's cookies went with it

@@ -135,3 +135,37 @@ async def test_a_turn_the_page_does_not_follow_moves_the_token(tmp_path: Path) -
     with h.pages.following("a-page"):  # following it: left alone
         assert await h.on_watch(session, "", me) == gr.skip()  # type: ignore[arg-type]
     page.turns.release()
+
+
+async def test_a_change_in_another_chat_sends_the_list_and_not_the_chat_on_screen(
+    tmp_path: Path,
+) -> None:
+    """The token moves for any chat; the chat on screen is sent again only if it differs
+    from what the page was shown (a redraw loses a click made then: Edit's Submit, CI),
+    or if the page shows another chat than its own."""
+    page = Page(tmp_path)
+    h, ui, me = page.handlers, page.ui, request()
+    mine = (await page.store.create_session("Mine")).id
+    await page.chat(mine, "my own words")
+    elsewhere = (await page.store.create_session("Elsewhere")).id
+    await h.on_load(me)
+    switched, *_ = await h.on_switch(mine, None, me)
+    assert switched == mine
+
+    await page.chat(elsewhere, "said in the other chat")
+    moved = await h.on_watch(mine, "", me)
+    shown = await drain(h.on_changed(mine, [], moved, me))
+    assert ui.listing in shown[0] and ui.chatbot not in shown[0]
+
+    await page.store.rename_session(elsewhere, "Renamed there")
+    renamed = await h.on_watch(mine, "", me)
+    assert "Renamed there" in str((await drain(h.on_changed(mine, [], renamed, me)))[0])
+
+    await page.chat(mine, "added in another tab")
+    grown = await h.on_watch(mine, "", me)
+    shown = await drain(h.on_changed(mine, [], grown, me))
+    assert contents(shown[0][ui.chatbot])[-1] == "answer to added in another tab"
+
+    # The page shows another chat than its own (a late update): the chat is sent again.
+    wrong = f"{grown} {STALE} 9:somethingelse"
+    assert ui.chatbot in (await drain(h.on_changed(mine, [], wrong, me)))[0]
