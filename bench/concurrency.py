@@ -19,7 +19,12 @@ whole wall time ("loop busy"). The other threads' CPU is the background embeddin
 new messages (its own line: the context's embedder, timed in its thread) and the rest
 (the store's threads, the loopback server's). ``--no-embedder`` runs without vectors.
 
+The loop is uvloop's, as in the served app (Gradio's uvicorn picks uvloop when it is
+installed, and it is: langgraph-api needs it); ``--loop asyncio`` runs the standard
+library's loop instead, as ``companion chat`` and the eval harness do.
+
     python -m bench.concurrency --sessions 32 --turns 10 --latency 0.2
+    python -m bench.concurrency --sessions 32 --turns 10 --latency 0.2 --loop asyncio
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ import dataclasses
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
+
+import uvloop
 
 from bench import quiet_environment
 
@@ -49,6 +56,11 @@ from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
 
 CALLS_PER_TURN = 2
+# How each loop runs a coroutine to its end.
+LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {
+    "uvloop": uvloop.run,
+    "asyncio": asyncio.run,
+}
 LOOKUP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"key": {"type": "string"}},
@@ -151,6 +163,7 @@ async def run(
             counts[role] += n
     store.close()
     return {
+        "loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "wall": wall,
         "errors": errors,
         "counts": counts,
@@ -175,6 +188,12 @@ def main() -> None:
         default=1,
         help="untimed one-turn sessions first, as a served app is warm (0: a cold process)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="uvloop",
+        help="the event loop: uvloop, as the served app's (default), or asyncio's own",
+    )
     args = parser.parse_args()
 
     with (
@@ -182,7 +201,7 @@ def main() -> None:
         FakeOpenAIServer(latency=args.latency, responder=respond) as server,
     ):
         home = Path(folder) / "home"
-        outcome = asyncio.run(
+        outcome = LOOPS[args.loop](
             run(
                 args.sessions,
                 args.turns,
@@ -203,6 +222,7 @@ def main() -> None:
         f"(after {args.warmup} untimed one-turn session(s)).\n"
     )
     print("| measure | value |\n|---|---:|")
+    print(f"| event loop | {outcome['loop']} |")
     print(f"| wall time (s) | {wall:.2f} |")
     print(f"| ideal wall time (s) | {ideal:.2f} |")
     print(f"| throughput (turns/s) | {total_turns / wall:.1f} |")

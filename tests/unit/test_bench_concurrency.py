@@ -15,6 +15,7 @@ def test_two_sessions_lose_nothing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     table = run_main(main, TINY, monkeypatch, capsys)
+    assert table["event loop"] == ["uvloop"]  # as the served app's (uvicorn picks it)
     assert numbers(table["errors"][0]) == [0]
     assert numbers(table["messages lost"][0]) == [0]
     assert numbers(table["stored user / assistant / tool messages"][0])[:3] == [4, 4, 4]
@@ -26,9 +27,10 @@ def test_two_sessions_lose_nothing(
     assert numbers(table["background embedding CPU (s)"][0])[0] >= 0
 
 
-def test_without_the_embedder_nothing_is_embedded(
+def test_without_the_embedder_on_asyncios_loop_nothing_is_embedded(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    table = run_main(main, [*TINY, "--no-embedder"], monkeypatch, capsys)
+    table = run_main(main, [*TINY, "--no-embedder", "--loop", "asyncio"], monkeypatch, capsys)
+    assert table["event loop"] == ["asyncio"]
     assert numbers(table["messages lost"][0]) == [0]
     assert numbers(table["background embedding CPU (s)"][0]) == [0]
