@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.harness import bot_messages, free_port, new_chat, open_app, send
+from tests.e2e.harness import SETTLED, bot_messages, free_port, new_chat, open_app, send
 from tests.support.fake_openai import FakeOpenAIServer, Step
 
 TIMEOUT_MS = 15_000
@@ -88,10 +88,16 @@ def test_verify_tells_a_refused_key_from_an_endpoint_that_answers(
 ) -> None:
     page.get_by_role("tab", name="Settings").click()
     status = page.locator("#endpoint-status")
+    # The tab checks the endpoint in effect when it opens: let that check end first, or
+    # it can run while the key is refused below and land after Verify's answer.
+    expect(status).to_contain_text("OK, chat model fake-model", timeout=TIMEOUT_MS)
     endpoint.server.models_status = 401
     try:
         page.locator("#check-endpoint").click()
         expect(status).to_contain_text("the API key was refused (HTTP 401)", timeout=TIMEOUT_MS)
+        # A click while Verify's event is still pending is dropped (Gradio's trigger_mode
+        # "once"): under load its answer can show before the event has ended (CI, once).
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
     finally:
         endpoint.server.models_status = 200
     page.locator("#check-endpoint").click()
