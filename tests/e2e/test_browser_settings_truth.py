@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 
 from evals.fixtures import OpenMeteoFixture
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import free_port, open_app, send
+from tests.e2e.harness import SETTLED, free_port, open_app, send
 from tests.e2e.test_browser_processes import _environment, _wait_until_serving
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -78,7 +78,12 @@ def test_after_save_the_form_the_endpoint_the_banner_and_the_model_line_agree(
         expect(page.locator("#model-line")).to_contain_text("(local)")
 
         page.get_by_role("tab", name="Settings").click()
+        # The page's own form fill (a load event of the Settings tab, not waited for by
+        # open_app) must land first: landing after the typing, it put the local model
+        # back and Verify checked that (CI, once).
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
         _field(page, "set-base-url").fill(server.url)
+        expect(_field(page, "set-base-url")).to_have_value(server.url)
         page.locator("#check-endpoint").click()
         expect(page.locator("#endpoint-status")).to_contain_text("2 models", timeout=TIMEOUT_MS)
         _field(page, "set-chat-model").click()
