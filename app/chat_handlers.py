@@ -36,7 +36,15 @@ from app.chat_view import (
     user_bubble,
 )
 from app.graph_view import plain, trace_markdown
-from app.live_tabs import MARK_LIMIT, MARKS_KEPT, STALE, UNFOLLOWED, Pages, shown_mark
+from app.live_tabs import (
+    MARK_LIMIT,
+    MARKS_KEPT,
+    STALE,
+    UNFOLLOWED,
+    Pages,
+    redraws,
+    shown_mark,
+)
 from app.settings_view import Connections
 from app.turns import LiveTurn, Turns, owner_alive, recover_interrupted
 from config.settings import Settings, fixed_fields
@@ -475,8 +483,8 @@ class ChatHandlers:
         page = request.session_hash or ""
         self.pages.saw(page, await tab.store.chat_version(current))
         rows, history = await tab.rows(), await _history(tab.store, current)
-        self.pages.fresh(page, "list", rows)
-        self.pages.fresh(page, "chat", (current, history))
+        self.pages.showed(page, "list", rows)
+        self.pages.showed(page, "chat", (current, history))
         return (
             current,
             rows,
@@ -496,7 +504,7 @@ class ChatHandlers:
             return left, await tab.rows(), await _history(tab.store, left), None, None
         await tab.leave(left, going.id)
         history = await _history(tab.store, going.id)
-        self.pages.fresh(request.session_hash or "", "chat", (going.id, history))
+        self.pages.showed(request.session_hash or "", "chat", (going.id, history))
         return going.id, gr.skip(), history, None, None
 
     async def on_new(self, left: str | None, request: gr.Request) -> tuple[Any, ...]:
@@ -608,7 +616,7 @@ class ChatHandlers:
         if not self.opened.still(page, session_id):  # the page chose another chat meanwhile
             yield {ui.told: gr.skip()}
             return
-        redraw = any(word in (token or "").split() for word in (STALE, UNFOLLOWED))
+        redraw = redraws(token)
         shown: dict[Any, Any] = {ui.told: gr.skip()}
         if self.pages.fresh(page, "list", rows):
             shown[ui.listing] = rows
@@ -670,8 +678,8 @@ class ChatHandlers:
             self.pages.saw(page, await tab.store.chat_version(session_id))  # read first
         settings, rows = await tab.settings(), await tab.rows()
         if page:
-            self.pages.fresh(page, "list", rows)
-            self.pages.fresh(page, "chat", (session_id, shown))
+            self.pages.showed(page, "list", rows)
+            self.pages.showed(page, "chat", (session_id, shown))
         yield {
             ui.chatbot: shown,
             ui.stop: gr.update(visible="hidden"),

@@ -58,6 +58,13 @@ SHOWN_JS = (
 )
 
 
+def redraws(token: str | None) -> bool:
+    """Whether a page's token (``ChatHandlers.on_watch``) says it shows another chat than
+    its own or does not follow its chat's turn: its second word. Only the first two words
+    of the page's input are read."""
+    return (token or "").split(" ", 2)[1:2] in ([STALE], [UNFOLLOWED])
+
+
 def shown_mark(asked: Sequence[str], last: str) -> str:
     """The mark of a chat whose person's messages are ``asked`` and whose last bubble's
     text is ``last``, as ``SHOWN_JS`` makes it of the bubbles on screen: how many messages
@@ -92,9 +99,14 @@ class Pages:
         """The token ``page`` was last shown as, if known."""
         return self._seen.get(page)
 
+    def showed(self, page: str, part: str, value: object) -> None:
+        """``page`` is shown ``value`` as its ``part`` ("chat": the session and its
+        bubbles, "list": the rows)."""
+        self.fresh(page, part, value)
+
     def fresh(self, page: str, part: str, value: object) -> bool:
-        """True unless ``value`` is what ``page`` was last shown as its ``part`` ("chat":
-        the session and its bubbles, "list": the rows); ``value`` counts as shown now."""
+        """True unless ``value`` is what ``page`` was last shown as its ``part``; either
+        way ``value`` counts as shown now (``showed``)."""
         key, digest = (page, part), hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
         if self._shown.get(key) == digest:
             return False

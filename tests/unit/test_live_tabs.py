@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from app.live_tabs import STALE, UNFOLLOWED, Pages, shown_mark
+from app.live_tabs import STALE, UNFOLLOWED, Pages, redraws, shown_mark
 from tests.support.app_fakes import request
 from tests.unit.test_chat_handlers import Page, contents, drain
 
@@ -169,3 +169,10 @@ async def test_a_change_in_another_chat_sends_the_list_and_not_the_chat_on_scree
     # The page shows another chat than its own (a late update): the chat is sent again.
     wrong = f"{grown} {STALE} 9:somethingelse"
     assert ui.chatbot in (await drain(h.on_changed(mine, [], wrong, me)))[0]
+
+
+def test_only_the_tokens_second_word_asks_for_a_redraw() -> None:
+    assert redraws(f"3.3.ab {STALE} 2:first:last") and redraws(f"3.3.ab {UNFOLLOWED}")
+    assert not redraws("3.3.ab") and not redraws(None) and not redraws("")
+    assert not redraws(f"3.3.ab 2:first:{STALE}")  # a mark's letters are not the word
+    assert not redraws("3.3.ab " + "x" * 1_000_000)  # the page's input: read to its 2nd word
