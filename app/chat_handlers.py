@@ -274,12 +274,6 @@ def narrow_sidebar(shown: float | None) -> Any:
     return gr.Sidebar(open=False) if 0 < (shown or 0) < NARROW else gr.skip()
 
 
-def fit_sidebar(shown: float | None) -> tuple[Any, Any]:
-    """A chat chosen: the Chat tab shows it, and on a phone the sidebar closes. Not at
-    the page's load: a tab chosen while the load runs stays chosen."""
-    return narrow_sidebar(shown), gr.Tabs(selected="chat")
-
-
 def close_row() -> tuple[None, Any]:
     """Cancel or Keep in the sidebar: the row's chat is forgotten and its row hidden."""
     return None, gr.update(visible=False)

@@ -26,7 +26,6 @@ from app.chat_handlers import (
     Chats,
     close_row,
     example_message,
-    fit_sidebar,
     narrow_sidebar,
 )
 from app.feedback_view import FEEDBACK_OPTIONS
@@ -52,6 +51,14 @@ FOCUS_COMPOSER = """() => {
   const typing = document.activeElement;
   const elsewhere = typing && typing.matches('input, textarea') && !typing.closest('#chat-input');
   if (!elsewhere) document.querySelector('#chat-input textarea')?.focus();
+}"""
+
+
+# A chat chosen brings the Chat tab forward at once, in the page, with the click: a switch
+# made by the server's answer would come later and take back a tab the person chose since.
+SHOW_CHAT_TAB = """() => {
+  const tab = document.querySelector('#tab-chat-button');
+  if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
 }"""
 
 
@@ -305,15 +312,11 @@ class Wiring:
         """Whenever the conversation in view changes, its kept note (if any) shows with
         it, the greeting while it is empty, and a turn running in it (another tab's, or
         this page's before a reload) is followed (by ``follow_with``, else ``follow``). A
-        chat ``chosen`` (not the page's load) brings the Chat tab forward."""
+        chat ``chosen`` (not the page's load) closes the sidebar on a phone (the Chat tab
+        came forward with the click: ``SHOW_CHAT_TAB``)."""
         h, ui = self.handlers, self.parts.ui
         if chosen:
-            event.then(
-                fit_sidebar,
-                self.parts.width,
-                [self.side.panel, self.tabs],
-                api_visibility="private",
-            )
+            event.then(narrow_sidebar, self.parts.width, self.side.panel, api_visibility="private")
         event.then(h.show_note, ui.session, self.noted, api_visibility="private")
         event.then(h.greet, None, ui.chatbot, api_visibility="private")
         # No progress overlay: on Stop, it would cover the button and take its clicks.
@@ -496,7 +499,7 @@ class Wiring:
             # Wired first: the page runs one trigger's listeners in order, so a cancel wired
             # after the handler would come once the new chat is shown, and the old chat's
             # last update could land on it.
-            trigger(None, None, None, cancels=before, **private)
+            trigger(None, None, None, cancels=before, js=SHOW_CHAT_TAB, **private)
             triggers.append(trigger)
             follow_with = api.pop("follow_with", None)
             shown = trigger(handler, inputs, outputs, **api)

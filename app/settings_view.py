@@ -569,7 +569,6 @@ def build(people: People, load: Any, opened: Any) -> None:
         )
         switched.then(handlers.offer, None, offered, **private)
         switched.then(handlers.on_check, None, endpoint, **private)
-    check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     found = gr.State([])  # the matches of the last Find, as dicts (Place)
     for asked in (find.click, place.submit):
         located = [latitude, longitude, timezone]
@@ -585,7 +584,7 @@ def build(people: People, load: Any, opened: Any) -> None:
     quiet: dict[str, Any] = {**private, "show_progress": "hidden"}
     opened(handlers.refill, filled, [*refreshed, filled], **quiet)
     gr.on([load, opened], handlers.offer, None, offered, **quiet)
-    gr.on(
+    checked = gr.on(
         [load, opened],
         handlers.on_check,
         None,
@@ -593,4 +592,10 @@ def build(people: People, load: Any, opened: Any) -> None:
         api_name="endpoint_status",
         show_progress="hidden",
     )
+    # Verify answers for the form: the check of the endpoint in effect that the page's load
+    # or the tab's opening started is let go, else landing late it hid Verify's answer (CI,
+    # under load). In a listener of its own, wired first: a listener's cancels run only
+    # once its handler is done.
+    check.click(None, None, None, cancels=[checked], **private)
+    check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     mcp_view.build(people, load, opened)  # the MCP servers and their tools, read-only

@@ -121,9 +121,11 @@ def test_ctrl_shift_o_starts_a_new_chat(page: Any) -> None:
     answered(page, "a fresh start")
     expect(page.locator("#chatbot [data-testid='user']")).to_have_text(["a fresh start"])
     # The page's mark of the chat on screen is the server's of the stored chat (a page
-    # whose mark differs is shown the stored chat again: app.live_tabs).
-    _, mark = page.evaluate(f"({SHOWN_JS})('a-chat')")
+    # whose mark differs is shown the stored chat again: app.live_tabs). Read once the
+    # answer has streamed to its end (CI, under load: read mid-stream, once).
     answer = "Hello! You said: a fresh start. Nice to hear from you today."
+    expect(bot_messages(page).last).to_have_text(answer, timeout=TIMEOUT_MS)
+    _, mark = page.evaluate(f"({SHOWN_JS})('a-chat')")
     assert mark == shown_mark(["a fresh start"], answer)
 
 

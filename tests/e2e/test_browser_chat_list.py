@@ -1,7 +1,8 @@
 """The chat list (app.chat_list) in a real headless chromium, on a phone (390 px) and a
 desktop (1440 px): rows are named buttons with a relative time, the row menu renames,
 pins and deletes by keyboard and by mouse, pinned chats come first, a search finds a
-message in another chat and opens that chat at it, and rapid clicks on the rows while
+message in another chat and opens that chat at it, a chat chosen from another tab shows
+the Chat tab while a tab chosen after New chat stays, and rapid clicks on the rows while
 an answer streams leave Stop working and raise no error."""
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.sqlite.store import SqliteStore
-from tests.e2e.harness import RunningApp, bot_messages, open_app, send, sidebar_open
+from tests.e2e.harness import (
+    SETTLED,
+    RunningApp,
+    bot_messages,
+    open_app,
+    send,
+    sidebar_open,
+)
 
 TIMEOUT_MS = 15_000
 WIDTHS = [390, 1440]
@@ -229,6 +237,49 @@ def test_search_opens_another_chat_at_the_message(
     expect(row(page, f"Weekend plans {width}").locator(".chat-open")).to_be_visible(
         timeout=TIMEOUT_MS
     )
+
+
+# The page's requests to run an event wait 3 s before they leave (its fetch, wrapped).
+HOLD_EVENTS = """() => {
+  const send = window.fetch.bind(window);
+  window.fetch = (url, options) => String(url).includes('queue/join')
+    ? new Promise((sent) => setTimeout(sent, 3000)).then(() => send(url, options))
+    : send(url, options);
+}"""
+
+
+def tab(page: Any, name: str) -> Any:
+    return page.get_by_role("tab", name=name)
+
+
+def test_a_chat_chosen_shows_the_chat_tab_and_a_tab_chosen_after_stays(
+    app: RunningApp, browse: Any, width: int
+) -> None:
+    title = f"Tea notes {width}"
+    seed(app, title, f"jasmine or oolong? {width}", "Jasmine, in the morning.")
+    page = browse()
+    tab(page, "Memories").click()
+    expect(tab(page, "Memories")).to_have_attribute("aria-selected", "true")
+    sidebar_open(page)
+    row(page, title).locator(".chat-open").click()
+    expect(tab(page, "Chat")).to_have_attribute("aria-selected", "true")
+    expect(user_bubbles(page)).to_have_text([f"jasmine or oolong? {width}"], timeout=TIMEOUT_MS)
+
+    # A tab chosen while New chat is answered stays chosen: the Chat tab comes forward with
+    # the click, not with the server's answer (which took the tab back before). The
+    # page's requests to run an event are held 3 s, so the answer comes after the choice.
+    tab(page, "Graph").click()
+    expect(tab(page, "Graph")).to_have_attribute("aria-selected", "true")
+    sidebar_open(page, "#new-session")
+
+    page.evaluate(HOLD_EVENTS)
+    page.locator("#new-session").click()
+    expect(tab(page, "Chat")).to_have_attribute("aria-selected", "true", timeout=2000)
+    tab(page, "Memories").click()
+    page.wait_for_timeout(4000)
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+    expect(tab(page, "Memories")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#memory-category input")).to_be_visible()
 
 
 def shown(page: Any, title: str, first: str) -> None:

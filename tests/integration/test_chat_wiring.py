@@ -6,6 +6,11 @@ cancels run only once that listener's handler is done, so cancels on the handler
 listener cancelled a message sent while the new chat opened (it stayed in the composer).
 The cancel listener is wired before the handler (the page runs one trigger's listeners in
 order); a second one, wired after every switch, stops what a switch before is following.
+The cancel listener also brings the Chat tab forward in the page, with the click.
+
+The Settings tab's Verify lets go the check of the endpoint in effect (the page's load's,
+the tab's opening's), in a listener of its own wired first: landing late, it hid Verify's
+answer.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from app.chat_tab import SHOW_CHAT_TAB
 from app.ui import build_app
 from graph.setup import ContextFactory, People
 from tests.e2e.harness import policy
@@ -45,3 +51,14 @@ def test_a_shown_chat_cancels_the_followers_in_a_listener_of_its_own(tmp_path: P
         assert handlers, f"nothing is shown on {trigger}"
         assert all(not sends & set(d.get("cancels") or []) for d in handlers), handlers
         assert all(cancel["id"] < d["id"] for d in handlers), (cancel, handlers)
+        # The Chat tab comes forward in the page, with the click (not with the answer).
+        assert [d for d in deps if trigger in d["targets"] and d["js"] == SHOW_CHAT_TAB]
+
+
+def test_verify_lets_the_endpoint_check_in_effect_go_first(tmp_path: Path) -> None:
+    deps = dependencies(tmp_path / "home")
+    checked = {d["id"] for d in deps if d.get("api_name") == "endpoint_status"}
+    (verify,) = [d for d in deps if d.get("api_name") == "verify"]
+    (cancel,) = [d for d in deps if checked & set(d.get("cancels") or [])]
+    assert not cancel["backend_fn"] and cancel["targets"] == verify["targets"]
+    assert cancel["id"] < verify["id"]

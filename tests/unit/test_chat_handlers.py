@@ -489,10 +489,9 @@ def test_closing_a_row_and_an_example_prompt() -> None:
 
 
 def test_choosing_a_chat_closes_the_sidebar_only_on_a_phone() -> None:
-    sidebar_update, tabs_update = chat_handlers.fit_sidebar(400)
-    assert sidebar_update.open is False and tabs_update.selected == "chat"
-    assert chat_handlers.fit_sidebar(1280)[0] == gr.skip()
-    assert chat_handlers.fit_sidebar(0)[0] == gr.skip()  # width not known yet
+    assert chat_handlers.narrow_sidebar(400).open is False
+    assert chat_handlers.narrow_sidebar(1280) == gr.skip()
+    assert chat_handlers.narrow_sidebar(0) == gr.skip()  # width not known yet
 
 
 class TwoPeople(OnePerson):
