@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import aclosing
 from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -30,6 +31,7 @@ from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.events import ModelDone, TextDelta
 from graph.state import ExecutedCall, SentPrompt, State, ToolCall, TraceEvent
+from nodes.repeats import may_end_sentence, repeated_from
 from prompts.templates import (
     EMPTY_ANSWER,
     FOUND_SO_FAR,
@@ -189,10 +191,16 @@ def reply_calls(message: AIMessage, ctx: Context) -> tuple[list[ToolCall], str]:
 
 
 async def stream_reply(
-    runnable: Any, messages: list[BaseMessage], runtime: Runtime[Context] | None
+    runnable: Any,
+    messages: list[BaseMessage],
+    runtime: Runtime[Context] | None,
+    *,
+    end_loops: bool = False,
 ) -> AIMessage:
     """Stream the model's reply, passing its visible text on as ``TextDelta`` events
-    (none without a ``runtime``: a run that asked for no live progress).
+    (none without a ``runtime``: a run that asked for no live progress). With
+    ``end_loops`` (the bundled model), a reply that says one sentence a third time is
+    ended there and keeps its text up to where the repeating began (``nodes.repeats``).
 
     Both ways read the model the same way, so an empty or unparseable stream is always
     the provider's ``ProviderError``, never a bare ValueError from deep in langchain.
@@ -206,11 +214,18 @@ async def stream_reply(
     written = ""  # the raw text so far
     shown = 0  # how much of its visible part went out
     commands = reply_commands(runtime.context) if runtime is not None else Commands.of(())
+    loop_at: int | None = None
     try:
-        async for chunk in runnable.astream(messages):
-            chunks.append(chunk)
-            if isinstance(chunk.content, str) and chunk.content:
+        async with aclosing(runnable.astream(messages)) as stream:
+            async for chunk in stream:
+                chunks.append(chunk)
+                if not isinstance(chunk.content, str) or not chunk.content:
+                    continue
                 written += chunk.content
+                if end_loops and may_end_sentence(chunk.content):
+                    loop_at = repeated_from(written)
+                    if loop_at is not None:
+                        break  # closing the stream ends the request
                 visible = visible_prefix(written, commands)
                 if len(visible) > shown and runtime is not None:
                     runtime.stream_writer(TextDelta(visible[shown:]))
@@ -226,6 +241,11 @@ async def stream_reply(
     merged = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
     reply = message_chunk_to_message(merged)
     assert isinstance(reply, AIMessage)
+    if loop_at is not None:
+        metadata = {**reply.response_metadata, "finish_reason": "repeating"}
+        reply = reply.model_copy(
+            update={"content": written[:loop_at].rstrip(), "response_metadata": metadata}
+        )
     return reply
 
 
@@ -332,7 +352,7 @@ async def _call(state: State, runtime: Runtime[Context]) -> ModelUpdate:
         return await _failed(ctx, session_id, None, started, NO_CHAT_MODEL, kind="setup")
     try:
         live = runtime if ctx.stream_tokens else None
-        reply = await stream_reply(runnable, state["context"], live)
+        reply = await stream_reply(runnable, state["context"], live, end_loops=settings.is_local)
     except Exception as exc:
         if not is_provider_error(exc):
             log.exception("call_model: a bug in Companion, not a provider failure")
