@@ -55,14 +55,14 @@ async def reply(model: object, system: str, text: str, end_loops: bool) -> tuple
     return time.perf_counter() - started, finish, str(answer.content)
 
 
-async def run(runs: int) -> dict[str, list[tuple[float, str, str]]]:
+async def run(runs: int, chats: tuple[str, ...] = CHATS) -> dict[str, list[tuple[float, str, str]]]:
     settings = Settings()
     system = system_text(settings, builtin_specs(), datetime.now(UTC))
     model = make_chat_model(settings)
     found: dict[str, list[tuple[float, str, str]]] = {way: [] for way in WAYS}
     await reply(model, system, "Hello.", False)  # the prompt's prefix in the cache
     for n in range(runs):
-        for text in CHATS:
+        for text in chats:
             ways = list(WAYS.items())
             for way, end_loops in ways if n % 2 == 0 else ways[::-1]:
                 found[way].append(await reply(model, system, text, end_loops))
@@ -73,12 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     quiet_environment()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4, help="times each chat is sent, per way")
+    parser.add_argument("--chats", type=int, default=len(CHATS), help="the first N chats only")
     args = parser.parse_args(argv)
+    chats = CHATS[: args.chats]
     try:
-        found = asyncio.run(run(args.runs))
+        found = asyncio.run(run(args.runs, chats))
     finally:
         local_server().stop()
-    total = len(CHATS) * args.runs
+    total = len(chats) * args.runs
     print(f"\nThe bundled SmolLM2-135M, {total} short replies per way, interleaved.\n")
     print(
         f"| way | ran to the cap ({LOCAL_MAX_TOKENS} tokens) | ended as a loop | median s "
