@@ -31,7 +31,7 @@ from graph.commands import Commands, parse_reply, visible_prefix
 from graph.context import Context
 from graph.events import ModelDone, TextDelta
 from graph.state import ExecutedCall, SentPrompt, State, ToolCall, TraceEvent
-from nodes.repeats import may_end_sentence, repeated_from
+from nodes.repeats import loop_start
 from prompts.templates import (
     EMPTY_ANSWER,
     FOUND_SO_FAR,
@@ -199,7 +199,7 @@ async def stream_reply(
 ) -> AIMessage:
     """Stream the model's reply, passing its visible text on as ``TextDelta`` events
     (none without a ``runtime``: a run that asked for no live progress). With
-    ``end_loops`` (the bundled model), a reply that says one sentence a third time is
+    ``end_loops`` (the bundled model), a reply that says one sentence a second time is
     ended there and keeps its text up to where the repeating began (``nodes.repeats``).
 
     Both ways read the model the same way, so an empty or unparseable stream is always
@@ -222,8 +222,8 @@ async def stream_reply(
                 if not isinstance(chunk.content, str) or not chunk.content:
                     continue
                 written += chunk.content
-                if end_loops and may_end_sentence(chunk.content):
-                    loop_at = repeated_from(written)
+                if end_loops:
+                    loop_at = loop_start(written, chunk.content)
                     if loop_at is not None:
                         break  # closing the stream ends the request
                 visible = visible_prefix(written, commands)

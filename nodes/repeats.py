@@ -1,10 +1,12 @@
 """A reply caught in a loop: the bundled small model can say the same sentence over and
 over until its token cap (512 tokens, about 10 s on two cores, in about half of short
 chats). ``call_model`` ends such a stream once a sentence has been said ``TIMES`` times
-and keeps the reply up to where the repeating began.
+and keeps the reply up to where the repeating began: a small model that says a sentence
+word for word a second time is not saying anything new.
 
-What repeats is a sentence or a whole line (a line of short sentences, "I'm sorry. It's
-not a word.", comes back as a line). Only those of at least ``MIN_LETTERS`` letters count
+What repeats is a sentence, a whole line, or a word or a few words in a row ("no no no
+no …", with no end mark in sight). A sentence or a line (a line of short sentences, "I'm sorry. It's
+not a word.", comes back as a line) counts if it has at least ``MIN_LETTERS`` letters count
 (a short "Yes." or a list's "-" may well come back), compared without case, spacing or
 punctuation.
 """
@@ -13,12 +15,27 @@ from __future__ import annotations
 
 import re
 
-TIMES = 3  # the third time a sentence is said ends the stream
+TIMES = 2  # the second time a sentence is said ends the stream
 MIN_LETTERS = 12
 # A sentence: text up to its end mark or the end of its line (a list item is one). A line.
 SENTENCE = re.compile(r"[^.!?\n]+[.!?\n]+")
 LINE = re.compile(r"[^\n]+\n")
 ENDS = frozenset(".!?\n")
+# Words in a row: a run of 1 to RUN_WORDS words said RUN_TIMES times on end, looked for
+# in the reply's last TAIL characters (a run is found as it reaches RUN_TIMES).
+WORD = re.compile(r"\w+")
+RUN_WORDS = 4
+RUN_TIMES = 8
+TAIL = 400
+
+
+def loop_start(text: str, delta: str) -> int | None:
+    """Where ``text`` (the reply so far, ``delta`` its newest piece) began to loop, if it
+    does: words said over and over, or a sentence or a line said again."""
+    found = run_from(text)
+    if found is None and may_end_sentence(delta):
+        found = repeated_from(text)
+    return found
 
 
 def repeated_from(text: str) -> int | None:
@@ -44,3 +61,24 @@ def may_end_sentence(delta: str) -> bool:
     """Whether a streamed piece of text may have ended a sentence (only then is the whole
     reply looked at again)."""
     return any(c in ENDS for c in delta)
+
+
+def run_from(text: str) -> int | None:
+    """Where a run of the same one to ``RUN_WORDS`` words, said ``RUN_TIMES`` times on end,
+    ends the reply: the start of its second time (the reply keeps the first). None when
+    the reply's last complete words are not such a run."""
+    complete = text[: max(text.rfind(" "), text.rfind("\n")) + 1]  # a word may be half out
+    words = [(m.start(), m.group().lower()) for m in WORD.finditer(complete, len(complete) - TAIL)]
+    if len(complete) > TAIL:
+        words = words[1:]  # the first may be cut by the window
+    for size in range(1, RUN_WORDS + 1):
+        need = size * RUN_TIMES
+        if len(words) < need:
+            break
+        tail = words[-need:]
+        if all(tail[n][1] == tail[n - size][1] for n in range(size, need)):
+            first = len(words) - need
+            while first > 0 and words[first - 1][1] == words[first - 1 + size][1]:
+                first -= 1
+            return words[first + size][0]
+    return None

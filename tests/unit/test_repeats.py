@@ -1,5 +1,5 @@
-"""A reply caught in a loop (nodes.repeats) is ended at the third time a sentence is
-said, and keeps its text up to where the repeating began; other replies are untouched."""
+"""A reply caught in a loop (nodes.repeats) is ended the second time a sentence is said,
+and keeps its text up to where the repeating began; other replies are untouched."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph.runner import run_turn
 from nodes.call_model import stream_reply, stream_was_cut
-from nodes.repeats import may_end_sentence, repeated_from
+from nodes.repeats import loop_start, may_end_sentence, repeated_from, run_from
 
 LOOP = "I love jasmine tea in the morning. " * 40
 
 
-def test_the_third_time_a_sentence_is_said_the_loop_starts_at_the_second() -> None:
-    text = "Hello there! I love jasmine tea. I love jasmine tea. I love jasmine tea."
+def test_the_second_time_a_sentence_is_said_the_loop_starts() -> None:
+    text = "Hello there! I love jasmine tea. I love jasmine tea."
     assert text[: repeated_from(text)].rstrip() == "Hello there! I love jasmine tea."
-    assert repeated_from("Hello there! I love jasmine tea. I love jasmine tea.") is None
+    assert repeated_from("Hello there! I love jasmine tea. I love oolong tea too.") is None
 
 
 def test_a_loop_of_two_sentences_is_cut_after_its_first_round() -> None:
@@ -28,13 +28,13 @@ def test_a_loop_of_two_sentences_is_cut_after_its_first_round() -> None:
 
 def test_short_sentences_list_items_and_case_or_spacing() -> None:
     # "Yes." and "- tea" may come back: too short to count.
-    assert repeated_from("Yes. Yes. Yes. I am sure of it now.") is None
+    assert repeated_from("Yes. Yes. Yes. I am sure of it now. No.") is None
     assert repeated_from("- tea\n- tea\n- tea\n") is None
     # Case, spacing and punctuation don't hide a repeat; a list item is a sentence.
     items = "- a cup of jasmine tea\n- A cup of  jasmine tea!\n- a cup of jasmine tea\n"
     assert items[: repeated_from(items)] == "- a cup of jasmine tea\n"
-    # An unfinished third time is not yet the third.
-    assert repeated_from("I love jasmine tea. I love jasmine tea. I love jasmine t") is None
+    # An unfinished second time is not yet a repeat.
+    assert repeated_from("I love jasmine tea. I love jasmine t") is None
 
 
 def test_only_a_piece_with_an_end_mark_may_end_a_sentence() -> None:
@@ -105,3 +105,24 @@ def test_a_line_of_short_sentences_that_comes_back_is_a_loop() -> None:
     text = "I'm sorry, I'm sorry. It's not a word.\n\n" + "I'm sorry. It's not a word.\n\n" * 3
     kept = "I'm sorry, I'm sorry. It's not a word.\n\nI'm sorry. It's not a word."
     assert text[: repeated_from(text)].rstrip() == kept
+
+
+def test_words_said_over_and_over_are_a_loop() -> None:
+    text = "Oh no, " + "no " * 40
+    assert text[: run_from(text)].rstrip() == "Oh no,"
+    thanks = "Well, thank you " + "thank you " * 9
+    assert thanks[: run_from(thanks)].rstrip() == "Well, thank you"
+    # Seven times on end is not yet a run, a word half out of the stream is not read,
+    # and laughter short of the run is text.
+    assert run_from("I am " + "so " * 7) is None
+    assert run_from("ha ha ha, that is funny. ") is None
+    assert loop_start("Oh " + "no " * 8, "no ") is not None
+    # A run far into a long reply is found in its last characters.
+    long = "A sentence of some length with words. " * 30 + "very " * 8
+    assert long[: run_from(long)].endswith("words. very ")
+
+
+async def test_a_run_of_words_ends_the_stream() -> None:
+    model = Stream("Oh no, " + "no " * 300)
+    reply = await stream_reply(model, [HumanMessage("oops")], None, end_loops=True)
+    assert reply.content == "Oh no," and model.closed and model.read < 20
