@@ -1,14 +1,15 @@
-"""A reply caught in a loop: the bundled small model can say the same sentence over and
-over until its token cap (512 tokens, about 10 s on two cores, in about half of short
-chats). ``call_model`` ends such a stream once a sentence has been said ``TIMES`` times
-and keeps the reply up to where the repeating began: a small model that says a sentence
-word for word a second time is not saying anything new.
+"""A reply caught in a loop: the bundled small model can say the same sentence, line or
+word over and over until its token cap (512 tokens, about 12 s on two cores, in most short
+chats). ``call_model`` ends such a stream as soon as it loops and keeps the reply up to
+where the repeating began (``loop_start``):
 
-What repeats is a sentence, a whole line, or a word or a few words in a row ("no no no
-no …", with no end mark in sight). A sentence or a line (a line of short sentences, "I'm sorry. It's
-not a word.", comes back as a line) counts if it has at least ``MIN_LETTERS`` letters count
-(a short "Yes." or a list's "-" may well come back), compared without case, spacing or
-punctuation.
+- a sentence or a whole line said a second time (``TIMES``) word for word: a small model
+  that says it again is not saying anything new. A line counts because a line of short
+  sentences ("I'm sorry. It's not a word.") comes back as a line. Only those of at least
+  ``MIN_LETTERS`` letters count (a short "Yes." or a list's "-" may well come back),
+  compared without case, spacing or punctuation;
+- one to ``RUN_WORDS`` words said ``RUN_TIMES`` times on end ("no no no …", "* * * …"),
+  with no end mark in sight.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ LINE = re.compile(r"[^\n]+\n")
 ENDS = frozenset(".!?\n")
 # Words in a row: a run of 1 to RUN_WORDS words said RUN_TIMES times on end, looked for
 # in the reply's last TAIL characters (a run is found as it reaches RUN_TIMES).
-WORD = re.compile(r"\w+")
+WORD = re.compile(r"\S+")  # a word, or a mark standing alone ("* * * *")
 RUN_WORDS = 4
 RUN_TIMES = 8
 TAIL = 400
@@ -46,7 +47,7 @@ def repeated_from(text: str) -> int | None:
     looping = False
     for unit in (SENTENCE, LINE):
         for found in unit.finditer(text):
-            key = "".join(c for c in found.group().lower() if c.isalnum())
+            key = _key(found.group())
             if len(key) < MIN_LETTERS:
                 continue
             starts = seen.setdefault((unit.pattern, key), [])
@@ -68,7 +69,8 @@ def run_from(text: str) -> int | None:
     ends the reply: the start of its second time (the reply keeps the first). None when
     the reply's last complete words are not such a run."""
     complete = text[: max(text.rfind(" "), text.rfind("\n")) + 1]  # a word may be half out
-    words = [(m.start(), m.group().lower()) for m in WORD.finditer(complete, len(complete) - TAIL)]
+    found = WORD.finditer(complete, len(complete) - TAIL)
+    words = [(m.start(), _key(m.group()) or m.group()) for m in found]
     if len(complete) > TAIL:
         words = words[1:]  # the first may be cut by the window
     for size in range(1, RUN_WORDS + 1):
@@ -82,3 +84,8 @@ def run_from(text: str) -> int | None:
                 first -= 1
             return words[first + size][0]
     return None
+
+
+def _key(text: str) -> str:
+    """``text`` as compared: its letters and digits, lower case."""
+    return "".join(c for c in text.lower() if c.isalnum())

@@ -117,6 +117,11 @@ def test_words_said_over_and_over_are_a_loop() -> None:
     assert run_from("I am " + "so " * 7) is None
     assert run_from("ha ha ha, that is funny. ") is None
     assert loop_start("Oh " + "no " * 8, "no ") is not None
+    # Short sentences in a row, and marks standing alone, are runs too (the eval's).
+    sorry = "I'm sorry, " + "I'm sorry. " * 8
+    assert sorry[: run_from(sorry)].rstrip() == "I'm sorry,"
+    stars = "The weather is currently: " + "* " * 20
+    assert stars[: run_from(stars)].rstrip() == "The weather is currently: *"
     # A run far into a long reply is found in its last characters.
     long = "A sentence of some length with words. " * 30 + "very " * 8
     assert long[: run_from(long)].endswith("words. very ")
