@@ -211,7 +211,8 @@ async def run_job(job: Job, go: Queue[object], results: Queue[object]) -> Done:
     from memory.postgres.store import PgStore
 
     PgStore.pipeline = job.variant != "postgres, before"
-    flags = worker_flags(job.home, job.base_url, job.database_url)
+    # No background embedding: its batches land in some rounds' CPU and not others'.
+    flags = {**worker_flags(job.home, job.base_url, job.database_url), "embedding_model": "off"}
     person = Path(job.home).name
     ctx = await ContextFactory(flags, {"COMPANION_API_KEY": "bench"}, person=person)()
     errors: list[str] = []

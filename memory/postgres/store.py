@@ -3,8 +3,9 @@
 Every row carries its ``person``; forced row-level security shows a query only the rows
 of ``app.person``, which each call sets for its own transaction (``set_config(...,
 true)``: local to it), in the same round trip as the transaction's BEGIN; a call whose
-statements need no result of one another sends them, its BEGIN, the person and its
-COMMIT in one round trip (``PgStore._batch``, psycopg's pipeline mode). The app's role
+statements need no result of one another sends the person and them in one round trip,
+one transaction ended by the pipeline's Sync (``PgStore._batch``, psycopg's pipeline
+mode). The app's role
 owns no table and cannot turn the policies off; the schema is ``memory.postgres.schema``'s. Same
 behaviour as SQLite (the contract tests); recall and segments are
 ``memory.postgres.recall``'s. Each person's images live in the ``media_dir`` given.
@@ -128,38 +129,36 @@ _SAME_KEY = 'lower(key COLLATE "C") = lower(%s COLLATE "C")'
 _MEMORY_ORDER = 'category COLLATE "C", key COLLATE "C"'
 
 
-def _message_statements(message: Message) -> tuple[Statement, Statement]:
-    """Insert ``message`` (its id is ignored; its session is created if missing): two
-    statements, the second returning the new id."""
+def _message_statement(message: Message) -> Statement:
+    """Insert ``message`` (its id is ignored; its session is created if missing) in one
+    statement, which returns the new id. The session's row comes from a data-modifying
+    WITH: the message's foreign key is checked at the statement's end, and sees it."""
     created_at = datetime.fromisoformat(message.created_at + "+00:00")
     return (
+        """WITH session AS (
+               INSERT INTO sessions (id, title, created_at) VALUES (%s, 'New chat', %s)
+               ON CONFLICT DO NOTHING)
+           INSERT INTO messages (session_id, role, content, created_at, tool_name,
+                                 tool_call_id, meta, image_path)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
         (
-            """INSERT INTO sessions (id, title, created_at) VALUES (%s, 'New chat', %s)
-               ON CONFLICT DO NOTHING""",
-            (message.session_id, created_at),
-        ),
-        (
-            """INSERT INTO messages (session_id, role, content, created_at, tool_name,
-                                     tool_call_id, meta, image_path)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
-            (
-                message.session_id,
-                message.role,
-                message.content,
-                created_at,
-                message.tool_name,
-                message.tool_call_id,
-                _jsonb(message.meta),
-                message.image_path,
-            ),
+            message.session_id,
+            created_at,
+            message.session_id,
+            message.role,
+            message.content,
+            created_at,
+            message.tool_name,
+            message.tool_call_id,
+            _jsonb(message.meta),
+            message.image_path,
         ),
     )
 
 
 async def _insert_message(cursor: AsyncCursor[DictRow], message: Message) -> Message:
-    """Insert ``message`` (``_message_statements``) in the open transaction; the stored copy."""
-    for query, params in _message_statements(message):
-        await cursor.execute(query, params)
+    """Insert ``message`` (``_message_statement``) in the open transaction; the stored copy."""
+    await cursor.execute(*_message_statement(message))
     row = await cursor.fetchone()
     assert row is not None
     return replace(message, id=row["id"])
@@ -299,6 +298,16 @@ async def _pipelined(
     return cursors
 
 
+_WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE", "WITH")  # WITH may hold a write
+
+
+def _one_write(statements: Sequence[Statement]) -> None:
+    """Refuse a batch of more than one statement that may write (``PgStore._batch``)."""
+    writes = sum(query.lstrip()[:6].upper().startswith(_WRITES) for query, _ in statements)
+    if writes > 1:
+        raise ValueError(f"a batch holds at most one statement that writes ({writes} given)")
+
+
 async def _done(cursor: AsyncCursor[DictRow]) -> Done:
     """A batch statement's rows (none when it returns no rows) and row count."""
     rows = await cursor.fetchall() if cursor.description is not None else []
@@ -435,24 +444,28 @@ class PgStore:
 
     async def _batch(self, *statements: Statement) -> list[Done]:
         """Run ``statements`` in one transaction scoped to this store's person, and what
-        each gave. Its BEGIN, the person, the statements and its COMMIT go to the server
-        in one round trip (psycopg's pipeline mode): for statements that need no result
-        of one another. A failing statement rolls back the whole transaction and is
-        raised, as in ``_transaction``."""
+        each gave: the person and the statements go to the server in one round trip
+        (psycopg's pipeline mode), for statements that need no result of one another.
+        The transaction is the pipeline's own, which its Sync ends (the extended
+        protocol's implicit transaction): no BEGIN or COMMIT to send, two statements
+        fewer a call. A failing statement rolls back the whole transaction and is
+        raised, as in ``_transaction``. A call cancelled midway commits what it had
+        sent, as a SQLite call already running completes; so a batch holds at most one
+        statement that writes (``_one_write``), which is then written whole or not."""
         if not self.pipeline:
             async with self._transaction() as first:
                 cursors = [first.connection.cursor(row_factory=dict_row) for _ in statements]
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
                     await cursor.execute(query, params)
                 return [await _done(cursor) for cursor in cursors]
+        _one_write(statements)
         async with self._connection() as conn:
-            opening: list[Statement] = [("BEGIN", ()), (_SET_PERSON, (self.person,))]
             try:
-                cursors = await _pipelined(conn, [*opening, *statements, ("COMMIT", ())])
+                cursors = await _pipelined(conn, [(_SET_PERSON, (self.person,)), *statements])
             except BaseException:
                 await _roll_back(conn)
                 raise
-            return [await _done(cursor) for cursor in cursors[len(opening) : -1]]
+            return [await _done(cursor) for cursor in cursors[1:]]
 
     async def _run(self, query: str, params: Sequence[Any] = ()) -> Done:
         """One statement as a batch of its own (``_batch``): one round trip."""
@@ -552,8 +565,8 @@ class PgStore:
         message = Message(
             0, session_id, role, content, stamp, tool_name, tool_call_id, meta or {}, image_path
         )
-        inserts = await self._batch(*_message_statements(message))
-        return replace(message, id=inserts[-1].rows[0]["id"])
+        (inserted,) = await self._batch(_message_statement(message))
+        return replace(message, id=inserted.rows[0]["id"])
 
     async def import_chat(self, chat: ImportedChat) -> Session | None:
         """A conversation from another app as a new session with its own title and times,

@@ -79,10 +79,48 @@ def test_a_turns_calls_take_one_round_trip_each(
     assert counted["read_turn"] == (7, 1)
     assert counted["memory_gates"] == (4, 1)  # the four tools' gates
     assert counted["save_trace"][1] == 1 and counted["save_trace"][0] >= 4
-    assert counted["add_message"][1] == 1 and counted["add_message"][0] >= 5
+    assert counted["add_message"] == (4, 1)  # BEGIN, the person, one INSERT, COMMIT
     assert counted["refresh_segments"][1] == 1 and counted["refresh_segments"][0] >= 4
     # A transaction that reads between its statements: BEGIN and the person in one trip.
     assert counted["set_pinned"] == (4, 3)
+
+
+def test_a_batch_sends_no_begin_or_commit_its_transaction_is_the_pipelines(
+    server: PostgresServer, counter: WireCounter
+) -> None:
+    async def run() -> tuple[int, int]:
+        store = await PgStore.open(counter.url(server.url), "implicit")
+        try:
+            await store.add_message("s", "user", "warm the pool")
+            before = counter.counts().statements
+            stored = await store.add_message("new-chat", "user", "hello")  # a new session too
+            sent = counter.counts().statements - before
+            assert (await store.get_session("new-chat")) is not None
+            assert [m.id for m in await store.messages("new-chat")] == [stored.id]
+            before = counter.counts().statements
+            await store.read_turn("s", 0, history=10, now=NOW)
+            return sent, counter.counts().statements - before
+        finally:
+            await store.close()
+
+    # The person and the statement(s): no BEGIN, no COMMIT (before: 5 and 7).
+    assert asyncio.run(run()) == (2, 5)
+
+
+def test_a_batch_holds_at_most_one_statement_that_writes(server: PostgresServer) -> None:
+    async def run() -> None:
+        store = await PgStore.open(server.url, "two-writes")
+        try:
+            with pytest.raises(ValueError, match="at most one statement that writes"):
+                await store._batch(
+                    ("INSERT INTO sessions (id, title, created_at) VALUES ('a', 't', now())", ()),
+                    ("  with gone AS (DELETE FROM sessions) SELECT 1", ()),
+                )
+            assert await store.get_session("a") is None  # refused before anything was sent
+        finally:
+            await store.close()
+
+    asyncio.run(run())
 
 
 def test_the_person_set_in_the_same_trip_sees_only_their_rows(server: PostgresServer) -> None:
