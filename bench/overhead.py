@@ -6,7 +6,11 @@ message stored, build_context twice, call_model twice, execute_tool, every messa
 persisted in a real SQLite store, segments refreshed); the baseline is
 ``langgraph.prebuilt.create_react_agent`` with the same model and tool, in memory. One
 more row runs our turn with every store call in the store's threads
-(``AsyncSqliteStore(try_inline=False)``): what the store's inline try saves.
+(``AsyncSqliteStore(try_inline=False)``): what the store's inline try saves. And one
+row is the card's shape with nothing in it (``card_shape_turns``): build_context →
+call_model → route → execute_tool → build_context with the same model and tool, streamed
+as run_turn streams, but no store, no prompt and no trace: what LangGraph and langchain
+cost for our graph's shape, so the rest of our turn is Companion's own work.
 
 Both run in the same process, interleaved in rounds so machine noise hits both alike;
 figures are medians over all timed turns after a warm-up.
@@ -27,7 +31,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from bench import quiet_environment
 
@@ -35,10 +39,13 @@ quiet_environment()
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.graph.message import add_messages  # noqa: E402
 
 from config.settings import Settings  # noqa: E402
+from graph.builder import _Router  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.runner import run_turn  # noqa: E402
+from graph.runner import STREAM_MODES, run_turn  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.chat_model import ScriptedChatModel, tool_call  # noqa: E402
@@ -131,6 +138,62 @@ def prebuilt_turns() -> tuple[Turn, Turn]:
     return invoke, stream
 
 
+class ShapeState(TypedDict, total=False):
+    """The card's shape with nothing in it: the messages, and the prompt build_context makes."""
+
+    messages: Annotated[list[BaseMessage], add_messages]
+    context: list[BaseMessage]
+
+
+def card_shape_turns() -> Turn:
+    """Our graph's shape with the same model and tool and nothing else: build_context
+    copies the messages, call_model calls the model, execute_tool runs the one call; the
+    router is ours (graph.builder); streamed with run_turn's modes."""
+    model = ScriptedChatModel(script=policy, name_="scripted")
+    tool = StructuredTool.from_function(coroutine=ping, name="ping")
+    bound = model.bind_tools([tool])
+
+    async def build_context(state: ShapeState) -> ShapeState:
+        return {"context": list(state["messages"])}
+
+    async def call_model(state: ShapeState) -> ShapeState:
+        return {"messages": [await bound.ainvoke(state["context"])]}
+
+    async def execute_tool(state: ShapeState) -> ShapeState:
+        last = state["messages"][-1]
+        assert isinstance(last, AIMessage)
+        call = last.tool_calls[0]
+        result = await tool.ainvoke(call["args"])
+        return {"messages": [ToolMessage(content=str(result), tool_call_id=call["id"])]}
+
+    def route(state: Any) -> str:  # (typed as the routers' State is: graph.builder)
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else "final"
+
+    graph = StateGraph(ShapeState)
+    graph.add_node("build_context", build_context)
+    graph.add_node("call_model", call_model)
+    graph.add_node("execute_tool", execute_tool)
+    graph.add_edge(START, "build_context")
+    graph.add_edge("build_context", "call_model")
+    graph.add_conditional_edges(
+        "call_model", _Router(route), {"tools": "execute_tool", "final": END}
+    )
+    graph.add_edge("execute_tool", "build_context")
+    shape: Any = graph.compile()  # streamed with run_turn's modes, as run_turn does
+
+    async def stream(i: int) -> None:
+        async for mode, chunk in shape.astream(
+            {"messages": [("user", QUESTION)]}, stream_mode=STREAM_MODES
+        ):
+            if mode == "updates" and "call_model" in chunk:
+                answer = chunk["call_model"]["messages"][-1]
+        assert answer.content == ANSWER
+        model.calls.clear()
+
+    return stream
+
+
 async def measure(variants: dict[str, Turn], turns: int, warmup: int, rounds: int) -> dict:
     """Milliseconds per turn of each variant, interleaved round by round."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -176,9 +239,11 @@ def main() -> None:
         fresh, ongoing = companion_turns(Path(folder) / "home")
         threaded, _ = companion_turns(Path(folder) / "threaded", try_inline=False)
         invoke, stream = prebuilt_turns()
+        shape = card_shape_turns()
         variants = {
             "prebuilt create_react_agent, ainvoke": invoke,
             "prebuilt create_react_agent, astream (messages+updates+custom)": stream,
+            "the card's shape with nothing in it (no store, no prompt), astream": shape,
             "companion run_turn, new session": fresh,
             "companion run_turn, session with history": ongoing,
             "companion run_turn, new session, every store call in a thread": threaded,

@@ -14,7 +14,7 @@ def test_every_variant_runs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     table = run_main(main, TINY, monkeypatch, capsys)
-    assert len(table) == 5
+    assert len(table) == 6
     assert numbers(table["prebuilt create_react_agent, ainvoke"][2]) == [1.0]
     for name, cells in table.items():
         median, p90, *ratios = (numbers(cell)[0] for cell in cells)
