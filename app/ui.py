@@ -13,7 +13,6 @@ docs/app.md; what the server refuses: docs/security.md.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -36,7 +35,7 @@ from app.graph_view import NO_TRACE
 from app.logins import Logins, single_password
 from app.queue_streams import OpenQueueStreams
 from app.security import exposure_problem, middleware, trusted_hosts
-from graph.setup import ContextFactory, People, startup_settings
+from graph.setup import ContextFactory, People, collect_less, startup_settings
 
 USER = "companion"
 PASSWORD_LOGIN = f"Sign in with the user name **{USER}** and this Companion's password."
@@ -228,17 +227,9 @@ def serve(
     print(f"Companion is running at {url}{login} — press Ctrl+C to stop.", flush=True)
     names = ", ".join(trusted_hosts(host, settings.allowed_hosts))
     print(f"It answers to the host names {names} (more: COMPANION_ALLOWED_HOSTS).", flush=True)
-    freeze_startup_objects()
+    collect_less()  # start-up's objects out of the collector's reach; fewer passes
     demo.block_thread()
     return 0
-
-
-def freeze_startup_objects() -> None:
-    """Move what start-up made (modules, the UI, the clients: about 300,000 objects) out of
-    the garbage collector's reach. A full collection scanned them all, 150-400 ms on 2
-    cores, inside whichever turn it fell in; they live as long as the process anyway."""
-    gc.collect()
-    gc.freeze()
 
 
 def _interrupt(signum: int, frame: object) -> None:

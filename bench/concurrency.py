@@ -19,6 +19,14 @@ whole wall time ("loop busy"). The other threads' CPU is the background embeddin
 new messages (its own line: the context's embedder, timed in its thread) and the rest
 (the store's threads, the loopback server's). ``--no-embedder`` runs without vectors.
 
+The baseline, run first in the same process and loop: the same sessions with the chat
+model alone (``chat_model_alone``: the context's ChatOpenAI as the app makes it, bound to
+the same tool, two streamed calls a turn with the real system prompt and the last 25
+messages, but no graph, no store, no prompt building): how near the ideal the model's
+client itself comes, so the table splits its cost from Companion's. ``--no-baseline``
+skips it.
+
+The garbage collector is set as the served app sets it (``graph.setup.collect_less``).
 The loop is uvloop's, as in the served app (Gradio's uvicorn picks uvloop when it is
 installed, and it is: langgraph-api needs it); ``--loop asyncio`` runs the standard
 library's loop instead, as ``companion chat`` and the eval harness do.
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import tempfile
 import threading
 import time
@@ -40,6 +49,14 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from bench import quiet_environment
 
@@ -48,9 +65,10 @@ quiet_environment()
 from config.settings import Settings  # noqa: E402
 from graph.jobs import settle_embedding  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
-from graph.setup import context_for  # noqa: E402
+from graph.setup import collecting_less, context_for  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
+from nodes.build_context import HISTORY_LIMIT, system_text  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer, Step  # noqa: E402
 from tools.base import ToolContext, ToolSpec  # noqa: E402
 from tools.registry import ToolRegistry  # noqa: E402
@@ -92,6 +110,40 @@ async def session(ctx: Any, name: str, turns: int) -> list[str]:
     return errors
 
 
+async def chat_model_alone(ctx: Any, sessions: int, turns: int) -> dict[str, float]:
+    """The sessions' model calls with nothing else: per turn, the chat model is asked with
+    the system prompt, the last ``HISTORY_LIMIT`` messages and the question, calls the
+    tool, and answers once the result is added (as ``respond`` scripts the server); the
+    loop's CPU and the wall time of all sessions at once."""
+    spec = ctx.registry.get("lookup")
+    model = ctx.chat_model.bind_tools([spec.schema()], tool_choice="auto")
+    system = SystemMessage(system_text(ctx.settings, [spec], ctx.store.clock()))
+
+    async def ask(messages: list[BaseMessage]) -> AIMessageChunk:
+        chunks = [chunk async for chunk in model.astream(messages)]
+        merged: AIMessageChunk = chunks[0]
+        for chunk in chunks[1:]:
+            merged = merged + chunk
+        return merged
+
+    async def alone(turns: int) -> None:
+        history: list[BaseMessage] = []
+        for turn in range(turns):
+            question = HumanMessage(f"turn {turn}: look it up")
+            asked = await ask([system, *history[-HISTORY_LIMIT:], question])
+            call = AIMessage(content="", tool_calls=asked.tool_calls)
+            found = ToolMessage(
+                json.dumps({"key": "today", "value": 42}), tool_call_id=asked.tool_calls[0]["id"]
+            )
+            answer = await ask([system, *history[-HISTORY_LIMIT:], question, call, found])
+            history += [question, call, found, AIMessage(content=answer.content)]
+
+    await alone(1)  # untimed, as the whole turn's warm-up
+    started, loop_cpu = time.perf_counter(), time.thread_time()
+    await asyncio.gather(*(alone(turns) for _ in range(sessions)))
+    return {"wall": time.perf_counter() - started, "loop_cpu": time.thread_time() - loop_cpu}
+
+
 class TimedEmbedder:
     """The context's embedder, its calls' CPU summed (they run in worker threads)."""
 
@@ -121,6 +173,7 @@ async def run(
     *,
     embed: bool = True,
     warmup: int = 1,
+    baseline: bool = True,
 ) -> dict:
     """Every session at once, after ``warmup`` untimed one-turn sessions; wall time,
     errors, what the store holds after, and the CPU of the event loop's thread, of the
@@ -142,16 +195,19 @@ async def run(
     ctx = context_for(settings, AsyncSqliteStore(store), registry=registry)
     embedder = TimedEmbedder(ctx.embedder) if embed and ctx.embedder is not None else None
     ctx = dataclasses.replace(ctx, embedder=embedder)
-    for i in range(warmup):  # untimed: what a served app has done before its first turn
-        await session(ctx, f"warm-{i}", 1)  # (lazy imports, the model's client, the graph)
-    await settle_embedding(ctx.store.location)  # the warm-up's, not in the timed part
-    started = time.perf_counter()
-    loop_cpu, process_cpu = time.thread_time(), time.process_time()
-    results = await asyncio.gather(
-        *(session(ctx, f"bench-{i}", turns) for i in range(sessions)), return_exceptions=True
-    )
-    wall = time.perf_counter() - started
-    loop_cpu, process_cpu = time.thread_time() - loop_cpu, time.process_time() - process_cpu
+    with collecting_less():  # as the served app, once it serves (graph.setup)
+        alone = await chat_model_alone(ctx, sessions, turns) if baseline else None
+        for i in range(warmup):  # untimed: what a served app has done before its first turn
+            await session(ctx, f"warm-{i}", 1)  # (lazy imports, the model's client, the graph)
+        await settle_embedding(ctx.store.location)  # the warm-up's, not in the timed part
+        started = time.perf_counter()
+        loop_cpu, process_cpu = time.thread_time(), time.process_time()
+        results = await asyncio.gather(
+            *(session(ctx, f"bench-{i}", turns) for i in range(sessions)),
+            return_exceptions=True,
+        )
+        wall = time.perf_counter() - started
+        loop_cpu, process_cpu = time.thread_time() - loop_cpu, time.process_time() - process_cpu
     errors = [e for r in results for e in (r if isinstance(r, list) else [repr(r)])]
     counts = dict.fromkeys(("user", "assistant", "web_tool"), 0)
     short = 0
@@ -171,6 +227,7 @@ async def run(
         "loop_cpu": loop_cpu,
         "process_cpu": process_cpu,
         "embedding_cpu": embedder.cpu if embedder else 0.0,
+        "alone": alone,
     }
 
 
@@ -187,6 +244,9 @@ def main() -> None:
         type=int,
         default=1,
         help="untimed one-turn sessions first, as a served app is warm (0: a cold process)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the chat model alone (the baseline)"
     )
     parser.add_argument(
         "--loop",
@@ -209,9 +269,11 @@ def main() -> None:
                 home,
                 embed=not args.no_embedder,
                 warmup=args.warmup,
+                baseline=not args.no_baseline,
             )
         )
-        requests = len(server.requests) - args.warmup * CALLS_PER_TURN
+        alone_calls = (1 + args.sessions * args.turns) * CALLS_PER_TURN if outcome["alone"] else 0
+        requests = len(server.requests) - args.warmup * CALLS_PER_TURN - alone_calls
     total_turns = args.sessions * args.turns
     ideal = args.turns * CALLS_PER_TURN * args.latency
     wall = outcome["wall"]
@@ -239,6 +301,14 @@ def main() -> None:
     print(f"| loop busy (its CPU / wall time) | {loop_cpu / wall:.0%} |")
     print(f"| background embedding CPU (s) | {embedding:.2f} |")
     print(f"| other threads' CPU (s) | {outcome['process_cpu'] - loop_cpu - embedding:.2f} |")
+    alone = outcome["alone"]
+    if alone:
+        name = "the chat model alone (no graph, store or prompt building)"
+        print(f"| {name}: efficiency | {ideal / alone['wall']:.0%} |")
+        per_turn = alone["loop_cpu"] / total_turns * 1000
+        print(f"| {name}: event loop CPU per turn (ms) | {per_turn:.1f} |")
+        ratio = loop_cpu / alone["loop_cpu"]
+        print(f"| the whole turn's loop CPU / the model alone's | {ratio:.2f}× |")
     for error in outcome["errors"][:5]:
         print(f"\nerror: {error}")
 

@@ -67,7 +67,7 @@ quiet_environment()
 
 from graph.context import Context  # noqa: E402
 from graph.runner import run_turn  # noqa: E402
-from graph.setup import OWNER, ContextFactory, release_connections  # noqa: E402
+from graph.setup import OWNER, ContextFactory, collect_less, release_connections  # noqa: E402
 from memory.sqlite.async_store import AsyncSqliteStore  # noqa: E402
 from memory.sqlite.store import SqliteStore  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
@@ -180,6 +180,7 @@ async def run_job(index: int, job: Job, jobs: Queue[object], results: Queue[obje
     flags = worker_flags(job.home, job.base_url, job.database_url)
     env = {"COMPANION_API_KEY": "bench"}
     ctx = await ContextFactory(flags, env, person=job.person)()
+    collect_less()  # as each served process does once it serves
     try:
         warm = await run_turn(ctx, f"warmup-{index}", "warm up")
         if warm.error:
