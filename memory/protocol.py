@@ -48,6 +48,9 @@ class TurnReads:
     history: list[Message]  # the session's last messages up to the user's (if asked)
     style_note: str | None  # the note kept on the session ("Keep for this chat")
     memories: list[Memory]  # every memory, most retrievable first
+    # the memory tools' gates before the user's message, read with the history (the
+    # turn's first call, whose tools they choose); None when no history was asked
+    gates: MemoryGates | None = None
 
 
 class AsyncStore(Protocol):
@@ -142,7 +145,8 @@ class AsyncStore(Protocol):
         self, session_id: str, user_message_id: int, *, history: int, now: datetime
     ) -> TurnReads:
         """build_context's reads: this turn's messages, ``history`` messages up to the
-        user's (0: none), the kept style note, and the memories ranked at ``now``."""
+        user's (0: none), the kept style note, and the memories ranked at ``now``; with
+        the history, the memory tools' gates (``memory_gates`` before the user's message)."""
         ...
 
     async def save_trace(self, message_id: int, trace: dict[str, Any]) -> None:

@@ -230,7 +230,7 @@ def system_text(
 
 
 async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdate:
-    """Read history and this turn's results from the store; offer tools; pick the model."""
+    """Read history, this turn's results and the tools' gates; offer tools; pick the model."""
     started = time.perf_counter()
     ctx = runtime.context
     session_id = state["session_id"]
@@ -251,7 +251,7 @@ async def build_context(state: State, runtime: Runtime[Context]) -> ContextUpdat
     if reason:
         tools = []
     elif offered is None:  # the turn's first call: the gates run once per turn
-        tools = await ctx.registry.enabled(ctx.tool_context(session_id, user_id))
+        tools = await ctx.registry.enabled(ctx.tool_context(session_id, user_id), stored.gates)
     else:
         tools = [spec for name in offered if (spec := ctx.registry.get(name))]
     memories = prompt_block(stored.memories, MEMORY_BUDGET_CHARS)

@@ -42,9 +42,10 @@ class ToolContext:
     # the memory gates' answer (several gates ask it), kept for one ``enabled`` call
     _gates: MemoryGates | None = field(default=None, init=False, repr=False)
 
-    def forget_answers(self) -> None:
-        """Forget the gates' answer: the next ``memory_gates`` asks the store."""
-        self._gates = None
+    def forget_answers(self, known: MemoryGates | None = None) -> None:
+        """Forget the gates' answer: the next ``memory_gates`` asks the store, unless it is
+        ``known`` (read already: build_context reads it with the turn's history)."""
+        self._gates = known
 
     def now(self) -> datetime:
         """The injectable clock's current time (aware, UTC)."""

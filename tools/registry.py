@@ -34,7 +34,7 @@ from typing import Any, Literal
 import jsonschema
 
 from config.settings import Settings, database_url, load_settings
-from memory import open_store, release_connections
+from memory import MemoryGates, open_store, release_connections
 from tools.base import ToolContext, ToolSpec
 from tools.mcp.config import config_path
 
@@ -143,10 +143,11 @@ class ToolRegistry:
         spec = self._tools.get(name)
         return bool(spec and spec.writes_memory and spec.writes_memory(args))
 
-    async def enabled(self, ctx: ToolContext) -> list[ToolSpec]:
-        """The tools whose gate is open for this context."""
+    async def enabled(self, ctx: ToolContext, gates: MemoryGates | None = None) -> list[ToolSpec]:
+        """The tools whose gate is open for this context; ``gates``: the memory gates'
+        answer when the caller has it already (read with the turn's history)."""
         enabled = []
-        ctx.forget_answers()  # gates share their questions within this call only
+        ctx.forget_answers(gates)  # gates share their questions within this call only
         for spec in self._tools.values():
             try:
                 if await spec.available(ctx):

@@ -298,6 +298,8 @@ async def _pipelined(
     return cursors
 
 
+# Whether any message is older than the one given (the memory tools' gates).
+_EARLIER = "SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s) AS earlier"
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE", "WITH")  # WITH may hold a write
 
 
@@ -631,8 +633,9 @@ class PgStore:
     ) -> TurnReads:
         """build_context's reads, in one transaction and one round trip: this turn's
         messages, ``history`` messages up to the user's (0: none), the kept style note,
-        and the memories ranked at ``now``."""
-        turn, note, memories, *earlier = await self._batch(
+        and the memories ranked at ``now``; with the history, the memory tools' gates
+        (one more statement in the same trip, where ``memory_gates`` was a trip of its own)."""
+        reads: list[Statement] = [
             (
                 f"""SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND id > %s
                     ORDER BY id""",
@@ -640,23 +643,27 @@ class PgStore:
             ),
             ("SELECT style_note FROM sessions WHERE id = %s", (session_id,)),
             (f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY {_MEMORY_ORDER}", ()),
-            *(
-                [
-                    (
-                        f"""SELECT {_MESSAGE_COLUMNS} FROM messages
-                            WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
-                        (session_id, user_message_id, history),
-                    )
-                ]
-                if history
-                else []
-            ),
-        )
+        ]
+        if history:
+            reads += [
+                (
+                    f"""SELECT {_MESSAGE_COLUMNS} FROM messages
+                        WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s""",
+                    (session_id, user_message_id, history),
+                ),
+                (_EARLIER, (user_message_id,)),
+            ]
+        turn, note, memories, *asked = await self._batch(*reads)
+        gates = None
+        if asked:
+            held = bool(memories.rows)
+            gates = MemoryGates(history=bool(asked[1].rows[0]["earlier"]) or held, memories=held)
         return TurnReads(
             turn=[pg_rows.message(row) for row in turn.rows],
-            history=[pg_rows.message(row) for row in reversed(earlier[0].rows)] if earlier else [],
+            history=[pg_rows.message(row) for row in reversed(asked[0].rows)] if asked else [],
             style_note=note.rows[0]["style_note"] if note.rows else None,
             memories=_ranked([pg_rows.memory(row) for row in memories.rows], now),
+            gates=gates,
         )
 
     async def delete_messages_from(self, session_id: str, message_id: int) -> int:
@@ -677,8 +684,7 @@ class PgStore:
     async def memory_gates(self, before_id: int | None = None) -> MemoryGates:
         """``has_history`` and ``has_memories`` in one statement (one round trip)."""
         (row,) = await self._rows(
-            """SELECT EXISTS(SELECT 1 FROM messages WHERE id < %s) AS earlier,
-                      EXISTS(SELECT 1 FROM memories) AS memories""",
+            f"{_EARLIER}, EXISTS(SELECT 1 FROM memories) AS memories",
             (before_id if before_id is not None else 2**62,),
         )
         memories = bool(row["memories"])

@@ -62,6 +62,7 @@ def read_turn(
         else [],
         style_note=store.style_note(session_id),
         memories=ranked(store, now),
+        gates=store.memory_gates(user_message_id) if history else None,
     )
 
 

@@ -563,3 +563,28 @@ async def test_a_memory_write_in_the_same_reply_as_the_search_runs(web_context) 
     result = await run_turn(ctx, "s1", "I love cat cafes. When is the Rainbow Cat Cafe open?")
     assert [e["ok"] for e in result.executed] == [True, True]
     assert sorted(memory_values(ctx)) == ["Budi", "likes cat cafes"]
+
+
+async def test_the_memory_gates_come_with_the_turns_reads(make_context, async_store) -> None:
+    # memory_sql and forgetting a memory are offered by their gates; the turn's first
+    # build_context reads them with the history, so the store is not asked again
+    registry = ToolRegistry([*memory_sql.TOOLS, *memory_write.TOOLS])
+    asked: list[int | None] = []
+    ask = async_store.memory_gates
+
+    async def counted(before_id: int | None = None) -> Any:
+        asked.append(before_id)
+        return await ask(before_id)
+
+    await run_turn(make_context(["Hello!"], registry=registry), "s0", "hi, first time")
+    create_memory(async_store.blocking, "identity", "name", "Budi")
+    async_store.memory_gates = counted
+    try:
+        ctx = make_context(["Hi Budi."], registry=registry)
+        result = await run_turn(ctx, "s1", "hello again")
+    finally:
+        del async_store.memory_gates
+    assert result.answer == "Hi Budi."
+    offered = {t["function"]["name"] for t in ctx.chat_model.calls[0]["tools"]}
+    assert {"memory_sql", "delete_memory", "update_memory"} <= offered
+    assert asked == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory import AsyncStore, RunningTurn, TurnReads
+from memory import AsyncStore, MemoryGates, RunningTurn, TurnReads
 from tests.conftest import FIXED_NOW
 
 
@@ -70,14 +70,31 @@ async def test_read_turn_reads_the_turn_the_history_the_note_and_ranked_memories
         history=[heard, asked],
         style_note="short answers",
         memories=await store.ranked_memories(now),
+        gates=MemoryGates(history=True, memories=True),  # read with the history
     )
     assert [m.key for m in reads.memories] == ["work", "name"]
     everything = await store.read_turn("s", asked.id, history=50, now=now)
     assert everything.history == [said, heard, asked]
-    assert (await store.read_turn("s", asked.id, history=0, now=now)).history == []
+    without = await store.read_turn("s", asked.id, history=0, now=now)
+    assert (without.history, without.gates) == ([], None)
     assert (await store.read_turn("s", answered.id, history=1, now=now)).turn == []
     unknown = await store.read_turn("unknown", asked.id, history=5, now=now)
     assert (unknown.turn, unknown.history, unknown.style_note) == ([], [], None)
+
+
+async def test_the_gates_read_with_the_history_are_memory_gates_answer(
+    store: AsyncStore,
+) -> None:
+    async def both(session: str, asked: int) -> tuple[MemoryGates | None, MemoryGates]:
+        reads = await store.read_turn(session, asked, history=25, now=FIXED_NOW)
+        return reads.gates, await store.memory_gates(asked)
+
+    first = await store.add_message("a", "user", "hello, first time here")
+    assert await both("a", first.id) == (MemoryGates(False, False),) * 2
+    again = await store.add_message("b", "user", "a new chat, the first one behind it")
+    assert await both("b", again.id) == (MemoryGates(True, False),) * 2
+    await store.create_memory("identity", "name", "Budi", now=FIXED_NOW)
+    assert await both("a", first.id) == (MemoryGates(True, True),) * 2
 
 
 async def test_stop_is_asked_through_the_running_turn(store: AsyncStore) -> None:

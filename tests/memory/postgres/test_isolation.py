@@ -12,7 +12,7 @@ import pytest
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool
 
-from memory import ImportedChat, MemoryNotFound, Session, StoreError, TurnReads
+from memory import ImportedChat, MemoryGates, MemoryNotFound, Session, StoreError, TurnReads
 from memory.postgres.schema import APP_TABLES, PG_MIGRATIONS, migrate
 from memory.postgres.store import PgStore
 from tests.conftest import FIXED_NOW
@@ -86,7 +86,9 @@ async def test_two_people_never_see_each_others_memories_or_segments(
 
     assert await bob.ranked_memories(FIXED_NOW) == []
     assert await bob.recent_segments() == []
-    assert await bob.read_turn("s", 0, history=10, now=FIXED_NOW) == TurnReads([], [], None, [])
+    nothing = TurnReads([], [], None, [], MemoryGates(history=False, memories=False))
+    # (alice's message is older than the id asked about: bob's gates do not see it)
+    assert await bob.read_turn("s", asked.id + 1, history=10, now=FIXED_NOW) == nothing
     with pytest.raises(MemoryNotFound):
         await bob.update_memory(memory.id, "Bob", key=None, category=None)
     with pytest.raises(MemoryNotFound):
@@ -103,7 +105,7 @@ async def test_two_people_never_see_each_others_memories_or_segments(
     assert await alice.ranked_memories(FIXED_NOW) == [memory]
     assert await alice.recent_segments() == [segment]
     reads = await alice.read_turn("s", asked.id, history=5, now=FIXED_NOW)
-    assert reads == TurnReads([], [asked], None, [memory])
+    assert reads == TurnReads([], [asked], None, [memory], MemoryGates(True, True))
 
 
 async def test_raw_sql_as_the_app_role_sees_only_the_person_it_names(
