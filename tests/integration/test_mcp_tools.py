@@ -332,3 +332,35 @@ def test_doctor_checks_each_server(home) -> None:
     assert "mcp-broken.log" in broken.fix and not broken.fatal
     remote = checks["MCP server remote"]
     assert remote.status == "fail" and "use https" in remote.detail
+
+
+def processes_with(marker: str) -> list[int]:
+    """The ids of this machine's processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in line:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc (Linux)")
+def test_a_server_still_starting_when_companion_stops_is_ended(tmp_path) -> None:
+    # Stopping while a server hangs in its start (Ctrl+C, or a test's end) left its
+    # process running: the session's close waited for a start that never came.
+    marker = f"still-starting-{time.monotonic_ns()}"
+    config = parse_config({"mcpServers": {"stuck": stdio("--hang-start", marker)}})
+    servers = McpServers(config, log_dir=tmp_path, connect_seconds=30.0)
+    servers.start(ToolRegistry(builtin_specs()).join)
+    try:
+        wait_for(lambda: processes_with(marker) or None, 30)
+    finally:
+        servers.stop()
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []

@@ -176,7 +176,12 @@ class Connection:
         await self.close()
 
     async def close(self) -> None:
-        """End the session (the holding task leaves the SDK's contexts)."""
+        """End the session (the holding task leaves the SDK's contexts). A server still
+        starting is not waited for: its start is cancelled, which ends its process (a
+        server that never answers would otherwise outlive Companion)."""
+        if self._session is None:
+            await self._cancel()
+            return
         if self._stop is not None:
             self._stop.set()
         task, self._task = self._task, None
@@ -222,6 +227,8 @@ class Connection:
                 log.info("mcp server %s closed: %s", self.config.name, describe(exc))
         finally:
             self._session = None
+            if not ready.done():  # cancelled while starting (``close``): the wait ends too
+                ready.cancel()
 
     @asynccontextmanager
     async def _transport(self, errlog: TextIO) -> AsyncIterator[tuple[Any, Any]]:
