@@ -39,6 +39,11 @@ class MemoryGates:
     history: bool  # a memory, or a message older than the question being answered
     memories: bool  # a structured memory
 
+    @classmethod
+    def found(cls, earlier: Any, memories: Any) -> MemoryGates:
+        """The gates from what the store found: an earlier message, a memory."""
+        return cls(history=bool(earlier or memories), memories=bool(memories))
+
 
 @dataclass(frozen=True)
 class TurnReads:

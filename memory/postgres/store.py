@@ -654,10 +654,7 @@ class PgStore:
                 (_EARLIER, (user_message_id,)),
             ]
         turn, note, memories, *asked = await self._batch(*reads)
-        gates = None
-        if asked:
-            held = bool(memories.rows)
-            gates = MemoryGates(history=bool(asked[1].rows[0]["earlier"]) or held, memories=held)
+        gates = MemoryGates.found(asked[1].rows[0]["earlier"], memories.rows) if asked else None
         return TurnReads(
             turn=[pg_rows.message(row) for row in turn.rows],
             history=[pg_rows.message(row) for row in reversed(asked[0].rows)] if asked else [],
@@ -687,8 +684,7 @@ class PgStore:
             f"{_EARLIER}, EXISTS(SELECT 1 FROM memories) AS memories",
             (before_id if before_id is not None else 2**62,),
         )
-        memories = bool(row["memories"])
-        return MemoryGates(history=bool(row["earlier"]) or memories, memories=memories)
+        return MemoryGates.found(row["earlier"], row["memories"])
 
     async def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the

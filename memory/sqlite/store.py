@@ -361,7 +361,7 @@ class SqliteStore:
             "SELECT EXISTS(SELECT 1 FROM messages WHERE id < ?), EXISTS(SELECT 1 FROM memories)",
             (before_id if before_id is not None else 2**62,),
         ).fetchone()
-        return MemoryGates(history=bool(earlier or memories), memories=bool(memories))
+        return MemoryGates.found(earlier, memories)
 
     def has_history(self, before_id: int | None = None) -> bool:
         """True when any memory exists, or any message older than ``before_id`` (the
