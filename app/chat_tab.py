@@ -335,9 +335,9 @@ class Wiring:
         width, shown = parts.width, [ui.session, ui.listing, ui.chatbot, ui.line, parts.banner]
         loaded = load(h.on_load, None, shown, api_name="load")
         self.loaded = loaded
-        load(lambda seen: seen, width, width, js=WINDOW_WIDTH, api_visibility="private").then(
-            narrow_sidebar, width, self.side.panel, api_visibility="private"
-        )
+        # The window's width, for a chat chosen later; the page's script closes a phone's
+        # sidebar as it opens (``keyboard.SCRIPT``).
+        load(lambda seen: seen, width, width, js=WINDOW_WIDTH, api_visibility="private")
         self.afterwards(loaded, chosen=False)  # a tab clicked while the page loads stays
         taking = [ui.box, ui.session, ui.note, ui.keep]
         taken = [ui.chatbot, ui.box, ui.notice, ui.session, ui.note, ui.keep, *self.noted]

@@ -6,10 +6,18 @@ composer or anywhere outside a dialog or an edit box), cancels an edit being typ
 waiting for its confirmation; Ctrl/Cmd+Shift+O starts a new chat. In the chat's edit box
 Enter saves and Shift+Enter starts a new line. The composer gets its accessible name
 ("Message") here too (Gradio's MultimodalTextbox gives its textarea none), and its file
-chip the file's name (Gradio's shows an icon). docs/app.md.
+chip the file's name (Gradio's shows an icon).
+
+``NARROW_SIDEBAR`` (``launch(head=…)``): on a phone (a window narrower than ``NARROW``) the
+chats sidebar starts closed. Gradio opens it at every width, and there it would cover the
+chat; the script closes it the moment it opens, in the page itself, so it neither shows
+for a frame nor closes later under a reader's finger (a round trip to the server, as
+before, came a few hundred milliseconds after). docs/app.md.
 """
 
 from __future__ import annotations
+
+from app.chat_handlers import NARROW
 
 SCRIPT = """() => {
   const shown = (el) => !!el && el.getClientRects().length > 0
@@ -83,6 +91,38 @@ SCRIPT = """() => {
     if (press('#stop-turn')) event.preventDefault();
   }, true);
 }"""
+
+# A phone's sidebar starts closed. Gradio opens it as it draws the page, and its toggle
+# may not answer clicks yet; until a click has closed it (tried each frame, from the
+# first, and seen closed on two frames), it is hidden and does not slide, so it never
+# shows. Then it is the reader's. A head script,
+# so it watches the page from before Gradio draws it; it gives up after 5 s whatever
+# happened, so nothing stays hidden.
+NARROW_SIDEBAR = """<style>
+html.sidebar-closing #chats.sidebar { visibility: hidden; transition: none !important; }
+</style>
+<script>
+(() => {
+  if (window.innerWidth >= NARROW) return;
+  const page = document.documentElement;
+  page.classList.add('sidebar-closing');
+  const done = () => page.classList.remove('sidebar-closing');
+  setTimeout(done, 5000);
+  let clicked = false, shut = 0;  // a click sent; frames seen closed since
+  const close = () => {
+    const side = document.querySelector('#chats.sidebar');
+    if (side?.classList.contains('open')) {
+      side.querySelector(':scope > .toggle-button')?.click();
+      clicked = true;
+      shut = 0;
+    } else if (clicked && ++shut >= 2) {
+      return done();
+    }
+    if (page.classList.contains('sidebar-closing')) requestAnimationFrame(close);
+  };
+  requestAnimationFrame(close);
+})();
+</script>""".replace("NARROW", str(NARROW))
 
 # After an edit is saved, its confirmation's Send takes the focus: Enter sends, Esc cancels.
 FOCUS_RESEND = """() => {

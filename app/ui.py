@@ -167,7 +167,7 @@ def launch_app(
         ssr_mode=False,
         css=CSS + chat_list.CSS,
         js=keyboard.SCRIPT,
-        head=settings_view.LOCATION_LINK,
+        head=settings_view.LOCATION_LINK + keyboard.NARROW_SIDEBAR,
         footer_links=[],
     )
     if logins is not None:  # several processes behind a load balancer share their logins

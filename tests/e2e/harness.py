@@ -187,22 +187,25 @@ def open_app(page: Any, url: str) -> None:
 
 def sidebar_open(page: Any, inside: str = "#chat-list") -> None:
     """Open the chats sidebar until ``inside`` (an element in it) is on screen: a phone's
-    starts closed and closes when a chat is chosen, and the page's load may close it
-    again once it knows the width, so toggle until it stays open."""
+    starts closed (the page's script closes it as it first opens) and closes when a chat
+    is chosen (a round trip, which may land after a click), so toggle until it stays open."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     on_screen = f"""() => {{
       const box = document.querySelector({inside!r})?.getBoundingClientRect();
       return !!box && box.x >= 0 && box.right <= window.innerWidth && box.width > 0;
     }}"""
+    is_open = "() => !!document.querySelector('#chats.sidebar.open')"
     for _ in range(4):
+        if not page.evaluate(is_open):
+            page.get_by_role("button", name="Toggle Sidebar").click()
         try:
             page.wait_for_function(on_screen, timeout=2500)
             page.wait_for_timeout(400)  # the slide settles (a late close included)
             page.wait_for_function(on_screen, timeout=500)
             return
         except PlaywrightTimeout:
-            page.get_by_role("button", name="Toggle Sidebar").click()
+            continue
     page.wait_for_function(on_screen, timeout=15_000)
 
 

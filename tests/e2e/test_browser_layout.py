@@ -213,6 +213,37 @@ def test_on_a_phone_the_sidebar_is_closed_and_nothing_runs_off_the_side(
         page.context.close()
 
 
+# Records, each frame from the first, the furthest right the chats sidebar's list reached
+# while it could be seen.
+FURTHEST_RIGHT = """(() => {
+  window.sidebarRight = -Infinity;
+  const look = () => {
+    const side = document.querySelector('#chat-list');
+    if (side && getComputedStyle(side).visibility !== 'hidden') {
+      window.sidebarRight = Math.max(window.sidebarRight, side.getBoundingClientRect().right);
+    }
+    requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+})();"""
+
+
+def test_on_a_phone_the_sidebar_never_comes_on_screen_as_the_page_loads(
+    browser: Any, app: RunningApp
+) -> None:
+    context = browser.new_context(viewport=PHONE)
+    try:
+        context.add_init_script(FURTHEST_RIGHT)
+        page = context.new_page()
+        page.goto(app.url)
+        loaded(page)
+        page.wait_for_timeout(1000)  # a close that came late would have slid it in by now
+        expect(page.locator("#chats")).not_to_have_class(OPEN)
+        assert page.evaluate("window.sidebarRight") <= 0
+    finally:
+        context.close()
+
+
 def test_on_a_desktop_the_sidebar_is_open_and_the_chat_fits(
     browser: Any, app: RunningApp, located: None, artifacts: Path
 ) -> None:
