@@ -733,17 +733,20 @@ class PgStore:
             raise StoreError(f"no session {session_id!r}")
 
     async def chat_version(self, session_id: str | None) -> str:
-        """The newest message's id, the session's message count and every chat's title
-        and pin, as one token (``memory.rules.chat_search.version``)."""
+        """The newest message's id, the session's message count, every chat's title and
+        pin and the session's running turns, as one token
+        (``memory.rules.chat_search.version``)."""
         seen = await self._run(
             """SELECT (SELECT MAX(id) FROM messages) AS newest,
                       (SELECT COUNT(*) FROM messages WHERE session_id = %s) AS count,
                       (SELECT string_agg(concat_ws(' ', id, pinned_at, title), E'\n'
-                                         ORDER BY id) FROM sessions) AS chats""",
-            (session_id,),
+                                         ORDER BY id) FROM sessions) AS chats,
+                      (SELECT string_agg(id::text, ' ' ORDER BY id) FROM running_turns
+                       WHERE session_id = %s) AS turns""",
+            (session_id, session_id),
         )
         row = seen.rows[0]
-        return version(row["newest"], row["count"], row["chats"])
+        return version(row["newest"], row["count"], row["chats"], row["turns"])
 
     async def search_chats(self, query: str, limit: int = 20) -> list[ChatHit]:
         """Titles holding the query's words, then the messages the whole-history lexical

@@ -109,8 +109,13 @@ def feedback_query(session_id: str | None, mark: str) -> tuple[str, tuple[str, .
     return sql + where + " ORDER BY f.created_at DESC, f.message_id DESC", params
 
 
-def version(newest: int | None, count: int | None, chats: str | None) -> str:
+def version(
+    newest: int | None, count: int | None, chats: str | None, turns: str | None = None
+) -> str:
     """``chat_version``'s token: the newest message's id, the chat's message count and a
-    digest of every chat's id, pin and title."""
-    digest = hashlib.blake2b((chats or "").encode(), digest_size=8).hexdigest()
+    digest of every chat's id, pin and title and of the chat's running turns (their ids:
+    a turn another process starts or ends moves the token even when no message does, as
+    a retry, whose user message is stored already)."""
+    seen = f"{chats or ''}\0{turns or ''}"
+    digest = hashlib.blake2b(seen.encode(), digest_size=8).hexdigest()
     return f"{newest or 0}.{count or 0}.{digest}"

@@ -29,17 +29,19 @@ def set_pinned(store: SqliteStore, session_id: str, pinned: bool) -> None:
 
 
 def chat_version(store: SqliteStore, session_id: str | None) -> str:
-    """The newest message's id, the session's message count and every chat's title and
-    pin, as one token (``memory.rules.chat_search.version``)."""
+    """The newest message's id, the session's message count, every chat's title and pin
+    and the session's running turns, as one token (``memory.rules.chat_search.version``)."""
     row = store.conn.execute(
         """SELECT (SELECT MAX(id) FROM messages),
                   (SELECT COUNT(*) FROM messages WHERE session_id = ?),
                   (SELECT group_concat(chat, char(10)) FROM (
                       SELECT id || ' ' || COALESCE(pinned_at, '') || ' ' || title AS chat
-                      FROM sessions ORDER BY id))""",
-        (session_id,),
+                      FROM sessions ORDER BY id)),
+                  (SELECT group_concat(id, ' ') FROM (
+                      SELECT id FROM running_turns WHERE session_id = ? ORDER BY id))""",
+        (session_id, session_id),
     ).fetchone()
-    return version(row[0], row[1], row[2])
+    return version(row[0], row[1], row[2], row[3])
 
 
 def search_chats(store: SqliteStore, query: str, limit: int = 20) -> list[ChatHit]:

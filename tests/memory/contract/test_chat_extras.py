@@ -142,3 +142,28 @@ async def test_the_version_a_page_polls_changes_with_what_it_shows(store: AsyncS
         assert now not in seen
         seen.append(now)
     assert await store.chat_version(None) != ""
+
+
+async def test_the_version_moves_when_a_turn_starts_or_ends_in_the_chat(
+    store: AsyncStore,
+) -> None:
+    """Answered again (a retry), a turn stores no message as it starts: the page of
+    another process learns of it from the version alone."""
+    session = await store.create_session()
+    other = await store.create_session()
+    asked = await store.add_message(session.id, "user", "hi")
+    elsewhere = await store.add_message(other.id, "user", "there")
+    before = await store.chat_version(session.id)
+    other_turn = await store.begin_turn(other.id, elsewhere.id, "another process")
+    assert await store.chat_version(session.id) == before  # another chat's turn
+    turn = await store.begin_turn(session.id, asked.id, "another process")
+    running = await store.chat_version(session.id)
+    assert running != before
+    await store.save_partial(turn, "Hel")
+    assert await store.chat_version(session.id) == running  # its words: the follow's
+    await store.end_turn(turn)
+    assert await store.chat_version(session.id) == before
+    again = await store.begin_turn(session.id, asked.id, "another process")
+    assert await store.chat_version(session.id) not in (before, running)
+    await store.end_turn(again)
+    await store.end_turn(other_turn)
