@@ -24,6 +24,7 @@ import gradio as gr
 
 from app import mcp_view
 from app.graph_view import plain
+from app.live_tabs import PAGES_KEPT
 from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
@@ -341,6 +342,9 @@ class SettingsHandlers:
         self.people = people
         self.fixed = fixed_fields(people.flags, people.env, accounts_on=people.accounts_on)
         self.connections = Connections(people, self.fixed)
+        # The pages whose endpoint line shows Verify's answer for the form (until a save):
+        # the check that the page's load or the tab's opening started is not shown there.
+        self.verified: dict[str, None] = {}
 
     async def settings(self, request: gr.Request) -> Settings:
         return (await self.people.factory(request.username)()).settings
@@ -427,6 +431,11 @@ class SettingsHandlers:
 
     async def on_verify(self, request: gr.Request, *fields: Any) -> list[Any]:
         """Check the form's endpoint (unsaved) and offer its models in both dropdowns."""
+        page = request.session_hash or ""
+        self.verified.pop(page, None)
+        self.verified[page] = None  # first: a check under way is not shown after this
+        while len(self.verified) > PAGES_KEPT:
+            self.verified.pop(next(iter(self.verified)))
         current = await self.settings(request)
         target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current, self.fixed)
         verified: Verified = await verify_endpoint(target)
@@ -457,8 +466,22 @@ class SettingsHandlers:
         *filled, words = pick_place("0", found)
         return [gr.update(choices=choices, value="0", visible=True), words, found, *filled]
 
-    async def on_check(self, request: gr.Request) -> str:
-        """The endpoint in effect, checked (page load, the tab opened)."""
+    async def on_check(self, request: gr.Request) -> Any:
+        """The endpoint in effect, checked (page load, the tab opened); nothing on a page
+        whose line shows Verify's answer for the form, asked before this check ends or
+        after it began. Gradio cannot order the two: a Verify's ``cancels`` missed a check
+        the page had sent but not yet heard back from, which then replaced Verify's answer
+        (CI, under load)."""
+        page = request.session_hash or ""
+        if page in self.verified:
+            return gr.skip()
+        status = await endpoint_status(await self.settings(request))
+        return gr.skip() if page in self.verified else f"**Endpoint:** {status}"
+
+    async def on_effect(self, request: gr.Request) -> str:
+        """The endpoint now in effect, checked after a save or a switch (the form shows
+        what is in effect again, so Verify's answer is over)."""
+        self.verified.pop(request.session_hash or "", None)
         return f"**Endpoint:** {await endpoint_status(await self.settings(request))}"
 
 
@@ -558,7 +581,7 @@ def build(people: People, load: Any, opened: Any) -> None:
     saving.then(handlers.refresh, saved, refreshed, **private).then(
         handlers.shown, None, filled, **private
     )
-    saving.then(handlers.on_check, None, endpoint, **private)  # the endpoint now in effect
+    saving.then(handlers.on_effect, None, endpoint, **private)  # the endpoint now in effect
     for button, switch, name in (
         (use_found, handlers.on_use_found, "use_found_server"),
         (use_bundled, handlers.on_use_bundled, "use_bundled_model"),
@@ -568,7 +591,7 @@ def build(people: People, load: Any, opened: Any) -> None:
             handlers.shown, None, filled, **private
         )
         switched.then(handlers.offer, None, offered, **private)
-        switched.then(handlers.on_check, None, endpoint, **private)
+        switched.then(handlers.on_effect, None, endpoint, **private)
     found = gr.State([])  # the matches of the last Find, as dicts (Place)
     for asked in (find.click, place.submit):
         located = [latitude, longitude, timezone]
@@ -593,9 +616,9 @@ def build(people: People, load: Any, opened: Any) -> None:
         show_progress="hidden",
     )
     # Verify answers for the form: the check of the endpoint in effect that the page's load
-    # or the tab's opening started is let go, else landing late it hid Verify's answer (CI,
-    # under load). In a listener of its own, wired first: a listener's cancels run only
-    # once its handler is done.
+    # or the tab's opening started is let go (else landing late it hid Verify's answer), and
+    # one still to land shows nothing (SettingsHandlers.on_check). In a listener of its own,
+    # wired first: a listener's cancels run only once its handler is done.
     check.click(None, None, None, cancels=[checked], **private)
     check.click(handlers.on_verify, form, [endpoint, chat_model, vision_model], api_name="verify")
     mcp_view.build(people, load, opened)  # the MCP servers and their tools, read-only

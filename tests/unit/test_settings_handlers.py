@@ -3,7 +3,9 @@ would call them, on a profile in a temporary home: no browser, no endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
@@ -99,3 +101,35 @@ async def test_check_reports_the_endpoint_in_effect(
         await handlers(tmp_path).on_check(request())
         == f"**Endpoint:** reachable, model {FAKE_MODEL}"
     )
+
+
+async def test_a_check_does_not_replace_verifys_answer_until_a_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check the tab's opening started, landing after Verify (the page could not
+    cancel it), shows nothing; after a save the endpoint in effect is shown again."""
+    checking, go_on = asyncio.Event(), asyncio.Event()
+
+    async def status(settings: Any) -> str:
+        checking.set()
+        await go_on.wait()
+        return "the bundled model"
+
+    async def verify(settings: Any) -> Any:
+        return settings_view.Verified("ok: 2 models", ("m1", "m2"), ok=True)
+
+    monkeypatch.setattr(settings_view, "endpoint_status", status)
+    monkeypatch.setattr(settings_view, "verify_endpoint", verify)
+    tab = handlers(tmp_path)
+    under_way = asyncio.create_task(tab.on_check(request()))
+    await checking.wait()
+    fields = await form_now(tab, base_url="https://example.test/v1")
+    words, _, _ = await tab.on_verify(request(), *fields)
+    assert words == "**Endpoint:** ok: 2 models"
+    go_on.set()
+    assert await under_way == gr.skip()  # begun before Verify, ended after
+    assert await tab.on_check(request()) == gr.skip()  # the tab opened again
+    other_page = SimpleNamespace(username=None, session_hash="page-2")
+    assert await tab.on_check(other_page) == "**Endpoint:** the bundled model"
+    assert await tab.on_effect(request()) == "**Endpoint:** the bundled model"  # saved
+    assert await tab.on_check(request()) == "**Endpoint:** the bundled model"
