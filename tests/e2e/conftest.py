@@ -25,6 +25,10 @@ from tests.e2e.harness import (
 )
 
 SIZES = {"phone": (390, 844), "desktop": (1440, 900)}
+# An expectation without a timeout of its own waits up to 15 s, not Playwright's 5: under
+# CI's load (four workers, each with its app and chromium) a round trip to the app took
+# over 5 s now and then (a save's "Saved", a second tab's Stop). A timeout given stays.
+expect.set_options(timeout=15_000)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

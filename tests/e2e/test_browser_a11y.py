@@ -106,7 +106,7 @@ def test_touch_targets_on_a_phone(sized_page: Any) -> None:
 
 
 def test_esc_stops_a_running_answer(page: Any) -> None:
-    send(page, "tell me a story slowly")
+    send(page, "tell me a story very slowly")  # still running when Esc lands, under load
     expect(bot_messages(page).last).to_contain_text("word2", timeout=TIMEOUT_MS)
     page.locator("#chat-input textarea").press("Escape")
     expect(bot_messages(page).last).to_contain_text("⏹ Stopped.", timeout=TIMEOUT_MS)
