@@ -217,7 +217,14 @@ def layout(trace: gr.Markdown, side: Sidebar) -> ChatLayout:
                 scale=0,
                 elem_id="banner-back",
             ),
-            gr.Button("Settings", visible=False, size="sm", scale=0, elem_id="banner-settings"),
+            gr.Button(
+                "Settings",
+                visible=False,
+                size="sm",
+                scale=0,
+                min_width=90,  # the banner's words get the rest of a phone's width
+                elem_id="banner-settings",
+            ),
         )
     persona = gr.HTML(elem_id="persona-chip", js_on_load=None)
     chatbot = gr.Chatbot(

@@ -47,6 +47,8 @@ UPLOAD_CACHE = (3600, 86400)  # Gradio's delete_cache: (every, older than) in se
 CSS = """
 #model-line { opacity: 0.7; font-size: 0.9em; }
 #local-banner { color: #b45309; }
+/* The banner's buttons keep their own height: on a phone the banner wraps to eight lines. */
+#banner-use, #banner-back, #banner-settings { align-self: center; }
 #chatbot pre, #chatbot pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
 #chatbot .message-content { overflow-wrap: anywhere; }
 #chatbot button[aria-label="Clear"] { display: none; }
