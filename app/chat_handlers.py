@@ -42,6 +42,7 @@ from app.live_tabs import (
     STALE,
     UNFOLLOWED,
     Pages,
+    keep_newest,
     redraws,
     shown_mark,
 )
@@ -582,9 +583,8 @@ class ChatHandlers:
         if key not in self._marks:
             bubbles = await _history(store, session_id)
             asked = [bubble_text(b) for b in bubbles if b.role == "user"]
-            self._marks[key] = shown_mark(asked, bubble_text(bubbles[-1]) if bubbles else "")
-            while len(self._marks) > MARKS_KEPT:
-                self._marks.pop(next(iter(self._marks)))
+            mark = shown_mark(asked, bubble_text(bubbles[-1]) if bubbles else "")
+            keep_newest(self._marks, key, mark, MARKS_KEPT)
         return self._marks[key]
 
     async def on_changed(

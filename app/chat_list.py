@@ -17,12 +17,12 @@ whose re-renders dropped clicks and reset the Stop button (docs/app.md).
 from __future__ import annotations
 
 import html
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from app.chat_view import history_entries
+from app.live_tabs import PAGES_KEPT, keep_newest
 from memory import ChatHit, Message, Session, parse_time
 from memory.rules.temporal import zone_of
 
@@ -33,7 +33,6 @@ RECENT = "Recent"
 EMPTY = "No chats yet: what you send starts one."
 NO_MATCH = "No chat mentions “{query}”."
 ACTIONS = ("rename", "pin", "unpin", "delete")  # what a row's menu can ask for
-PAGES_KEPT = 1024  # open pages whose last chosen chat is remembered (the oldest go first)
 
 
 def relative_time(stamp: str, now: datetime, tz: str) -> str:
@@ -179,17 +178,14 @@ class OpenedChats:
     has already cancelled the followers, and it would stream the old chat into the new."""
 
     def __init__(self, kept: int = PAGES_KEPT) -> None:
-        self.kept = kept
-        self._chosen: OrderedDict[str, str | None] = OrderedDict()
+        self.kept = kept  # open pages whose last chosen chat is remembered
+        self._chosen: dict[str, str | None] = {}
 
     def choose(self, page: str | None, chat: str | None) -> None:
         """Page ``page`` now asks for chat ``chat`` (None: a new, empty chat)."""
         if page is None:
             return
-        self._chosen[page] = chat
-        self._chosen.move_to_end(page)
-        while len(self._chosen) > self.kept:
-            self._chosen.popitem(last=False)
+        keep_newest(self._chosen, page, chat, self.kept)
 
     def still(self, page: str | None, chat: str | None) -> bool:
         """True unless ``page`` has asked for another chat than ``chat`` since."""

@@ -342,8 +342,8 @@ class Wiring:
         width, shown = parts.width, [ui.session, ui.listing, ui.chatbot, ui.line, parts.banner]
         loaded = load(h.on_load, None, shown, api_name="load")
         self.loaded = loaded
-        # The window's width, for a chat chosen later; the page's script closes a phone's
-        # sidebar as it opens (``keyboard.SCRIPT``).
+        # The window's width, for a chat chosen later; the page's head script closes a
+        # phone's sidebar as it opens (``keyboard.NARROW_SIDEBAR``).
         load(lambda seen: seen, width, width, js=WINDOW_WIDTH, api_visibility="private")
         self.afterwards(loaded, chosen=False)  # a tab clicked while the page loads stays
         taking = [ui.box, ui.session, ui.note, ui.keep]

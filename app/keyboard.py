@@ -95,9 +95,8 @@ SCRIPT = """() => {
 # A phone's sidebar starts closed. Gradio opens it as it draws the page, and its toggle
 # may not answer clicks yet; until a click has closed it (tried each frame, from the
 # first, and seen closed on two frames), it is hidden and does not slide, so it never
-# shows. Then it is the reader's. A head script,
-# so it watches the page from before Gradio draws it; it gives up after 5 s whatever
-# happened, so nothing stays hidden.
+# shows. Then it is the reader's. A head script, so it watches the page from before
+# Gradio draws it; it gives up after 5 s whatever happened, so nothing stays hidden.
 NARROW_SIDEBAR = """<style>
 html.sidebar-closing #chats.sidebar { visibility: hidden; transition: none !important; }
 </style>

@@ -33,6 +33,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TypeVar
 
 WATCH_SECONDS = 1.0
 MARK_CHARS = 24  # letters and digits of the first message, in the mark
@@ -41,6 +42,20 @@ MARKS_KEPT = 256  # stored chats' marks kept (per chat and version)
 PAGES_KEPT = 1024  # open pages whose last shown token is kept
 STALE = "stale"  # in the token while a page shows another chat than its own
 UNFOLLOWED = "unfollowed"  # in the token while a page does not follow its chat's turn
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def keep_newest(kept: dict[K, V], key: K, value: V, limit: int = PAGES_KEPT) -> None:
+    """``kept[key] = value``, ``key`` now the newest (a dict keeps its keys in the order
+    they came); the oldest beyond ``limit`` are dropped. What the app keeps per open page
+    (or per chat) is bounded this way: a page that is closed never says so."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > limit:
+        kept.pop(next(iter(kept)))
+
 
 # The tick's page side: the mark of the chat on screen, from its bubbles (the chat's value
 # is not an input: it would be sent each second, and an input's status redrawn).
@@ -90,10 +105,7 @@ class Pages:
     def saw(self, page: str, version: str) -> None:
         """``page`` was shown the stored chats as of ``version`` (a load, the end of its
         own turn, a change shown): a tick that finds that token shows nothing again."""
-        self._seen.pop(page, None)
-        self._seen[page] = version
-        while len(self._seen) > PAGES_KEPT:
-            self._seen.pop(next(iter(self._seen)))
+        keep_newest(self._seen, page, version)
 
     def seen(self, page: str) -> str | None:
         """The token ``page`` was last shown as, if known."""
@@ -110,10 +122,7 @@ class Pages:
         key, digest = (page, part), hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
         if self._shown.get(key) == digest:
             return False
-        self._shown.pop(key, None)
-        self._shown[key] = digest
-        while len(self._shown) > 2 * PAGES_KEPT:
-            self._shown.pop(next(iter(self._shown)))
+        keep_newest(self._shown, key, digest, 2 * PAGES_KEPT)
         return True
 
     @contextmanager

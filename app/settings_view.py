@@ -24,7 +24,7 @@ import gradio as gr
 
 from app import mcp_view
 from app.graph_view import plain
-from app.live_tabs import PAGES_KEPT
+from app.live_tabs import keep_newest
 from config.settings import (
     IMAGE_BACKENDS,
     KEYED_IMAGE_BACKENDS,
@@ -432,10 +432,7 @@ class SettingsHandlers:
     async def on_verify(self, request: gr.Request, *fields: Any) -> list[Any]:
         """Check the form's endpoint (unsaved) and offer its models in both dropdowns."""
         page = request.session_hash or ""
-        self.verified.pop(page, None)
-        self.verified[page] = None  # first: a check under way is not shown after this
-        while len(self.verified) > PAGES_KEPT:
-            self.verified.pop(next(iter(self.verified)))
+        keep_newest(self.verified, page, None)  # first: a check under way is not shown
         current = await self.settings(request)
         target = verify_target(dict(zip(FORM_KEYS, fields, strict=True)), current, self.fixed)
         verified: Verified = await verify_endpoint(target)

@@ -109,9 +109,7 @@ def feedback_query(session_id: str | None, mark: str) -> tuple[str, tuple[str, .
     return sql + where + " ORDER BY f.created_at DESC, f.message_id DESC", params
 
 
-def version(
-    newest: int | None, count: int | None, chats: str | None, turns: str | None = None
-) -> str:
+def version(newest: int | None, count: int | None, chats: str | None, turns: str | None) -> str:
     """``chat_version``'s token: the newest message's id, the chat's message count and a
     digest of every chat's id, pin and title and of the chat's running turns (their ids:
     a turn another process starts or ends moves the token even when no message does, as
