@@ -54,6 +54,25 @@ FOCUS_COMPOSER = """() => {
 }"""
 
 
+# The style note's fold opens and closes in the page. The note and "Keep for this chat" are
+# mounted with the page and only hidden by CSS (ui.CSS): a closed gr.Accordion mounts its
+# fields when first opened and, a frame or more later, puts back the values they had
+# when the page loaded (Gradio 6.31, render_previously_invisible_children), so a note
+# typed or a "Keep" ticked in that moment was lost (seen in CI under load: the kept note
+# was sent as a one-off). ``aria-expanded`` starts "false" (NOTE_FOLDED, on load).
+NOTE_FOLD = """() => {
+  const panel = document.querySelector('#style-note-panel');
+  const open = panel.classList.toggle('unfolded');
+  document.querySelector('#style-note-toggle').setAttribute('aria-expanded', String(open));
+  if (open) document.querySelector('#style-note textarea')?.focus();
+}"""
+NOTE_FOLDED = """() => {
+  const fold = document.querySelector('#style-note-toggle');
+  fold?.setAttribute('aria-expanded', 'false');
+  fold?.setAttribute('aria-controls', 'style-note-body');
+}"""
+
+
 # A chat chosen brings the Chat tab forward at once, in the page, with the click: a switch
 # made by the server's answer would come later and take back a tab the person chose since.
 SHOW_CHAT_TAB = """() => {
@@ -188,14 +207,18 @@ def style_note() -> tuple[gr.Markdown, gr.Button, gr.Textbox, gr.Checkbox]:
         remove_note = gr.Button(
             "Remove note", size="sm", scale=0, visible=False, elem_id="remove-note"
         )
-    with gr.Accordion("Style note", open=False, elem_id="style-note-panel"):
-        note = gr.Textbox(
-            label="For your next message (the persona stays)",
-            placeholder="e.g. answer in three bullet points",
-            max_lines=3,
-            elem_id="style-note",
-        )
-        keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
+    # A fold of the page's own (NOTE_FOLD), not a gr.Accordion: see NOTE_FOLD.
+    with gr.Column(elem_id="style-note-panel"):
+        fold = gr.Button("Style note", size="sm", elem_id="style-note-toggle")
+        with gr.Group(elem_id="style-note-body"):
+            note = gr.Textbox(
+                label="For your next message (the persona stays)",
+                placeholder="e.g. answer in three bullet points",
+                max_lines=3,
+                elem_id="style-note",
+            )
+            keep = gr.Checkbox(label="Keep for this chat", elem_id="style-keep")
+    fold.click(None, js=NOTE_FOLD)
     return note_line, remove_note, note, keep
 
 
@@ -555,6 +578,7 @@ def build(
     wiring = Wiring(ChatHandlers(chats, parts.ui), parts, side, tabs)
     script_api.register(chats)
     load(who_is_here, None, [side.who, side.logout], api_visibility="private")
+    load(None, js=NOTE_FOLDED)
     wiring.turns(load)
     wiring.banner()
     wiring.persona(load)

@@ -60,6 +60,14 @@ CSS = """
   white-space: nowrap;
 }
 #confirm-edit { align-items: center; }
+/* The style note's fold (chat_tab.NOTE_FOLD): its fields stay mounted, hidden until opened. */
+#style-note-panel:not(.unfolded) #style-note-body { display: none; }
+#style-note-toggle {
+  align-self: flex-start; width: auto; min-height: 32px; padding: 4px 2px;
+  background: none; border: none; box-shadow: none; color: var(--body-text-color);
+}
+#style-note-toggle::after { content: "▾"; margin-left: 0.4em; }
+#style-note-panel.unfolded #style-note-toggle::after { content: "▴"; }
 #chatbot .message-row:has(.edit-textarea), #chatbot .message-row:has(.edit-textarea) .flex-wrap,
 #chatbot .message-row:has(.edit-textarea) .message {
   width: 100%; max-width: 100%; box-sizing: border-box; margin-left: 0; margin-right: 0;

@@ -10,7 +10,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from prompts.templates import persona_text
-from tests.e2e.harness import loaded, send
+from tests.e2e.harness import loaded, new_chat, open_app, send
 
 TIMEOUT_MS = 15_000
 
@@ -24,7 +24,7 @@ def answered(page: Any, text: str) -> None:
 def write_note(page: Any, note: str, *, keep: bool = False) -> None:
     box = page.locator("#style-note textarea")
     if not box.is_visible():
-        page.locator("#style-note-panel").get_by_text("Style note").click()
+        page.locator("#style-note-toggle").click()
     box.fill(note)
     if keep:
         page.locator("#style-keep input").check()
@@ -98,3 +98,45 @@ def test_every_send_clears_the_composer_and_a_note_typed_meanwhile_stays(
         answered(page, f"message {n}")
         expect(page.locator("#chat-input textarea")).to_have_value("")
         expect(page.locator("#active-note")).to_contain_text(f"Note number {n}.")
+
+
+# Every animation frame a second late: a page on a machine under load, slowed so that a
+# late frame is sure to come after what the test types.
+SLOW_FRAMES = """(() => {
+  const frame = window.requestAnimationFrame.bind(window);
+  window.requestAnimationFrame = (callback) => {
+    setTimeout(() => frame(callback), 1000);
+    return 0;
+  };
+})();"""
+
+
+def test_the_fold_keeps_what_is_typed_the_moment_it_opens(browser: Any, app: Any) -> None:
+    """The note's fold is closed at load (aria-expanded false) and opens in the page, with
+    the cursor in the note; a note typed and "Keep" ticked at once are what is sent, even
+    when frames come late. (A gr.Accordion mounted the fields on its first opening and put
+    their first values back a frame later: with late frames, the note and the tick were
+    wiped before the send, and CI saw a kept note go out as nothing.)"""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    open_app(page, app.url)
+    new_chat(page)
+    fold = page.locator("#style-note-toggle")
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#style-note textarea")).to_be_hidden()
+    page.evaluate(SLOW_FRAMES)
+    fold.click()
+    expect(fold).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#style-note textarea")).to_be_focused()
+    page.keyboard.type("Answer in haiku.")
+    page.locator("#style-keep input").check()
+    page.wait_for_timeout(2_500)  # two late frames and more
+    expect(page.locator("#style-note textarea")).to_have_value("Answer in haiku.")
+    expect(page.locator("#style-keep input")).to_be_checked()
+    send(page, "a poem")
+    answered(page, "a poem")
+    expect(page.locator("#active-note")).to_contain_text("Note for this chat: Answer in haiku.")
+    fold.click()
+    expect(page.locator("#style-note textarea")).to_be_hidden()
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    context.close()
