@@ -57,9 +57,9 @@ FOCUS_COMPOSER = """() => {
 # The style note's fold opens and closes in the page. The note and "Keep for this chat" are
 # mounted with the page and only hidden by CSS (ui.CSS): a closed gr.Accordion mounts its
 # fields when first opened and, a frame or more later, puts back the values they had
-# when the page loaded (Gradio 6.31, render_previously_invisible_children), so a note
-# typed or a "Keep" ticked in that moment was lost (seen in CI under load: the kept note
-# was sent as a one-off). ``aria-expanded`` starts "false" (NOTE_FOLDED, on load).
+# when the page loaded (Gradio 6.31, render_previously_invisible_children), so a "Keep"
+# ticked in that moment was lost (seen in CI under load: the kept note was sent as a
+# one-off). ``aria-expanded`` starts "false" (NOTE_FOLDED, on load).
 NOTE_FOLD = """() => {
   const panel = document.querySelector('#style-note-panel');
   const open = panel.classList.toggle('unfolded');
